@@ -1,0 +1,148 @@
+"""Build the optional Cython kernel; everything else is declared in pyproject.toml.
+
+Rules (see README, "Installing"):
+- the extension ``sinpe._kernel`` is built from ``src/sinpe/_kernel.pyx``;
+- OpenMP is used only when a compile-and-run probe says the compiler supports it;
+- if the extension cannot be built, the install goes on with the NumPy fallback and says so
+  loudly, unless ``SINPE_REQUIRE_EXTENSION=1``, which turns the failure into an error;
+- ``SINPE_DEBUG_BUILD=1`` compiles with bounds checks on (used once by CI).
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import textwrap
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+REQUIRE_EXTENSION = os.environ.get("SINPE_REQUIRE_EXTENSION", "") == "1"
+DEBUG_BUILD = os.environ.get("SINPE_DEBUG_BUILD", "") == "1"
+
+OPENMP_PROBE = textwrap.dedent(
+    """
+    #include <omp.h>
+    int main(void) {
+        int n = 0;
+        #pragma omp parallel num_threads(2) reduction(+:n)
+        n += 1;
+        return (n >= 1 && omp_get_max_threads() >= 1) ? 0 : 1;
+    }
+    """
+)
+
+
+def shout(message):
+    bar = "=" * 78
+    print(f"\n{bar}\nsinpe: {message}\n{bar}\n", file=sys.stderr, flush=True)
+
+
+def openmp_works(compiler):
+    """Compile, link and run a tiny OpenMP program with this compiler."""
+    if compiler.compiler_type == "msvc":
+        flag = ["/openmp"]
+        link = []
+    else:
+        flag = ["-fopenmp"]
+        link = ["-fopenmp"]
+    tmp = tempfile.mkdtemp(prefix="sinpe-omp-")
+    try:
+        src = os.path.join(tmp, "probe.c")
+        with open(src, "w") as fh:
+            fh.write(OPENMP_PROBE)
+        objects = compiler.compile([src], output_dir=tmp, extra_postargs=flag)
+        exe = os.path.join(tmp, "probe")
+        compiler.link_executable(objects, exe, extra_postargs=link)
+        subprocess.run([exe], check=True, timeout=60, capture_output=True)
+        return flag, link
+    except Exception as exc:  # any failure means "no OpenMP", never a failed build
+        print(f"sinpe: OpenMP probe failed ({type(exc).__name__}); building single-threaded",
+              file=sys.stderr)
+        return None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+class OptionalBuildExt(build_ext):
+    """Build the kernel; on failure fall back to NumPy loudly, or fail when required."""
+
+    def build_extensions(self):
+        compile_args, link_args = [], []
+        if self.compiler.compiler_type != "msvc":
+            # -ffp-contract=off: no fused multiply-add contraction, so the kernel rounds exactly
+            # like the NumPy fallback and both backends return bit-identical tables.
+            compile_args += ["-O3", "-ffp-contract=off"]
+        omp = openmp_works(self.compiler)
+        if omp is not None:
+            compile_args += omp[0]
+            link_args += omp[1]
+        for ext in self.extensions:
+            ext.extra_compile_args = list(ext.extra_compile_args or []) + compile_args
+            ext.extra_link_args = list(ext.extra_link_args or []) + link_args
+            ext.define_macros = list(ext.define_macros or []) + [
+                ("SINPE_HAVE_OPENMP", "1" if omp is not None else "0")
+            ]
+        super().build_extensions()
+
+    def run(self):
+        try:
+            super().run()
+        except Exception as exc:
+            self.fail(exc)
+
+    def build_extension(self, ext):
+        try:
+            super().build_extension(ext)
+        except Exception as exc:
+            self.fail(exc)
+
+    def fail(self, exc):
+        if REQUIRE_EXTENSION:
+            shout(f"building the Cython kernel failed and SINPE_REQUIRE_EXTENSION=1: {exc}")
+            raise exc
+        shout(
+            "WARNING: the Cython kernel could not be built "
+            f"({type(exc).__name__}: {exc}).\n"
+            "sinpe is installed with the pure-NumPy fallback only (sinpe.BACKEND == 'numpy'),\n"
+            "which is exact but slower. Install a C compiler and reinstall for the fast path;\n"
+            "set SINPE_REQUIRE_EXTENSION=1 to make this an error."
+        )
+
+
+def extensions():
+    try:
+        from Cython.Build import cythonize
+    except ImportError as exc:
+        if REQUIRE_EXTENSION:
+            raise
+        shout(f"WARNING: Cython is not available ({exc}); installing the NumPy fallback only.")
+        return []
+    import numpy
+
+    directives = {
+        "language_level": 3,
+        "boundscheck": DEBUG_BUILD,
+        "wraparound": False,
+        "initializedcheck": DEBUG_BUILD,
+        "cdivision": not DEBUG_BUILD,
+        "freethreading_compatible": True,
+    }
+    ext = Extension(
+        "sinpe._kernel",
+        ["src/sinpe/_kernel.pyx"],
+        include_dirs=[numpy.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    )
+    if DEBUG_BUILD:
+        shout("debug build: bounds checks on, -O0")
+        ext.undef_macros = ["NDEBUG"]
+    return cythonize([ext], compiler_directives=directives, quiet=True, force=DEBUG_BUILD)
+
+
+if sysconfig.get_config_var("Py_GIL_DISABLED"):
+    print("sinpe: building for free-threaded CPython", file=sys.stderr)
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -1,0 +1,302 @@
+"""The public functions: the one place that validates arguments, resolves conventions into
+frequencies and tables, allocates (or checks) the output and picks a filler."""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+import os
+import warnings
+
+import numpy as np
+
+from . import _numpy
+from ._angles import exact_cos_sin, rotation_tables
+from ._frequencies import frequency_vector
+from .conventions import Convention
+from .conventions import get as get_convention
+
+try:
+    from . import _kernel
+except ImportError as exc:  # the build fell back to NumPy (it said so); tell the truth here too
+    _kernel = None
+    _KERNEL_ERROR = f"{type(exc).__name__}: {exc}"
+else:
+    _KERNEL_ERROR = ""
+
+__all__ = ["sinusoidal_positional_encoding", "frequencies", "BACKEND", "HAVE_OPENMP"]
+
+MAX_POSITION = 2**53  # every position must be below this (exactly representable in float64)
+_FLOAT_DTYPES = {np.dtype(np.float64): np.dtype(np.float64), np.dtype(np.float32): np.dtype(np.float32)}
+_BACKENDS = ("auto", "cython", "numpy")
+_FILLERS = {"numpy": _numpy.fill_table}
+if _kernel is not None:
+    _FILLERS["cython"] = _kernel.fill_table
+HAVE_OPENMP = bool(_kernel is not None and _kernel.HAVE_OPENMP)
+
+# Below this many table elements one thread is faster than waking a team.
+PARALLEL_MIN_ELEMENTS = 1 << 17
+
+
+def _backend_from_environment() -> str:
+    requested = os.environ.get("SINPE_BACKEND", "").strip().lower() or "auto"
+    if requested not in _BACKENDS:
+        raise ImportError(
+            f"SINPE_BACKEND={requested!r} is not a backend; use one of {', '.join(_BACKENDS)}"
+        )
+    if requested == "cython" and _kernel is None:
+        raise ImportError(
+            f"SINPE_BACKEND=cython but the compiled kernel is not available ({_KERNEL_ERROR})"
+        )
+    if requested == "auto":
+        if _kernel is None:
+            warnings.warn(
+                "sinpe: the compiled kernel is not available "
+                f"({_KERNEL_ERROR}); using the NumPy fallback. "
+                "Set SINPE_BACKEND=numpy to silence this warning.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return "numpy"
+        return "cython"
+    return requested
+
+
+def _thread_cap_from_environment() -> int:
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = os.cpu_count() or 1
+    raw = os.environ.get("SINPE_NUM_THREADS", "").strip()
+    if raw:
+        try:
+            cap = int(raw)
+        except ValueError:
+            cap = 0
+        if cap < 1:
+            raise ImportError(f"SINPE_NUM_THREADS must be an integer >= 1, got {raw!r}")
+        usable = min(usable, cap) if raw else usable
+    return max(usable, 1)
+
+
+BACKEND = _backend_from_environment()
+MAX_THREADS = _thread_cap_from_environment() if HAVE_OPENMP else 1
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _integer(name: str, value, minimum: int) -> int:
+    if type(value) is not int:
+        if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
+            raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r:.60}")
+        value = operator.index(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _real(name: str, value) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r:.60}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be finite, got {value}") from None
+
+
+def _base(value) -> float:
+    base = _real("base", value)
+    if not (math.isfinite(base) and base > 0):
+        raise ValueError(f"base must be finite and > 0, got {base!r}")
+    return base
+
+
+def _dtype(value) -> np.dtype:
+    try:
+        dtype = np.dtype(value)
+    except TypeError:
+        dtype = None
+    if dtype not in _FLOAT_DTYPES:
+        raise TypeError(f"dtype must be float32 or float64 (any NumPy spelling), got {value!r:.60}")
+    return dtype
+
+
+def _backend(value) -> str:
+    if value == "auto":
+        return BACKEND
+    if value not in _BACKENDS or not isinstance(value, str):
+        raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}, got {value!r:.60}")
+    if value == "cython" and _kernel is None:
+        raise ValueError(
+            f"backend='cython' but the compiled kernel is not available ({_KERNEL_ERROR}); "
+            "use backend='auto' or 'numpy', or reinstall with a C compiler"
+        )
+    return value
+
+
+def _threads(value, n_elements: int) -> int:
+    if value is None:
+        return MAX_THREADS if n_elements >= PARALLEL_MIN_ELEMENTS else 1
+    threads = _integer("threads", value, 1)
+    return min(threads, MAX_THREADS)
+
+
+def _output(out, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    if out is None:
+        try:
+            return np.empty(shape, dtype=dtype)
+        except ValueError as exc:  # larger than the address space
+            raise ValueError(f"a {shape} {dtype} table is too large: {exc}") from None
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy.ndarray or None, got {type(out).__name__}")
+    problems = []
+    if out.shape != shape:
+        problems.append(f"shape {out.shape} (expected {shape})")
+    if out.dtype != dtype:
+        problems.append(f"dtype {out.dtype} (expected {dtype}; pass dtype= to match)")
+    if not out.flags.c_contiguous:
+        problems.append("not C-contiguous")
+    if not out.flags.writeable:
+        problems.append("read-only")
+    if problems:
+        raise ValueError("out is unusable: " + ", ".join(problems))
+    return out
+
+
+# --------------------------------------------------------------------------- plans
+
+
+def block_sizes(n_rows: int) -> tuple[int, int, int]:
+    """``(coarse, mid, fine)`` table lengths for ``n_rows`` rows (row = (q*mid + j)*fine + k).
+
+    Small tables get small step tables: one row needs no table at all, and the transcendental
+    work (coarse + mid + fine rows) grows roughly like the cube root of ``n_rows``.
+    """
+    fine = max(min(n_rows, 16), 1)
+    blocks = -(-n_rows // fine)
+    mid = max(min(blocks, max(64, math.isqrt(blocks))), 1)
+    return -(-blocks // mid), mid, fine
+
+
+@functools.lru_cache(maxsize=512)
+def _plan(convention: Convention, d_model: int, base: float, n_rows: int):
+    columns = convention.column_map(d_model)
+    key = convention.frequency_key(d_model, base)
+    coarse, mid, fine = block_sizes(n_rows)
+    return columns, key, (coarse, mid, fine), rotation_tables(key, fine, mid, coarse)
+
+
+# --------------------------------------------------------------------------- public
+
+
+def sinusoidal_positional_encoding(
+    seq_len: int,
+    d_model: int,
+    *,
+    base: float = 10000.0,
+    offset: int = 0,
+    dtype=np.float64,
+    out: np.ndarray | None = None,
+    backend: str = "auto",
+    threads: int | None = None,
+    convention: str | Convention = "vaswani",
+) -> np.ndarray:
+    """Sinusoidal positional encoding table, exact to 1e-15 at every position.
+
+    Parameters
+    ----------
+    seq_len : int
+        Number of rows (positions), ``>= 0``.
+    d_model : int
+        Number of columns, ``>= 1``.
+    base : float, default 10000.0
+        Frequency base, finite and ``> 0``: ``w_i = base**(-2i/d_model)``.
+    offset : int, default 0
+        Position of the first row; every position ``offset + r`` must be below ``2**53``.
+    dtype : float32 or float64, default float64
+        float32 tables are computed in float64 and rounded once.
+    out : numpy.ndarray, optional
+        Writable, C-contiguous array of shape ``(seq_len, d_model)`` and dtype ``dtype``; it
+        is filled and returned. A rejected ``out`` is left untouched.
+    backend : {"auto", "cython", "numpy"}, default "auto"
+        ``"auto"`` is ``sinpe.BACKEND``.
+    threads : int, optional
+        At most this many threads (Cython backend with OpenMP). ``None``: all usable cores
+        (capped by ``SINPE_NUM_THREADS``) for tables big enough to gain, else 1.
+    convention : str or Convention, default "vaswani"
+        Layout and frequency rule; see :mod:`sinpe.conventions`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(seq_len, d_model)``, C-contiguous; row ``r`` is position ``offset + r``:
+        column ``2i`` is ``sin(p w_i)``, column ``2i+1`` is ``cos(p w_i)`` (``"vaswani"``).
+
+    Raises
+    ------
+    TypeError
+        An argument of the wrong type (float, str, None or bool for an integer, bad dtype).
+    ValueError
+        A value out of range, an unknown backend or convention, an unusable ``out``.
+
+    Examples
+    --------
+    >>> import sinpe
+    >>> sinpe.sinusoidal_positional_encoding(2, 4)
+    array([[0.        , 1.        , 0.        , 1.        ],
+           [0.84147098, 0.54030231, 0.00999983, 0.99995   ]])
+    """
+    seq_len = _integer("seq_len", seq_len, 0)
+    d_model = _integer("d_model", d_model, 1)
+    offset = _integer("offset", offset, 0)
+    if offset + max(seq_len, 1) > MAX_POSITION:
+        raise ValueError(
+            f"positions must be below 2**53: offset + seq_len - 1 = {offset + seq_len - 1}"
+        )
+    base = _base(base) if base != 10000.0 or type(base) is not float else base
+    dtype = _dtype(dtype)
+    backend = _backend(backend)
+    convention = get_convention(convention)
+    n_threads = _threads(threads, seq_len * d_model)
+    if out is None and seq_len == 0:
+        return np.empty((0, d_model), dtype=dtype)
+    table = _output(out, (seq_len, d_model), dtype)
+    if seq_len == 0:
+        return table
+    columns, key, (n_coarse, n_mid, n_fine), (coarse, mid, fine) = _plan(
+        convention, d_model, base, seq_len
+    )
+    if offset:
+        positions = offset + np.arange(n_coarse, dtype=np.float64) * (n_mid * n_fine)
+        coarse = exact_cos_sin(positions, frequency_vector(*key))
+    n_threads = min(n_threads, -(-seq_len // n_fine))
+    scratch = np.empty((n_threads, 2 * columns.frequencies), dtype=np.float64)
+    _FILLERS[backend](
+        table, coarse, mid, fine, columns.sin_col, columns.cos_col, columns.step,
+        columns.n_sin, columns.n_cos, columns.pad_col, scratch, n_threads,
+    )
+    return table
+
+
+def frequencies(d_model: int, *, base: float = 10000.0) -> np.ndarray:
+    """The frequencies ``w_i = base**(-2i/d_model)``, ``i < ceil(d_model/2)``.
+
+    Each is within 1 ulp of the exact real value (the exponent is formed in extended
+    precision). The array is cached and read-only.
+
+    Parameters
+    ----------
+    d_model : int
+        Width of the table, ``>= 1``.
+    base : float, default 10000.0
+        Finite and ``> 0``.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, shape ``(ceil(d_model / 2),)``, read-only.
+    """
+    d_model = _integer("d_model", d_model, 1)
+    return frequency_vector(*get_convention("vaswani").frequency_key(d_model, _base(base)))

@@ -1,0 +1,19 @@
+import numpy as np
+import numpy.typing as npt
+
+HAVE_OPENMP: bool
+
+def fill_table(
+    out: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    coarse: npt.NDArray[np.float64],
+    mid: npt.NDArray[np.float64],
+    fine: npt.NDArray[np.float64],
+    sin_col: int,
+    cos_col: int,
+    step: int,
+    n_sin: int,
+    n_cos: int,
+    pad_col: int,
+    scratch: npt.NDArray[np.float64],
+    threads: int,
+) -> None: ...

@@ -1,0 +1,199 @@
+"""Conventions of other libraries, as data: layout, frequency rule and odd-width padding.
+
+A convention never adds a code path to the fillers: it resolves, for a given ``d_model``, to
+frequencies ``w_i = scale * base**(-i * numerator / denominator)`` and a column map saying where
+each frequency's sine and cosine go. Presets (by name, see ``names()``):
+
+- ``"vaswani"`` (default): interleaved ``[sin w0, cos w0, sin w1, ...]``, ``w_i = base**(-2i/d)``;
+  odd ``d``: the last column is ``sin``.
+- ``"tensor2tensor"`` / ``"fairseq"``: ``h = d//2``, ``w_i = exp(-i ln(base) / max(h-1, 1))``,
+  columns ``[sin | cos]``, one zero column appended when ``d`` is odd.
+- ``"hf-marian"`` (Hugging Face Marian and copies): paper frequencies, the first ``ceil(d/2)``
+  columns ``sin(p w_0..)``, the remaining ``floor(d/2)`` columns ``cos(p w_0..)``.
+- ``diffusers(...)``: ``get_timestep_embedding``; see :func:`diffusers`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+__all__ = [
+    "Convention",
+    "ColumnMap",
+    "VASWANI",
+    "TENSOR2TENSOR",
+    "HF_MARIAN",
+    "diffusers",
+    "get",
+    "names",
+]
+
+_LAYOUTS = ("interleaved", "sin_cos", "cos_sin")
+_DENOMINATORS = ("half_width", "half_minus_one", "half_minus_shift")
+
+
+class ColumnMap(NamedTuple):
+    """Where frequency ``i``'s sine and cosine go in a row of ``width`` columns."""
+
+    frequencies: int  # h: how many frequencies are used
+    sin_col: int  # column of sin(p w_0)
+    cos_col: int  # column of cos(p w_0)
+    step: int  # column distance between frequency i and i + 1
+    n_sin: int  # sines written for i < n_sin
+    n_cos: int  # cosines written for i < n_cos
+    pad_col: int  # a column set to zero, or -1
+
+
+@dataclass(frozen=True)
+class Convention:
+    """One library's sinusoidal encoding, as frozen data.
+
+    Parameters
+    ----------
+    name : str
+        Display name.
+    layout : {"interleaved", "sin_cos", "cos_sin"}
+        Interleaved pairs, or a block of sines followed by cosines (or the reverse).
+    count : {"ceil", "floor"}
+        Frequencies used: ``ceil(d/2)`` (an odd width ends in a sine) or ``d//2`` (an odd
+        width ends in a zero column).
+    denominator : {"half_width", "half_minus_one", "half_minus_shift"}
+        Frequency rule ``w_i = scale * base**(-i/D)`` with ``D = d/2``, ``max(d//2 - 1, 1)``,
+        or ``d//2 - shift``.
+    shift : float
+        The ``shift`` of ``"half_minus_shift"``.
+    scale : float
+        Multiplies every frequency (diffusers' ``scale``).
+    base : float or None
+        Fixed base of this convention (diffusers' ``max_period``); ``None`` takes the
+        ``base`` argument of the call.
+    """
+
+    name: str
+    layout: str = "interleaved"
+    count: str = "ceil"
+    denominator: str = "half_width"
+    shift: float = 0.0
+    scale: float = 1.0
+    base: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.layout not in _LAYOUTS:
+            raise ValueError(f"layout must be one of {_LAYOUTS}, got {self.layout!r}")
+        if self.count not in ("ceil", "floor"):
+            raise ValueError(f"count must be 'ceil' or 'floor', got {self.count!r}")
+        if self.denominator not in _DENOMINATORS:
+            raise ValueError(f"denominator must be one of {_DENOMINATORS}, got {self.denominator!r}")
+        for field in ("shift", "scale"):
+            value = getattr(self, field)
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise TypeError(f"{field} must be a real number, got {type(value).__name__}")
+            if not math.isfinite(value):
+                raise ValueError(f"{field} must be finite, got {value!r}")
+        if self.scale == 0:
+            raise ValueError("scale must be non-zero")
+        if self.base is not None and not (
+            isinstance(self.base, (int, float))
+            and not isinstance(self.base, bool)
+            and math.isfinite(self.base)
+            and self.base > 0
+        ):
+            raise ValueError(f"base must be a finite number > 0, got {self.base!r}")
+
+    def column_map(self, d_model: int) -> ColumnMap:
+        """The column map for a row of ``d_model`` columns."""
+        if self.count == "ceil":
+            h = (d_model + 1) // 2
+            n_sin, n_cos, pad = h, d_model // 2, -1
+        else:
+            h = d_model // 2
+            n_sin, n_cos, pad = h, h, (d_model - 1 if d_model % 2 else -1)
+        if self.layout == "interleaved":
+            return ColumnMap(h, 0, 1, 2, n_sin, n_cos, pad)
+        if self.layout == "sin_cos":
+            return ColumnMap(h, 0, n_sin, 1, n_sin, n_cos, pad)
+        return ColumnMap(h, n_cos, 0, 1, n_sin, n_cos, pad)
+
+    def frequency_key(self, d_model: int, base: float) -> tuple:
+        """Arguments of ``_frequencies.frequency_vector``: ``(h, base, numerator, denominator,
+        scale)``; raises ``ValueError`` where the rule has no finite value."""
+        h = self.column_map(d_model).frequencies
+        base = float(self.base if self.base is not None else base)
+        if self.denominator == "half_width":
+            return (h, base, 2, float(d_model), float(self.scale))
+        if self.denominator == "half_minus_one":
+            return (h, base, 1, float(max(d_model // 2 - 1, 1)), float(self.scale))
+        denominator = d_model // 2 - self.shift
+        if denominator == 0 and h > 1:
+            raise ValueError(
+                f"convention {self.name!r}: d_model // 2 - downscale_freq_shift is 0 for "
+                f"d_model={d_model}; the frequencies are undefined"
+            )
+        return (h, base, 1, float(denominator or 1.0), float(self.scale))
+
+
+VASWANI = Convention("vaswani")
+TENSOR2TENSOR = Convention(
+    "tensor2tensor", layout="sin_cos", count="floor", denominator="half_minus_one"
+)
+HF_MARIAN = Convention("hf-marian", layout="sin_cos", count="ceil")
+
+
+def diffusers(
+    flip_sin_to_cos: bool = False,
+    downscale_freq_shift: float = 1.0,
+    scale: float = 1.0,
+    max_period: float = 10000,
+) -> Convention:
+    """diffusers' ``get_timestep_embedding`` with these arguments.
+
+    ``h = d//2``, ``w_i = scale * exp(-ln(max_period) i / (h - downscale_freq_shift))``,
+    columns ``[sin | cos]`` (``[cos | sin]`` when ``flip_sin_to_cos``), a zero column appended
+    when ``d`` is odd. ``max_period`` replaces the ``base`` argument of the call.
+    """
+    if not isinstance(flip_sin_to_cos, bool):
+        raise TypeError(f"flip_sin_to_cos must be a bool, got {type(flip_sin_to_cos).__name__}")
+    return Convention(
+        f"diffusers(flip_sin_to_cos={flip_sin_to_cos}, downscale_freq_shift="
+        f"{downscale_freq_shift}, scale={scale}, max_period={max_period})",
+        layout="cos_sin" if flip_sin_to_cos else "sin_cos",
+        count="floor",
+        denominator="half_minus_shift",
+        shift=downscale_freq_shift,
+        scale=scale,
+        base=max_period,
+    )
+
+
+_PRESETS = {
+    "vaswani": VASWANI,
+    "tensor2tensor": TENSOR2TENSOR,
+    "fairseq": TENSOR2TENSOR,
+    "hf-marian": HF_MARIAN,
+    "diffusers": diffusers(),
+}
+
+
+def names() -> tuple[str, ...]:
+    """The preset names ``get`` accepts."""
+    return tuple(_PRESETS)
+
+
+def get(convention: str | Convention) -> Convention:
+    """Resolve a preset name or pass a ``Convention`` through; unknown names raise ``ValueError``."""
+    if isinstance(convention, Convention):
+        return convention
+    if not isinstance(convention, str):
+        raise TypeError(
+            "convention must be a name or a sinpe.conventions.Convention, got "
+            f"{type(convention).__name__}"
+        )
+    try:
+        return _PRESETS[convention]
+    except KeyError:
+        raise ValueError(
+            f"unknown convention {convention!r}; known: {', '.join(names())} "
+            "(or sinpe.conventions.diffusers(...))"
+        ) from None
