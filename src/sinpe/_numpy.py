@@ -8,6 +8,11 @@ import numpy as np
 __all__ = ["fill_table"]
 
 
+def _unit(values: np.ndarray) -> np.ndarray:
+    """Clamp to [-1, 1] in place: the exact value is inside, so clamping never adds error."""
+    return np.clip(values, -1.0, 1.0, out=values)
+
+
 def fill_table(
     out: np.ndarray,
     coarse: np.ndarray,
@@ -51,9 +56,9 @@ def fill_table(
         )
         fc, fs = f_cos[:, :n_k], f_sin[:, :n_k]
         bs, bc = a_sin[first:stop], a_cos[first:stop]
-        view[..., sin_part] = bs[..., :n_sin] * fc[..., :n_sin] + bc[..., :n_sin] * fs[..., :n_sin]
+        view[..., sin_part] = _unit(bs[..., :n_sin] * fc[..., :n_sin] + bc[..., :n_sin] * fs[..., :n_sin])
         if n_cos:
-            view[..., cos_part] = (
+            view[..., cos_part] = _unit(
                 bc[..., :n_cos] * fc[..., :n_cos] - bs[..., :n_cos] * fs[..., :n_cos]
             )
     if pad_col >= 0:

@@ -1,0 +1,69 @@
+"""The implementations every benchmark compares, shared by the pytest-benchmark suite and
+ratios.py: sinpe's two paths, the textbook NumPy formula, the np.ones write limit, and
+PyTorch's tutorial module when torch is installed."""
+
+import math
+
+import numpy as np
+
+from sinpe import sinusoidal_positional_encoding
+
+# (seq_len, d_model, dtype, threads) - the shapes of the performance targets.
+SHAPES = [
+    (1, 128, "float64"),
+    (128, 64, "float64"),
+    (2048, 512, "float64"),
+    (2048, 512, "float32"),
+    (8192, 1024, "float64"),
+    (32768, 1024, "float64"),
+]
+
+
+def shape_id(shape):
+    n, d, dtype = shape
+    return f"{n}x{d}-{dtype}"
+
+
+def textbook(seq_len, d_model, dtype="float64"):
+    """The tutorial formula, as most code writes it."""
+    position = np.arange(seq_len, dtype=np.float64)[:, None]
+    div_term = np.exp(np.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+    table = np.zeros((seq_len, d_model), dtype=dtype)
+    table[:, 0::2] = np.sin(position * div_term)
+    table[:, 1::2] = np.cos(position * div_term)
+    return table
+
+
+def ones(seq_len, d_model, dtype="float64"):
+    """The physical limit: allocate the table and write every byte once."""
+    return np.ones((seq_len, d_model), dtype=dtype)
+
+
+def sinpe_cython(seq_len, d_model, dtype="float64", threads=None):
+    return sinusoidal_positional_encoding(
+        seq_len, d_model, dtype=dtype, backend="cython", threads=threads
+    )
+
+
+def sinpe_numpy(seq_len, d_model, dtype="float64"):
+    return sinusoidal_positional_encoding(seq_len, d_model, dtype=dtype, backend="numpy")
+
+
+def torch_tutorial():
+    """PyTorch's tutorial PositionalEncoding buffer, on one CPU thread; None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+
+    def build(seq_len, d_model, dtype="float64"):
+        dt = getattr(torch, dtype)
+        position = torch.arange(seq_len, dtype=dt).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, d_model, 2, dtype=dt) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(seq_len, d_model, dtype=dt)
+        pe[:, 0::2] = torch.sin(position * div_term)
+        pe[:, 1::2] = torch.cos(position * div_term)
+        return pe
+
+    return build

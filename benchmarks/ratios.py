@@ -1,0 +1,109 @@
+"""Print sinpe's time as a ratio of np.ones (the write limit) and of the textbook formula.
+
+    python benchmarks/ratios.py [--rounds N]
+
+Each round times every contender once per shape, interleaved, so machine noise hits them
+alike; the table reports medians over rounds. Targets are those of the performance issue.
+"""
+
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from peers import ones, sinpe_cython, sinpe_numpy, textbook  # noqa: E402
+
+import sinpe  # noqa: E402
+
+# (seq_len, d_model, dtype, threads, target ratio vs np.ones)
+TARGETS = [
+    (1, 128, "float64", None, 3.0),
+    (128, 64, "float64", None, 4.0),
+    (2048, 512, "float64", None, 2.0),
+    (2048, 512, "float32", None, 2.0),
+    (8192, 1024, "float64", 1, 1.35),
+    (32768, 1024, "float64", None, 1.1),
+]
+
+
+def cpu_name():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def timed(fn, *args, **kwargs):
+    """Seconds per call, calling often enough to last ~2 ms."""
+    calls = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn(*args, **kwargs)
+        elapsed = time.perf_counter() - start
+        if elapsed > 2e-3 or calls >= 1 << 16:
+            return elapsed / calls
+        calls *= 4
+
+
+def measure(rounds):
+    rows = []
+    for n, d, dtype, threads, target in TARGETS:
+        contenders = {
+            "ones": lambda: timed(ones, n, d, dtype),
+            "sinpe": lambda: timed(sinpe_cython, n, d, dtype, threads=threads),
+            "numpy": lambda: timed(sinpe_numpy, n, d, dtype),
+            "textbook": lambda: timed(textbook, n, d, dtype),
+        }
+        samples = {name: [] for name in contenders}
+        for name, fn in contenders.items():
+            fn()  # warm caches and allocator
+        for _ in range(rounds):
+            for name, fn in contenders.items():
+                samples[name].append(fn())
+        med = {name: statistics.median(v) for name, v in samples.items()}
+        rows.append((n, d, dtype, threads, target, med))
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args(argv)
+    if sinpe.BACKEND != "cython":
+        sys.exit("ratios.py measures the compiled kernel; it is not built here")
+    rows = measure(args.rounds)
+    print(
+        f"sinpe {sinpe.__version__} ({sinpe.BACKEND}, OpenMP {sinpe.HAVE_OPENMP}), "
+        f"{datetime.date.today()}, {cpu_name()}, {len(os.sched_getaffinity(0))} cores, "
+        f"median of {args.rounds} interleaved rounds"
+    )
+    print()
+    print("| table | threads | np.ones | sinpe | sinpe / ones | target | NumPy path / ones "
+          "| textbook / ones | textbook / sinpe | textbook / NumPy path |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    failed = 0
+    for n, d, dtype, threads, target, med in rows:
+        ratio = med["sinpe"] / med["ones"]
+        ok = ratio <= target
+        failed += not ok
+        print(
+            f"| {n} x {d} {dtype} | {threads or 'default'} | {med['ones'] * 1e6:,.1f} us "
+            f"| {med['sinpe'] * 1e6:,.1f} us | **{ratio:.2f}** | <= {target} {'ok' if ok else 'MISSED'} "
+            f"| {med['numpy'] / med['ones']:.1f} | {med['textbook'] / med['ones']:.1f} "
+            f"| {med['textbook'] / med['sinpe']:.1f} | {med['textbook'] / med['numpy']:.1f} |"
+        )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""The two fillers are twins: identical tables on generated inputs, and the backend switches."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import sinpe
+import sinpe._api as api
+from sinpe import sinusoidal_positional_encoding as pe
+
+needs_kernel = pytest.mark.skipif("cython" not in api._FILLERS, reason="kernel not built")
+
+
+@needs_kernel
+@settings(max_examples=150, deadline=None)
+@given(
+    seq_len=st.integers(0, 3000),
+    d_model=st.integers(1, 80),
+    offset=st.one_of(st.integers(0, 10**6), st.integers(0, 2**53 - 3001)),
+    base=st.sampled_from([10000.0, 2.0, 10.0, 1e5, 1.5]),
+    dtype=st.sampled_from([np.float32, np.float64]),
+)
+def test_backends_agree_on_generated_inputs(seq_len, d_model, offset, base, dtype):
+    a = pe(seq_len, d_model, offset=offset, base=base, dtype=dtype, backend="cython")
+    b = pe(seq_len, d_model, offset=offset, base=base, dtype=dtype, backend="numpy")
+    assert a.shape == b.shape == (seq_len, d_model) and a.dtype == b.dtype
+    # Same scheme, same rounding order: equal bit for bit (the contract only asks 1e-15).
+    assert np.abs(a.astype(np.float64) - b).max(initial=0) <= 1e-15
+    assert np.array_equal(a, b)
+
+
+@needs_kernel
+@pytest.mark.parametrize("n_rows", [1, 16, 17, 100, 1025, 20000])
+def test_thread_counts_give_identical_tables(n_rows):
+    one = pe(n_rows, 40, threads=1)
+    for threads in (2, 3, 8):
+        assert np.array_equal(pe(n_rows, 40, threads=threads), one)
+
+
+def run_python(code, **env):
+    full_env = {**os.environ, **env}
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=120
+    )
+
+
+def test_environment_forces_numpy_backend():
+    result = run_python(
+        "import sinpe, numpy as np; print(sinpe.BACKEND);"
+        "print(np.array_equal(sinpe.sinusoidal_positional_encoding(9, 4), "
+        "sinpe.sinusoidal_positional_encoding(9, 4, backend='numpy')))",
+        SINPE_BACKEND="numpy",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["numpy", "True"]
+
+
+def test_environment_with_unknown_backend_fails_clearly():
+    result = run_python("import sinpe", SINPE_BACKEND="fortran")
+    assert result.returncode != 0
+    assert "SINPE_BACKEND='fortran'" in result.stderr and "numpy" in result.stderr
+
+
+@pytest.mark.skipif(
+    os.environ.get("SINPE_REQUIRE_EXTENSION") != "1", reason="only where the kernel is required"
+)
+def test_required_kernel_is_present():
+    """CI sets SINPE_REQUIRE_EXTENSION=1: a broken kernel must never pass on the fallback."""
+    assert "cython" in api._FILLERS
+    if os.environ.get("SINPE_BACKEND", "auto") != "numpy":
+        assert sinpe.BACKEND == "cython"
