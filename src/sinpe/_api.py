@@ -113,7 +113,12 @@ def _base(value) -> float:
     return base
 
 
+_F64 = np.dtype(np.float64)
+
+
 def _dtype(value) -> np.dtype:
+    if value is np.float64:  # the default, answered without building a dtype
+        return _F64
     try:
         dtype = np.dtype(value)
     except TypeError:

@@ -25,7 +25,10 @@ each thread writes only its own rows and its own scratch row: identical results 
 thread count. Compiled with -ffp-contract=off: no FMA contraction, same rounding as NumPy.
 """
 
+cimport numpy as cnp
 from cython.parallel cimport prange, threadid
+
+cnp.import_array()
 
 ctypedef fused real_out:
     float
@@ -168,57 +171,97 @@ cdef inline void multiply_anchor(
 
 
 def fill_table(
-    real_out[:, ::1] out,
-    const double[:, :, ::1] coarse,
-    const double[:, :, ::1] mid,
-    const double[:, :, ::1] fine,
+    out,
+    cnp.ndarray coarse,
+    cnp.ndarray mid,
+    cnp.ndarray fine,
     Py_ssize_t sin_col, Py_ssize_t cos_col, Py_ssize_t step,
     Py_ssize_t n_sin, Py_ssize_t n_cos, Py_ssize_t pad_col,
-    double[:, ::1] scratch,
+    cnp.ndarray scratch,
     int threads,
 ):
-    """Fill ``out`` (rows x columns) with rotations ``coarse[q] * mid[j] * fine[k]``.
+    """Fill ``out`` (rows x columns, float32 or float64) with rotations
+    ``coarse[q] * mid[j] * fine[k]``.
 
-    Tables are ``(rows, 2, h)`` float64 ``[cos, sin]`` with ``h >= n_sin >= n_cos``; ``scratch``
-    is ``(threads, 2*h)`` float64. Arguments are trusted: ``_api`` has checked them.
+    Tables are C-contiguous ``(rows, 2, h)`` float64 ``[cos, sin]`` with ``h >= n_sin >= n_cos``;
+    ``scratch`` is C-contiguous ``(threads, 2*h)`` float64. Arguments are trusted: ``_api``
+    made the tables and checked ``out``. The tables are read through raw pointers (acquiring
+    a typed memoryview costs ~0.2 us, a third of a small table's budget); ``out``, the
+    caller's buffer, through a typed memoryview.
     """
+    cdef Tables t
+    t.coarse = <const double*>cnp.PyArray_DATA(coarse)
+    t.mid = <const double*>cnp.PyArray_DATA(mid)
+    t.fine = <const double*>cnp.PyArray_DATA(fine)
+    t.n_mid = cnp.PyArray_DIM(mid, 0)
+    t.n_fine = cnp.PyArray_DIM(fine, 0)
+    t.h = cnp.PyArray_DIM(fine, 2)
+    t.sin_col, t.cos_col, t.step = sin_col, cos_col, step
+    t.n_sin, t.n_cos, t.pad_col = n_sin, n_cos, pad_col
+    # Dispatch by hand: a fused ``def`` would look the signature up on every call.
+    if out.itemsize == 8:
+        _fill[double](out, &t, <double*>cnp.PyArray_DATA(scratch), threads)
+    else:
+        _fill[float](out, &t, <double*>cnp.PyArray_DATA(scratch), threads)
+
+
+cdef struct Tables:
+    const double* coarse  # (Q, 2, h): [cos, sin] rows
+    const double* mid  # (n_mid, 2, h)
+    const double* fine  # (n_fine, 2, h)
+    Py_ssize_t n_mid, n_fine, h
+    Py_ssize_t sin_col, cos_col, step, n_sin, n_cos, pad_col
+
+
+cdef void _fill(real_out[:, ::1] out, const Tables* t, double* scratch, int threads) noexcept:
     cdef Py_ssize_t n_rows = out.shape[0]
-    cdef Py_ssize_t n_fine = fine.shape[0]
-    cdef Py_ssize_t n_mid = mid.shape[0]
-    cdef Py_ssize_t h = fine.shape[2]
-    cdef Py_ssize_t n_blocks = (n_rows + n_fine - 1) // n_fine
-    cdef Py_ssize_t block, q, j, k, r, r_end, tid
-    cdef bint interleaved = step == 2 and sin_col == 0 and cos_col == 1
-    cdef double* a_cos
-    cdef double* a_sin
-    cdef real_out* row
-    if n_rows == 0 or out.shape[1] == 0:
+    cdef Py_ssize_t width = out.shape[1]
+    cdef Py_ssize_t n_blocks = (n_rows + t.n_fine - 1) // t.n_fine
+    cdef Py_ssize_t block
+    if n_rows == 0 or width == 0:
         return
-    for block in prange(n_blocks, nogil=True, num_threads=threads, schedule="static"):
-        tid = threadid()
-        a_cos = &scratch[tid, 0]
-        a_sin = a_cos + h
-        q = block // n_mid
-        j = block - q * n_mid
-        multiply_anchor(a_cos, a_sin, &coarse[q, 0, 0], &coarse[q, 1, 0],
-                        &mid[j, 0, 0], &mid[j, 1, 0], h)
-        r = block * n_fine
-        r_end = r + n_fine
-        if r_end > n_rows:
-            r_end = n_rows
-        k = 0
-        while r < r_end:
-            row = &out[r, 0]
-            if interleaved:
-                rotate_interleaved(row, a_cos, a_sin, &fine[k, 0, 0], &fine[k, 1, 0], n_cos)
-                if n_sin > n_cos:  # odd width: one last sine column
-                    rotate_strided(row, a_cos + n_cos, a_sin + n_cos,
-                                   &fine[k, 0, n_cos], &fine[k, 1, n_cos],
-                                   2 * n_cos, 0, 1, n_sin - n_cos, 0)
-            else:
-                rotate_strided(row, a_cos, a_sin, &fine[k, 0, 0], &fine[k, 1, 0],
-                               sin_col, cos_col, step, n_sin, n_cos)
-            if pad_col >= 0:
-                row[pad_col] = 0
-            r = r + 1
-            k = k + 1
+    if t.h == 0:  # no frequency at all (width-1 block layouts): only the zero column
+        for block in range(n_rows):
+            out[block, t.pad_col] = 0
+        return
+    with nogil:
+        if threads > 1:  # a parallel region costs microseconds: only enter it when it pays
+            for block in prange(n_blocks, num_threads=threads, schedule="static"):
+                fill_block(&out[0, 0], n_rows, width, t, scratch + threadid() * 2 * t.h, block)
+        else:
+            for block in range(n_blocks):
+                fill_block(&out[0, 0], n_rows, width, t, scratch, block)
+
+
+cdef inline void fill_block(
+    real_out* out, Py_ssize_t n_rows, Py_ssize_t width, const Tables* t, double* a_cos,
+    Py_ssize_t block,
+) noexcept nogil:
+    """Rows ``block*F .. block*F + F - 1``: the anchor coarse[q] * mid[j] once, then a rotation
+    by fine[k] per row. ``a_cos`` is this thread's scratch row (2*h doubles)."""
+    cdef Py_ssize_t h = t.h
+    cdef Py_ssize_t q = block // t.n_mid
+    cdef Py_ssize_t j = block - q * t.n_mid
+    cdef Py_ssize_t r = block * t.n_fine
+    cdef Py_ssize_t r_end = min(r + t.n_fine, n_rows)
+    cdef double* a_sin = a_cos + h
+    cdef const double* c_row = t.coarse + 2 * h * q
+    cdef const double* m_row = t.mid + 2 * h * j
+    cdef const double* f_cos = t.fine
+    cdef bint interleaved = t.step == 2 and t.sin_col == 0 and t.cos_col == 1
+    cdef real_out* row
+    multiply_anchor(a_cos, a_sin, c_row, c_row + h, m_row, m_row + h, h)
+    while r < r_end:
+        row = out + r * width
+        if interleaved:
+            rotate_interleaved(row, a_cos, a_sin, f_cos, f_cos + h, t.n_cos)
+            if t.n_sin > t.n_cos:  # odd width: one last sine column
+                rotate_strided(row, a_cos + t.n_cos, a_sin + t.n_cos, f_cos + t.n_cos,
+                               f_cos + h + t.n_cos, 2 * t.n_cos, 0, 1, t.n_sin - t.n_cos, 0)
+        else:
+            rotate_strided(row, a_cos, a_sin, f_cos, f_cos + h,
+                           t.sin_col, t.cos_col, t.step, t.n_sin, t.n_cos)
+        if t.pad_col >= 0:
+            row[t.pad_col] = 0
+        r += 1
+        f_cos += 2 * h

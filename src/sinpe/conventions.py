@@ -101,6 +101,13 @@ class Convention:
             and self.base > 0
         ):
             raise ValueError(f"base must be a finite number > 0, got {self.base!r}")
+        # Plans are cached per convention: hash once, not on every call.
+        fields = (self.name, self.layout, self.count, self.denominator, self.shift, self.scale,
+                  self.base)
+        object.__setattr__(self, "_hash", hash(fields))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def column_map(self, d_model: int) -> ColumnMap:
         """The column map for a row of ``d_model`` columns."""
