@@ -2,6 +2,7 @@ import numpy as np
 import numpy.typing as npt
 
 HAVE_OPENMP: bool
+SIMD: str
 
 def fill_table(
     out: npt.NDArray[np.float32] | npt.NDArray[np.float64],
