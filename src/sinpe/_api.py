@@ -25,7 +25,15 @@ except ImportError as exc:  # the build fell back to NumPy (it said so); tell th
 else:
     _KERNEL_ERROR = ""
 
-__all__ = ["sinusoidal_positional_encoding", "frequencies", "BACKEND", "HAVE_OPENMP"]
+__all__ = [
+    "sinusoidal_positional_encoding",
+    "frequencies",
+    "encode",
+    "encode_2d",
+    "shift_matrix",
+    "BACKEND",
+    "HAVE_OPENMP",
+]
 
 MAX_POSITION = 2**53  # every position must be below this (exactly representable in float64)
 _FLOAT_DTYPES = {np.dtype(np.float64): np.dtype(np.float64), np.dtype(np.float32): np.dtype(np.float32)}
@@ -305,3 +313,167 @@ def frequencies(d_model: int, *, base: float = 10000.0) -> np.ndarray:
     """
     d_model = _integer("d_model", d_model, 1)
     return frequency_vector(*get_convention("vaswani").frequency_key(d_model, _base(base)))
+
+
+# --------------------------------------------------------------------------- encodings
+
+
+@functools.lru_cache(maxsize=64)
+def _identity_table(h: int) -> np.ndarray:
+    """One row of unit vectors at angle 0: rotating by it is exact (x*1 + y*0 == x)."""
+    table = np.zeros((1, 2, h))
+    table[:, 0] = 1.0
+    table.flags.writeable = False
+    return table
+
+
+def _positions(positions) -> np.ndarray:
+    if isinstance(positions, (str, bytes)) or positions is None:
+        raise TypeError(f"positions must be a 1-D array-like of numbers, got {type(positions).__name__}")
+    try:
+        array = np.asarray(positions)
+    except (ValueError, TypeError) as exc:
+        raise TypeError(f"positions must be a 1-D array-like of numbers: {exc}") from None
+    if array.ndim != 1:
+        raise ValueError(f"positions must be 1-D, got shape {array.shape}")
+    if array.dtype.kind not in "iuf":
+        raise TypeError(
+            f"positions must be integers or floats, got dtype {array.dtype} "
+            "(bool, complex, object and strings are not positions)"
+        )
+    if array.dtype.kind in "iu":
+        too_big = array.size and (int(array.max()) >= MAX_POSITION or int(array.min()) <= -MAX_POSITION)
+        if too_big:
+            raise ValueError("positions must satisfy |p| < 2**53")
+        return array.astype(np.float64)
+    array = array.astype(np.float64)  # float16/32 widen exactly; longdouble rounds once
+    if not np.isfinite(array).all():
+        raise ValueError("positions must be finite (no NaN or inf)")
+    if array.size and np.abs(array).max() >= MAX_POSITION:
+        raise ValueError("positions must satisfy |p| < 2**53")
+    return array
+
+
+def encode(
+    positions,
+    d_model: int,
+    *,
+    base: float = 10000.0,
+    convention: str | Convention = "vaswani",
+    dtype=np.float64,
+    out: np.ndarray | None = None,
+    backend: str = "auto",
+) -> np.ndarray:
+    """Encodings of arbitrary positions (integers or fractions, any sign), one row each.
+
+    Parameters
+    ----------
+    positions : array_like
+        1-D, integers or floats, finite, ``|p| < 2**53``; float positions are taken as exact.
+    d_model : int
+        Width, ``>= 1``.
+    base, convention, dtype, out, backend
+        As for :func:`sinusoidal_positional_encoding`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(len(positions), d_model)``; within 1e-15 (float64) of the exact values for the
+        package's own frequencies.
+    """
+    positions = _positions(positions)
+    d_model = _integer("d_model", d_model, 1)
+    base = _base(base)
+    dtype = _dtype(dtype)
+    backend = _backend(backend)
+    convention = get_convention(convention)
+    table = _output(out, (positions.shape[0], d_model), dtype)
+    columns = convention.column_map(d_model)
+    key = convention.frequency_key(d_model, base)
+    if positions.shape[0] == 0:
+        return table
+    # Every row is its own anchor: exact sin/cos per position, then a rotation by angle 0.
+    coarse = exact_cos_sin(positions, frequency_vector(*key))
+    identity = _identity_table(columns.frequencies)
+    scratch = np.empty((1, 2 * columns.frequencies))
+    _FILLERS[backend](
+        table, coarse, identity, identity, columns.sin_col, columns.cos_col, columns.step,
+        columns.n_sin, columns.n_cos, columns.pad_col, scratch, 1,
+    )
+    return table
+
+
+def shift_matrix(k: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
+    """The rotation ``S`` with ``PE[p + k] == S @ PE[p]`` for the default convention.
+
+    Block diagonal: for frequency ``i`` the 2x2 block ``[[cos kw, sin kw], [-sin kw, cos kw]]``
+    acting on ``(sin pw, cos pw)``. Exact entries, so the identity holds to ~1e-15 for any ``p``.
+
+    Parameters
+    ----------
+    k : int
+        Shift, any sign, ``|k| < 2**53``.
+    d_model : int
+        Even width (an odd width's last sine has no cosine partner: no linear map exists).
+    base : float, default 10000.0
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(d_model, d_model)`` float64.
+    """
+    if type(k) is not int:
+        if isinstance(k, (bool, np.bool_)) or not hasattr(k, "__index__"):
+            raise TypeError(f"k must be an integer, got {type(k).__name__}")
+        k = operator.index(k)
+    if abs(k) >= MAX_POSITION:
+        raise ValueError(f"k must satisfy |k| < 2**53, got {k}")
+    d_model = _integer("d_model", d_model, 1)
+    if d_model % 2:
+        raise ValueError(
+            f"d_model must be even for shift_matrix, got {d_model}: the last sine column of an "
+            "odd width has no cosine partner, so no matrix maps PE[p] to PE[p + k]"
+        )
+    w = frequencies(d_model, base=base)
+    cos_k, sin_k = exact_cos_sin(np.array([float(k)]), w)[0]
+    matrix = np.zeros((d_model, d_model))
+    i = np.arange(d_model // 2)
+    matrix[2 * i, 2 * i] = cos_k
+    matrix[2 * i, 2 * i + 1] = sin_k
+    matrix[2 * i + 1, 2 * i] = -sin_k
+    matrix[2 * i + 1, 2 * i + 1] = cos_k
+    return matrix
+
+
+def encode_2d(height: int, width: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
+    """MAE's 2-D grid encoding (``get_2d_sincos_pos_embed``, used by ViT/MAE/DiT).
+
+    Row ``y * width + x``: the first ``d_model/2`` columns encode ``x``, the last ``d_model/2``
+    encode ``y``, each half ``[sin | cos]`` with ``w_i = base**(-i / (d_model/4))``.
+
+    Parameters
+    ----------
+    height, width : int
+        Grid size, ``>= 0``.
+    d_model : int
+        A positive multiple of 4.
+    base : float, default 10000.0
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(height * width, d_model)`` float64.
+    """
+    height = _integer("height", height, 0)
+    width = _integer("width", width, 0)
+    d_model = _integer("d_model", d_model, 1)
+    if d_model % 4:
+        raise ValueError(f"d_model must be a multiple of 4 for encode_2d, got {d_model}")
+    half = d_model // 2
+    # Each half is the 'hf-marian' layout at width d_model/2: [sin | cos], w_i = base**(-2i/half).
+    along_x = sinusoidal_positional_encoding(width, half, base=base, convention="hf-marian")
+    along_y = sinusoidal_positional_encoding(height, half, base=base, convention="hf-marian")
+    table = np.empty((height * width, d_model))
+    table[:, :half] = np.tile(along_x, (height, 1))
+    table[:, half:] = np.repeat(along_y, width, axis=0)
+    return table

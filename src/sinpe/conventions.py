@@ -159,6 +159,8 @@ def diffusers(
     ``h = d//2``, ``w_i = scale * exp(-ln(max_period) i / (h - downscale_freq_shift))``,
     columns ``[sin | cos]`` (``[cos | sin]`` when ``flip_sin_to_cos``), a zero column appended
     when ``d`` is odd. ``max_period`` replaces the ``base`` argument of the call.
+    Where ``h - downscale_freq_shift`` is 0 and ``h == 1`` diffusers computes 0/0 (NaN); sinpe
+    uses the limit ``w_0 = 1``; with ``h > 1`` it raises ``ValueError``.
     """
     if not isinstance(flip_sin_to_cos, bool):
         raise TypeError(f"flip_sin_to_cos must be a bool, got {type(flip_sin_to_cos).__name__}")

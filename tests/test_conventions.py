@@ -1,0 +1,231 @@
+"""Other libraries' conventions, encode, shift_matrix and encode_2d, against float64
+transcriptions of each library's own formula (and the mpmath oracle for exactness)."""
+
+import math
+
+import numpy as np
+import pytest
+from oracle import exact_table
+
+import sinpe
+from sinpe import conventions, encode, encode_2d, shift_matrix
+from sinpe import sinusoidal_positional_encoding as pe
+
+POSITIONS = np.array([0, 1, 2, 7, 100, 511, 4095], dtype=np.float64)
+
+
+def fairseq_reference(positions, d):
+    """fairseq SinusoidalPositionalEmbedding.get_embedding / t2t get_timing_signal_1d."""
+    half = d // 2
+    scale = math.log(10000.0) / max(half - 1, 1)
+    freqs = np.exp(np.arange(half) * -scale)
+    angles = positions[:, None] * freqs[None, :]
+    table = np.concatenate([np.sin(angles), np.cos(angles)], axis=1)
+    if d % 2:
+        table = np.concatenate([table, np.zeros((len(positions), 1))], axis=1)
+    return table
+
+
+def marian_reference(positions, d):
+    """Hugging Face MarianSinusoidalPositionalEmbedding._init_weight."""
+    enc = np.array([[p / np.power(10000, 2 * (j // 2) / d) for j in range(d)] for p in positions])
+    sentinel = d // 2 if d % 2 == 0 else d // 2 + 1
+    out = np.zeros((len(positions), d))
+    out[:, :sentinel] = np.sin(enc[:, 0::2])
+    out[:, sentinel:] = np.cos(enc[:, 1::2])
+    return out
+
+
+def diffusers_reference(t, d, flip=False, shift=1.0, scale=1.0, max_period=10000):
+    """diffusers get_timestep_embedding, in float64."""
+    half = d // 2
+    exponent = -math.log(max_period) * np.arange(half) / (half - shift)
+    emb = t[:, None] * np.exp(exponent)[None, :]
+    emb = scale * emb
+    emb = np.concatenate([np.sin(emb), np.cos(emb)], axis=-1)
+    if flip:
+        emb = np.concatenate([emb[:, half:], emb[:, :half]], axis=-1)
+    if d % 2:
+        emb = np.pad(emb, ((0, 0), (0, 1)))
+    return emb
+
+
+def mae_reference(height, width, d):
+    """MAE get_2d_sincos_pos_embed, generalised from a square grid to height x width."""
+
+    def one_d(dim, pos):
+        omega = np.arange(dim // 2, dtype=np.float64) / (dim / 2.0)
+        omega = 1.0 / 10000**omega
+        out = np.einsum("m,d->md", pos.reshape(-1), omega)
+        return np.concatenate([np.sin(out), np.cos(out)], axis=1)
+
+    grid = np.meshgrid(np.arange(width, dtype=np.float64), np.arange(height, dtype=np.float64))
+    return np.concatenate([one_d(d // 2, grid[0]), one_d(d // 2, grid[1])], axis=1)
+
+
+def vaswani_reference(positions, d):
+    div = np.exp(np.arange(0, d, 2) * (-math.log(10000.0) / d))
+    out = np.zeros((len(positions), d))
+    out[:, 0::2] = np.sin(positions[:, None] * div)
+    out[:, 1::2] = np.cos(positions[:, None] * div[: d // 2])
+    return out
+
+
+REFERENCES = {
+    "vaswani": vaswani_reference,
+    "tensor2tensor": fairseq_reference,
+    "fairseq": fairseq_reference,
+    "hf-marian": marian_reference,
+    "diffusers": diffusers_reference,
+}
+WIDTHS = [2, 3, 4, 5, 8, 9, 64, 65]
+
+
+@pytest.mark.parametrize("name", list(REFERENCES))
+@pytest.mark.parametrize("d", WIDTHS)
+def test_named_conventions_match_their_library(backend, name, d):
+    if name == "diffusers" and d in (2, 3):
+        # diffusers computes 0/0 = NaN for its single frequency; sinpe takes the limit w_0 = 1.
+        table = pe(50, d, convention=name, backend=backend)
+        p = np.arange(50.0)
+        np.testing.assert_allclose(table[:, :2], np.stack([np.sin(p), np.cos(p)], 1), atol=1e-15)
+        return
+    expected = REFERENCES[name](np.arange(4096.0), d)
+    table = pe(4096, d, convention=name, backend=backend)
+    np.testing.assert_allclose(table, expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        encode(POSITIONS, d, convention=name, backend=backend), expected[POSITIONS.astype(int)],
+        rtol=0, atol=1e-12,
+    )
+
+
+@pytest.mark.parametrize("flip", [False, True])
+@pytest.mark.parametrize("shift", [0.0, 1.0])
+@pytest.mark.parametrize("scale", [1.0, 1000.0])
+@pytest.mark.parametrize("d", [4, 7, 32, 320])
+def test_diffusers_factory_matches(backend, flip, shift, scale, d):
+    t = np.array([0.0, 1.0, 0.5, 17.25, 999.0, 981.0])
+    conv = conventions.diffusers(flip_sin_to_cos=flip, downscale_freq_shift=shift, scale=scale)
+    expected = diffusers_reference(t, d, flip, shift, scale)
+    np.testing.assert_allclose(encode(t, d, convention=conv, backend=backend), expected, atol=1e-11)
+
+
+def test_diffusers_undefined_frequencies_are_an_error():
+    with pytest.raises(ValueError, match="downscale_freq_shift"):
+        pe(3, 4, convention=conventions.diffusers(downscale_freq_shift=2.0))
+
+
+def test_unknown_convention_lists_known_names():
+    with pytest.raises(ValueError, match="vaswani.*tensor2tensor.*fairseq.*hf-marian"):
+        pe(2, 4, convention="bert")
+    with pytest.raises(TypeError, match="convention"):
+        pe(2, 4, convention=None)
+
+
+@pytest.mark.parametrize("name", ["tensor2tensor", "hf-marian"])
+@pytest.mark.parametrize("offset", [0, 2**33 + 5, 2**52 + 3])
+def test_conventions_keep_the_exactness_contract(backend, name, offset):
+    d = 11
+    conv = conventions.get(name)
+    key = conv.frequency_key(d, 10000.0)
+    from sinpe._frequencies import frequency_vector
+
+    w = frequency_vector(*key)
+    table = pe(40, d, offset=offset, convention=name, backend=backend)
+    exact = exact_table([offset + r for r in (0, 17, 39)], w)
+    cols = conv.column_map(d)
+    got = table[[0, 17, 39]]
+    assert np.abs(got[:, cols.sin_col : cols.sin_col + cols.n_sin] - exact[:, 1, : cols.n_sin]).max() <= 1e-15
+    assert np.abs(got[:, cols.cos_col : cols.cos_col + cols.n_cos] - exact[:, 0, : cols.n_cos]).max() <= 1e-15
+    if cols.pad_col >= 0:
+        assert np.all(got[:, cols.pad_col] == 0)
+
+
+def test_encode_equals_table_rows_for_integer_positions(backend):
+    positions = [0, 5, 3, 2**40 + 1, 77]
+    rows = encode(positions, 10, backend=backend)
+    for r, p in enumerate(positions):
+        assert np.abs(rows[r] - pe(1, 10, offset=p, backend=backend)[0]).max() <= 1e-15
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_encode_fractional_and_negative_positions_are_exact(backend, dtype):
+    positions = np.array([-2.5, -1e9 - 0.125, 0.3, 1e15 + 0.5, -(2.0**52) + 0.5])
+    d = 9
+    w = sinpe.frequencies(d)
+    got = encode(positions, d, dtype=dtype, backend=backend).astype(np.float64)
+    exact = exact_table(positions.tolist(), w)
+    bound = 1e-15 if dtype == np.float64 else 6e-8
+    assert np.abs(got[:, 0::2] - exact[:, 1]).max() <= bound
+    assert np.abs(got[:, 1::2] - exact[:, 0, : d // 2]).max() <= bound
+
+
+def test_encode_out_and_empty(backend):
+    out = np.empty((3, 4))
+    assert encode([1, 2, 3], 4, out=out, backend=backend) is out
+    assert encode([], 4, backend=backend).shape == (0, 4)
+
+
+@pytest.mark.parametrize(
+    "positions, error",
+    [
+        ([[1, 2]], ValueError),
+        (np.zeros((2, 2)), ValueError),
+        (5, ValueError),
+        (["a", "b"], TypeError),
+        ("12", TypeError),
+        (None, TypeError),
+        ([True, False], TypeError),
+        ([1 + 2j], TypeError),
+        ([float("nan")], ValueError),
+        ([float("inf")], ValueError),
+        ([2**53], ValueError),
+        ([-(2**53)], ValueError),
+        ([2.0**60], ValueError),
+        ([object()], TypeError),
+    ],
+)
+def test_encode_rejects_bad_positions(positions, error):
+    with pytest.raises(error, match="positions"):
+        encode(positions, 4)
+
+
+@pytest.mark.parametrize("k", [1, 5, -3, 1000, 2**40 + 1])
+@pytest.mark.parametrize("d", [2, 8, 64])
+def test_shift_matrix_moves_rows_by_k(k, d):
+    shift = shift_matrix(k, d)
+    for offset in (0, 12, 2**45 + 7):
+        if offset + k < 0:
+            continue
+        rows = pe(20, d, offset=offset)
+        shifted = pe(20, d, offset=offset + k)
+        assert np.abs(rows @ shift.T - shifted).max() <= 1e-12
+
+
+def test_shift_matrix_is_orthogonal_and_composes():
+    a, b = shift_matrix(3, 16), shift_matrix(4, 16)
+    np.testing.assert_allclose(a @ a.T, np.eye(16), atol=1e-15)
+    np.testing.assert_allclose(a @ b, shift_matrix(7, 16), atol=1e-15)
+
+
+@pytest.mark.parametrize("args, error", [((1, 7), ValueError), ((1.0, 8), TypeError), ((True, 8), TypeError), ((2**53, 8), ValueError), ((1, 0), ValueError)])
+def test_shift_matrix_rejects(args, error):
+    with pytest.raises(error):
+        shift_matrix(*args)
+
+
+@pytest.mark.parametrize("height, width, d", [(14, 14, 64), (3, 5, 8), (1, 7, 4), (8, 2, 768)])
+def test_encode_2d_matches_mae(height, width, d):
+    got = encode_2d(height, width, d)
+    assert got.shape == (height * width, d)
+    np.testing.assert_allclose(got, mae_reference(height, width, d), rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("args, error", [((2, 2, 6), ValueError), ((2, 2, 2), ValueError), ((-1, 2, 8), ValueError), ((2, 2.0, 8), TypeError)])
+def test_encode_2d_rejects(args, error):
+    with pytest.raises(error):
+        encode_2d(*args)
+
+
+def test_encode_2d_empty_grid():
+    assert encode_2d(0, 5, 8).shape == (0, 8)
