@@ -4,9 +4,8 @@ PyTorch's tutorial module when torch is installed."""
 
 import math
 
-import numpy as np
-
 from sinpe import sinusoidal_positional_encoding
+from sinpe._bench import ones, textbook  # noqa: F401  (re-exported peers)
 
 # (seq_len, d_model, dtype, threads) - the shapes of the performance targets.
 SHAPES = [
@@ -22,21 +21,6 @@ SHAPES = [
 def shape_id(shape):
     n, d, dtype = shape
     return f"{n}x{d}-{dtype}"
-
-
-def textbook(seq_len, d_model, dtype="float64"):
-    """The tutorial formula, as most code writes it."""
-    position = np.arange(seq_len, dtype=np.float64)[:, None]
-    div_term = np.exp(np.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
-    table = np.zeros((seq_len, d_model), dtype=dtype)
-    table[:, 0::2] = np.sin(position * div_term)
-    table[:, 1::2] = np.cos(position * div_term)
-    return table
-
-
-def ones(seq_len, d_model, dtype="float64"):
-    """The physical limit: allocate the table and write every byte once."""
-    return np.ones((seq_len, d_model), dtype=dtype)
 
 
 def sinpe_cython(seq_len, d_model, dtype="float64", threads=None):

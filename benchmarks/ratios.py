@@ -12,12 +12,13 @@ import os
 import platform
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from peers import ones, sinpe_cython, sinpe_numpy, textbook  # noqa: E402
+
+from sinpe._bench import timed  # noqa: E402
 
 import sinpe  # noqa: E402
 
@@ -40,19 +41,6 @@ def cpu_name():
     except OSError:
         pass
     return platform.processor() or platform.machine()
-
-
-def timed(fn, *args, **kwargs):
-    """Seconds per call, calling often enough to last ~2 ms."""
-    calls = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn(*args, **kwargs)
-        elapsed = time.perf_counter() - start
-        if elapsed > 2e-3 or calls >= 1 << 16:
-            return elapsed / calls
-        calls *= 4
 
 
 def measure(rounds):

@@ -1,0 +1,102 @@
+"""The command line, run as users run it: a subprocess, exit codes, files, stderr."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import sinpe
+
+
+def sinpe_cli(*args, env=None, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "sinpe", *map(str, args)], capture_output=True, text=True,
+        timeout=300, env={**os.environ, **(env or {})}, cwd=cwd,
+    )
+
+
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [
+        ((64, 16), {}),
+        ((10, 7, "--offset", 2**40, "--dtype", "float32"), {"offset": 2**40, "dtype": "float32"}),
+        ((5, 9, "--convention", "fairseq", "--base", 100), {"convention": "fairseq", "base": 100.0}),
+    ],
+)
+def test_table_writes_exactly_the_api_result(tmp_path, args, kwargs):
+    path = tmp_path / "pe.npy"
+    result = sinpe_cli("table", *args, "-o", path)
+    assert result.returncode == 0, result.stderr
+    saved = np.load(path)
+    expected = sinpe.sinusoidal_positional_encoding(args[0], args[1], **kwargs)
+    assert saved.dtype == expected.dtype and np.array_equal(saved, expected)
+
+
+def test_table_preview():
+    result = sinpe_cli("table", 3, 4)
+    assert result.returncode == 0
+    assert "shape (3, 4)" in result.stdout and "float64" in result.stdout
+    assert "backend" in result.stdout and "0.841471" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("table", -1, 4),
+        ("table", 4, 0),
+        ("table", "x", 4),
+        ("table", 4, 4, "--dtype", "int8"),
+        ("table", 4, 4, "--convention", "bert"),
+        ("table", 4, 4, "--base", "-1"),
+        ("table", 4, 4, "--offset", 2**60),
+        ("plot", 0, 4),
+        ("frobnicate",),
+        (),
+    ],
+)
+def test_bad_arguments_give_one_line_and_nonzero_exit(args):
+    result = sinpe_cli(*args)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sinpe: error:"), result.stderr
+
+
+def test_plot_writes_a_real_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "pe.png"
+    result = sinpe_cli("plot", 64, 32, "-o", path)
+    assert result.returncode == 0, result.stderr
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert 800 <= width <= 2000 and 300 <= height <= 1200
+    assert len(data) > 20_000  # two filled panels, not a blank canvas
+
+
+def test_plot_without_matplotlib_says_how_to_install(tmp_path):
+    blocker = tmp_path / "matplotlib"
+    blocker.mkdir()
+    (blocker / "__init__.py").write_text("raise ImportError('blocked for this test')\n")
+    result = sinpe_cli("plot", env={"PYTHONPATH": str(tmp_path)}, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.strip() == "sinpe plot needs matplotlib: pip install 'sinpe[plot]'"
+    assert not (tmp_path / "pe.png").exists()
+
+
+def test_info():
+    result = sinpe_cli("info")
+    assert result.returncode == 0
+    assert f"sinpe {sinpe.__version__}" in result.stdout
+    assert f"backend: {sinpe.BACKEND}" in result.stdout
+    assert "OpenMP" in result.stdout and f"numpy: {np.__version__}" in result.stdout
+
+
+def test_bench_quick_prints_every_contender():
+    result = sinpe_cli("bench", "--quick")
+    assert result.returncode == 0, result.stderr
+    for name in ("np.ones (write limit)", "textbook NumPy", "sinpe numpy path", "2048x512"):
+        assert name in result.stdout
+    assert "threads" in result.stdout.splitlines()[0] or "thread(s)" in result.stdout
