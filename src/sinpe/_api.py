@@ -422,11 +422,8 @@ def shift_matrix(k: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
     numpy.ndarray
         ``(d_model, d_model)`` float64.
     """
-    if type(k) is not int:
-        if isinstance(k, (bool, np.bool_)) or not hasattr(k, "__index__"):
-            raise TypeError(f"k must be an integer, got {type(k).__name__}")
-        k = operator.index(k)
-    if abs(k) >= MAX_POSITION:
+    k = _integer("k", k, 1 - MAX_POSITION)
+    if k >= MAX_POSITION:
         raise ValueError(f"k must satisfy |k| < 2**53, got {k}")
     d_model = _integer("d_model", d_model, 1)
     if d_model % 2:

@@ -59,6 +59,29 @@ cdef extern from *:
         return v > -1.0 ? v : -1.0;
     }
 
+    /* The body of both loops: rotate two pairs per SSE2 step, clamp, then STORE them; the
+       plain C tail rounds identically (and converts to the row's type on assignment). */
+    #if SINPE_SSE2
+    #define SINPE_SSE2_LOOP(...)                                                           \
+        const __m128d one = _mm_set1_pd(1.0), minus_one = _mm_set1_pd(-1.0);             \
+        for (; i + 2 <= pairs; i += 2) {                                                  \
+            __m128d as = _mm_loadu_pd(a_sin + i), ac = _mm_loadu_pd(a_cos + i);          \
+            __m128d fc = _mm_loadu_pd(f_cos + i), fs = _mm_loadu_pd(f_sin + i);          \
+            __m128d s = _mm_add_pd(_mm_mul_pd(as, fc), _mm_mul_pd(ac, fs));              \
+            __m128d c = _mm_sub_pd(_mm_mul_pd(ac, fc), _mm_mul_pd(as, fs));              \
+            s = _mm_max_pd(_mm_min_pd(s, one), minus_one);                                \
+            c = _mm_max_pd(_mm_min_pd(c, one), minus_one);                                \
+            __VA_ARGS__                                                                   \
+        }
+    #else
+    #define SINPE_SSE2_LOOP(...)
+    #endif
+    #define SINPE_SCALAR_TAIL                                                              \
+        for (; i < pairs; i++) {                                                          \
+            row[2 * i] = sinpe_unit(a_sin[i] * f_cos[i] + a_cos[i] * f_sin[i]);           \
+            row[2 * i + 1] = sinpe_unit(a_cos[i] * f_cos[i] - a_sin[i] * f_sin[i]);       \
+        }
+
     /* The hot loop: row[2i] = sin, row[2i+1] = cos of (anchor angle + fine angle), i < pairs.
        Four multiplies, two adds and a clamp per pair; SSE2 (baseline on x86-64) does two pairs
        per step, and the plain C tail rounds identically. */
@@ -68,23 +91,11 @@ cdef extern from *:
         const double *SINPE_RESTRICT f_sin, ptrdiff_t pairs)
     {
         ptrdiff_t i = 0;
-    #if SINPE_SSE2
-        const __m128d one = _mm_set1_pd(1.0), minus_one = _mm_set1_pd(-1.0);
-        for (; i + 2 <= pairs; i += 2) {
-            __m128d as = _mm_loadu_pd(a_sin + i), ac = _mm_loadu_pd(a_cos + i);
-            __m128d fc = _mm_loadu_pd(f_cos + i), fs = _mm_loadu_pd(f_sin + i);
-            __m128d s = _mm_add_pd(_mm_mul_pd(as, fc), _mm_mul_pd(ac, fs));
-            __m128d c = _mm_sub_pd(_mm_mul_pd(ac, fc), _mm_mul_pd(as, fs));
-            s = _mm_max_pd(_mm_min_pd(s, one), minus_one);
-            c = _mm_max_pd(_mm_min_pd(c, one), minus_one);
+        SINPE_SSE2_LOOP(
             _mm_storeu_pd(row + 2 * i, _mm_unpacklo_pd(s, c));
             _mm_storeu_pd(row + 2 * i + 2, _mm_unpackhi_pd(s, c));
-        }
-    #endif
-        for (; i < pairs; i++) {
-            row[2 * i] = sinpe_unit(a_sin[i] * f_cos[i] + a_cos[i] * f_sin[i]);
-            row[2 * i + 1] = sinpe_unit(a_cos[i] * f_cos[i] - a_sin[i] * f_sin[i]);
-        }
+        )
+        SINPE_SCALAR_TAIL
     }
 
     /* The same for float32 output: computed in float64, rounded once per value. */
@@ -94,24 +105,12 @@ cdef extern from *:
         const double *SINPE_RESTRICT f_sin, ptrdiff_t pairs)
     {
         ptrdiff_t i = 0;
-    #if SINPE_SSE2
-        const __m128d one = _mm_set1_pd(1.0), minus_one = _mm_set1_pd(-1.0);
-        for (; i + 2 <= pairs; i += 2) {
-            __m128d as = _mm_loadu_pd(a_sin + i), ac = _mm_loadu_pd(a_cos + i);
-            __m128d fc = _mm_loadu_pd(f_cos + i), fs = _mm_loadu_pd(f_sin + i);
-            __m128d s = _mm_add_pd(_mm_mul_pd(as, fc), _mm_mul_pd(ac, fs));
-            __m128d c = _mm_sub_pd(_mm_mul_pd(ac, fc), _mm_mul_pd(as, fs));
-            s = _mm_max_pd(_mm_min_pd(s, one), minus_one);
-            c = _mm_max_pd(_mm_min_pd(c, one), minus_one);
+        SINPE_SSE2_LOOP(
             __m128 lo = _mm_cvtpd_ps(_mm_unpacklo_pd(s, c));
             __m128 hi = _mm_cvtpd_ps(_mm_unpackhi_pd(s, c));
             _mm_storeu_ps(row + 2 * i, _mm_movelh_ps(lo, hi));
-        }
-    #endif
-        for (; i < pairs; i++) {
-            row[2 * i] = (float)sinpe_unit(a_sin[i] * f_cos[i] + a_cos[i] * f_sin[i]);
-            row[2 * i + 1] = (float)sinpe_unit(a_cos[i] * f_cos[i] - a_sin[i] * f_sin[i]);
-        }
+        )
+        SINPE_SCALAR_TAIL
     }
     /* AVX2 twins of the two loops above (4 pairs per step), compiled for AVX2 by a function
        attribute and chosen at run time, so the build needs no -march flag. No FMA: the
