@@ -4,6 +4,7 @@ frequencies and tables, allocates (or checks) the output and picks a filler."""
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 import operator
 import os
@@ -18,10 +19,13 @@ from .conventions import Convention
 from .conventions import get as get_convention
 
 try:
-    from . import _kernel
+    _kernel = importlib.import_module(".._kernel", __name__)
 except ImportError as exc:  # the build fell back to NumPy (it said so); tell the truth here too
     _kernel = None
-    _KERNEL_ERROR = f"{type(exc).__name__}: {exc}"
+    _KERNEL_ERROR = (
+        f"{type(exc).__name__}: {exc}; the install had no working C compiler or the build "
+        "failed, reinstall with one for the fast path"
+    )
 else:
     _KERNEL_ERROR = ""
 
