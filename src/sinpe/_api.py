@@ -88,7 +88,7 @@ def _thread_cap_from_environment() -> int:
             cap = 0
         if cap < 1:
             raise ImportError(f"SINPE_NUM_THREADS must be an integer >= 1, got {raw!r}")
-        usable = min(usable, cap) if raw else usable
+        usable = min(usable, cap)
     return max(usable, 1)
 
 
@@ -272,7 +272,8 @@ def sinusoidal_positional_encoding(
         raise ValueError(
             f"positions must be below 2**53: offset + seq_len - 1 = {offset + seq_len - 1}"
         )
-    base = _base(base) if base != 10000.0 or type(base) is not float else base
+    if type(base) is not float or base != 10000.0:  # check the type before comparing values
+        base = _base(base)
     dtype = _dtype(dtype)
     backend = _backend(backend)
     convention = get_convention(convention)
