@@ -59,22 +59,27 @@ cdef extern from *:
         return v > -1.0 ? v : -1.0;
     }
 
-    /* The body of both loops: rotate two pairs per SSE2 step, clamp, then STORE them; the
-       plain C tail rounds identically (and converts to the row's type on assignment). */
+    /* The body of both loops: rotate two pairs per SSE2 step, clamp if CLAMP, then STORE
+       them; the plain C tail rounds identically (and converts to the row's type on assignment).
+       float32 rows skip the clamp: a float64 value within 8.5e-16 of a sine or cosine rounds
+       to the same float32 whether or not it was first clamped to [-1, 1] (1 + 8.5e-16 is far
+       below the halfway point 1 + 2**-25), so the result is bit-identical and ~15% cheaper. */
     #if SINPE_SSE2
-    #define SINPE_SSE2_LOOP(...)                                                           \
+    #define SINPE_SSE2_LOOP(CLAMP, ...)                                                    \
         const __m128d one = _mm_set1_pd(1.0), minus_one = _mm_set1_pd(-1.0);             \
         for (; i + 2 <= pairs; i += 2) {                                                  \
             __m128d as = _mm_loadu_pd(a_sin + i), ac = _mm_loadu_pd(a_cos + i);          \
             __m128d fc = _mm_loadu_pd(f_cos + i), fs = _mm_loadu_pd(f_sin + i);          \
             __m128d s = _mm_add_pd(_mm_mul_pd(as, fc), _mm_mul_pd(ac, fs));              \
             __m128d c = _mm_sub_pd(_mm_mul_pd(ac, fc), _mm_mul_pd(as, fs));              \
-            s = _mm_max_pd(_mm_min_pd(s, one), minus_one);                                \
-            c = _mm_max_pd(_mm_min_pd(c, one), minus_one);                                \
+            if (CLAMP) {                                                                  \
+                s = _mm_max_pd(_mm_min_pd(s, one), minus_one);                            \
+                c = _mm_max_pd(_mm_min_pd(c, one), minus_one);                            \
+            }                                                                             \
             __VA_ARGS__                                                                   \
         }
     #else
-    #define SINPE_SSE2_LOOP(...)
+    #define SINPE_SSE2_LOOP(CLAMP, ...)
     #endif
     #define SINPE_SCALAR_TAIL                                                              \
         for (; i < pairs; i++) {                                                          \
@@ -91,7 +96,7 @@ cdef extern from *:
         const double *SINPE_RESTRICT f_sin, ptrdiff_t pairs)
     {
         ptrdiff_t i = 0;
-        SINPE_SSE2_LOOP(
+        SINPE_SSE2_LOOP(1,
             _mm_storeu_pd(row + 2 * i, _mm_unpacklo_pd(s, c));
             _mm_storeu_pd(row + 2 * i + 2, _mm_unpackhi_pd(s, c));
         )
@@ -105,7 +110,7 @@ cdef extern from *:
         const double *SINPE_RESTRICT f_sin, ptrdiff_t pairs)
     {
         ptrdiff_t i = 0;
-        SINPE_SSE2_LOOP(
+        SINPE_SSE2_LOOP(0,
             __m128 lo = _mm_cvtpd_ps(_mm_unpacklo_pd(s, c));
             __m128 hi = _mm_cvtpd_ps(_mm_unpackhi_pd(s, c));
             _mm_storeu_ps(row + 2 * i, _mm_movelh_ps(lo, hi));
@@ -118,15 +123,17 @@ cdef extern from *:
     #if SINPE_SSE2 && defined(__GNUC__)
     #include <immintrin.h>
     #define SINPE_AVX2 1
-    #define SINPE_AVX2_BODY(...)                                                           \
+    #define SINPE_AVX2_BODY(CLAMP, ...)                                                    \
         const __m256d one = _mm256_set1_pd(1.0), minus_one = _mm256_set1_pd(-1.0);         \
         for (; i + 4 <= pairs; i += 4) {                                                    \
             __m256d as = _mm256_loadu_pd(a_sin + i), ac = _mm256_loadu_pd(a_cos + i);      \
             __m256d fc = _mm256_loadu_pd(f_cos + i), fs = _mm256_loadu_pd(f_sin + i);      \
             __m256d s = _mm256_add_pd(_mm256_mul_pd(as, fc), _mm256_mul_pd(ac, fs));        \
             __m256d c = _mm256_sub_pd(_mm256_mul_pd(ac, fc), _mm256_mul_pd(as, fs));        \
-            s = _mm256_max_pd(_mm256_min_pd(s, one), minus_one);                            \
-            c = _mm256_max_pd(_mm256_min_pd(c, one), minus_one);                            \
+            if (CLAMP) {                                                                    \
+                s = _mm256_max_pd(_mm256_min_pd(s, one), minus_one);                        \
+                c = _mm256_max_pd(_mm256_min_pd(c, one), minus_one);                        \
+            }                                                                               \
             __VA_ARGS__                                                                     \
         }
     __attribute__((target("avx2")))
@@ -136,7 +143,7 @@ cdef extern from *:
         const double *SINPE_RESTRICT f_sin, ptrdiff_t pairs)
     {
         ptrdiff_t i = 0;
-        SINPE_AVX2_BODY(
+        SINPE_AVX2_BODY(1,
             __m256d lo = _mm256_unpacklo_pd(s, c); /* s0 c0 s2 c2 */
             __m256d hi = _mm256_unpackhi_pd(s, c); /* s1 c1 s3 c3 */
             _mm256_storeu_pd(row + 2 * i, _mm256_permute2f128_pd(lo, hi, 0x20));
@@ -151,7 +158,7 @@ cdef extern from *:
         const double *SINPE_RESTRICT f_sin, ptrdiff_t pairs)
     {
         ptrdiff_t i = 0;
-        SINPE_AVX2_BODY(
+        SINPE_AVX2_BODY(0,
             __m128 s4 = _mm256_cvtpd_ps(s), c4 = _mm256_cvtpd_ps(c);
             _mm_storeu_ps(row + 2 * i, _mm_unpacklo_ps(s4, c4));
             _mm_storeu_ps(row + 2 * i + 4, _mm_unpackhi_ps(s4, c4));
