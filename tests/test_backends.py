@@ -74,3 +74,27 @@ def test_required_kernel_is_present():
     assert "cython" in api._FILLERS
     if os.environ.get("SINPE_BACKEND", "auto") != "numpy":
         assert sinpe.BACKEND == "cython"
+
+
+@pytest.mark.parametrize("cap", ["1", "2", " 1 "])
+def test_environment_caps_threads(cap):
+    result = run_python(
+        "import sinpe._api as api; "
+        "print(api.MAX_THREADS, api._threads(None, 1 << 30), api._threads(64, 1 << 30))",
+        SINPE_NUM_THREADS=cap,
+    )
+    assert result.returncode == 0, result.stderr
+    limit = min(int(cap), len(os.sched_getaffinity(0))) if api.HAVE_OPENMP else 1
+    assert result.stdout.split() == [str(limit)] * 3
+
+
+@pytest.mark.parametrize("cap", ["0", "-2", "two", "1.5"])
+def test_environment_with_bad_thread_cap_fails_clearly(cap):
+    result = run_python("import sinpe", SINPE_NUM_THREADS=cap)
+    assert result.returncode != 0
+    assert "SINPE_NUM_THREADS must be an integer >= 1" in result.stderr and repr(cap) in result.stderr
+
+
+def test_threads_none_stays_serial_below_the_parallel_size():
+    assert api._threads(None, api.PARALLEL_MIN_ELEMENTS - 1) == 1
+    assert api._threads(None, api.PARALLEL_MIN_ELEMENTS) == api.MAX_THREADS
