@@ -40,6 +40,9 @@ __all__ = [
 ]
 
 MAX_POSITION = 2**53  # every position must be below this (exactly representable in float64)
+# Every frequency must be below this: then position * frequency < 2**953 and Dekker's split
+# stays finite, so the product is exact (see _angles._two_product).
+MAX_FREQUENCY = 2.0**900
 _FLOAT_DTYPES = {np.dtype(np.float64): np.dtype(np.float64), np.dtype(np.float32): np.dtype(np.float32)}
 _BACKENDS = ("auto", "cython", "numpy")
 _FILLERS = {"numpy": _numpy.fill_table}
@@ -101,9 +104,14 @@ MAX_THREADS = _thread_cap_from_environment() if HAVE_OPENMP else 1
 
 def _integer(name: str, value, minimum: int) -> int:
     if type(value) is not int:
-        if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
-            raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r:.60}")
-        value = operator.index(value)
+        try:
+            if isinstance(value, (bool, np.bool_)):
+                raise TypeError
+            value = operator.index(value)  # numpy integers and 0-d integer arrays
+        except TypeError:
+            raise TypeError(
+                f"{name} must be an integer, got {type(value).__name__} {value!r:.60}"
+            ) from None
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return value
@@ -133,7 +141,7 @@ def _dtype(value) -> np.dtype:
         return _F64
     try:
         dtype = np.dtype(value)
-    except TypeError:
+    except Exception:  # np.dtype parses strings: TypeError, ValueError, even SyntaxError
         dtype = None
     if dtype not in _FLOAT_DTYPES:
         raise TypeError(f"dtype must be float32 or float64 (any NumPy spelling), got {value!r:.60}")
@@ -141,16 +149,14 @@ def _dtype(value) -> np.dtype:
 
 
 def _backend(value) -> str:
-    if value == "auto":
-        return BACKEND
-    if value not in _BACKENDS or not isinstance(value, str):
+    if not isinstance(value, str) or value not in _BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}, got {value!r:.60}")
     if value == "cython" and _kernel is None:
         raise ValueError(
             f"backend='cython' but the compiled kernel is not available ({_KERNEL_ERROR}); "
             "use backend='auto' or 'numpy', or reinstall with a C compiler"
         )
-    return value
+    return BACKEND if value == "auto" else value
 
 
 def _threads(value, n_elements: int) -> int:
@@ -160,12 +166,17 @@ def _threads(value, n_elements: int) -> int:
     return min(threads, MAX_THREADS)
 
 
-def _output(out, shape: tuple, dtype: np.dtype) -> np.ndarray:
+def _allocate(shape: tuple, dtype: np.dtype, sizes: str, zeros: bool = False) -> np.ndarray:
+    """A new array; ``sizes`` names the arguments that set the shape, for the error."""
+    try:
+        return (np.zeros if zeros else np.empty)(shape, dtype=dtype)
+    except ValueError as exc:  # larger than the address space (MemoryError passes through)
+        raise ValueError(f"{sizes}: a {shape} {dtype} array is too large ({exc})") from None
+
+
+def _output(out, shape: tuple, dtype: np.dtype, sizes: str) -> np.ndarray:
     if out is None:
-        try:
-            return np.empty(shape, dtype=dtype)
-        except ValueError as exc:  # larger than the address space
-            raise ValueError(f"a {shape} {dtype} table is too large: {exc}") from None
+        return _allocate(shape, dtype, sizes)
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out must be a numpy.ndarray or None, got {type(out).__name__}")
     problems = []
@@ -197,10 +208,27 @@ def block_sizes(n_rows: int) -> tuple[int, int, int]:
     return -(-blocks // mid), mid, fine
 
 
+def _frequency_key(convention: Convention, d_model: int, base: float) -> tuple:
+    """The (cached) frequency vector's key, once its frequencies are known to be usable."""
+    key = convention.frequency_key(d_model, base)
+    try:
+        w = frequency_vector(*key)
+    except ValueError as exc:  # more frequencies than an array can index
+        raise ValueError(f"d_model={d_model} is too large ({exc})") from None
+    largest = float(np.abs(w).max()) if w.size else 0.0
+    if not largest <= MAX_FREQUENCY:
+        raise ValueError(
+            f"base={base!r} gives frequencies up to {largest:.3g} for d_model={d_model} "
+            f"(convention {convention.name}); every frequency must be below 2**900 so that "
+            "position * frequency stays exact: use a larger base"
+        )
+    return key
+
+
 @functools.lru_cache(maxsize=512)
 def _plan(convention: Convention, d_model: int, base: float, n_rows: int):
     columns = convention.column_map(d_model)
-    key = convention.frequency_key(d_model, base)
+    key = _frequency_key(convention, d_model, base)
     coarse, mid, fine = block_sizes(n_rows)
     return columns, key, (coarse, mid, fine), rotation_tables(key, fine, mid, coarse)
 
@@ -278,9 +306,9 @@ def sinusoidal_positional_encoding(
     backend = _backend(backend)
     convention = get_convention(convention)
     n_threads = _threads(threads, seq_len * d_model)
-    if out is None and seq_len == 0:
-        return np.empty((0, d_model), dtype=dtype)
-    table = _output(out, (seq_len, d_model), dtype)
+    if out is None and seq_len == 0:  # answered at once, whatever d_model is
+        return _allocate((0, d_model), dtype, f"seq_len=0, d_model={d_model}")
+    table = _output(out, (seq_len, d_model), dtype, f"seq_len={seq_len}, d_model={d_model}")
     if seq_len == 0:
         return table
     columns, key, (n_coarse, n_mid, n_fine), (coarse, mid, fine) = _plan(
@@ -317,7 +345,7 @@ def frequencies(d_model: int, *, base: float = 10000.0) -> np.ndarray:
         float64, shape ``(ceil(d_model / 2),)``, read-only.
     """
     d_model = _integer("d_model", d_model, 1)
-    return frequency_vector(*get_convention("vaswani").frequency_key(d_model, _base(base)))
+    return frequency_vector(*_frequency_key(get_convention("vaswani"), d_model, _base(base)))
 
 
 # --------------------------------------------------------------------------- encodings
@@ -341,6 +369,8 @@ def _positions(positions) -> np.ndarray:
         raise TypeError(f"positions must be a 1-D array-like of numbers: {exc}") from None
     if array.ndim != 1:
         raise ValueError(f"positions must be 1-D, got shape {array.shape}")
+    if array.dtype == object and all(type(v) is int for v in array):
+        raise ValueError("positions must satisfy |p| < 2**53")  # ints too big for int64
     if array.dtype.kind not in "iuf":
         raise TypeError(
             f"positions must be integers or floats, got dtype {array.dtype} "
@@ -392,11 +422,11 @@ def encode(
     dtype = _dtype(dtype)
     backend = _backend(backend)
     convention = get_convention(convention)
-    table = _output(out, (positions.shape[0], d_model), dtype)
-    columns = convention.column_map(d_model)
-    key = convention.frequency_key(d_model, base)
+    table = _output(out, (positions.shape[0], d_model), dtype, f"len(positions)={positions.shape[0]}, d_model={d_model}")
     if positions.shape[0] == 0:
         return table
+    columns = convention.column_map(d_model)
+    key = _frequency_key(convention, d_model, base)
     # Every row is its own anchor: exact sin/cos per position, then a rotation by angle 0.
     coarse = exact_cos_sin(positions, frequency_vector(*key))
     identity = _identity_table(columns.frequencies)
@@ -436,9 +466,9 @@ def shift_matrix(k: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
             f"d_model must be even for shift_matrix, got {d_model}: the last sine column of an "
             "odd width has no cosine partner, so no matrix maps PE[p] to PE[p + k]"
         )
+    matrix = _allocate((d_model, d_model), _F64, f"d_model={d_model}", zeros=True)
     w = frequencies(d_model, base=base)
     cos_k, sin_k = exact_cos_sin(np.array([float(k)]), w)[0]
-    matrix = np.zeros((d_model, d_model))
     i = np.arange(d_model // 2)
     matrix[2 * i, 2 * i] = cos_k
     matrix[2 * i, 2 * i + 1] = sin_k
@@ -471,11 +501,16 @@ def encode_2d(height: int, width: int, d_model: int, *, base: float = 10000.0) -
     d_model = _integer("d_model", d_model, 1)
     if d_model % 4:
         raise ValueError(f"d_model must be a multiple of 4 for encode_2d, got {d_model}")
+    for name, size in (("height", height), ("width", width)):
+        if size > MAX_POSITION:
+            raise ValueError(f"{name} must be <= 2**53 (positions below 2**53), got {size}")
+    table = _allocate(
+        (height * width, d_model), _F64, f"height={height}, width={width}, d_model={d_model}"
+    )
     half = d_model // 2
     # Each half is the 'hf-marian' layout at width d_model/2: [sin | cos], w_i = base**(-2i/half).
     along_x = sinusoidal_positional_encoding(width, half, base=base, convention="hf-marian")
     along_y = sinusoidal_positional_encoding(height, half, base=base, convention="hf-marian")
-    table = np.empty((height * width, d_model))
     table[:, :half] = np.tile(along_x, (height, 1))
     table[:, half:] = np.repeat(along_y, width, axis=0)
     return table

@@ -26,10 +26,11 @@ def frequency_vector(
     API validates them).
     """
     i = np.arange(count, dtype=np.longdouble)
-    exponent = -(numerator * i) / np.longdouble(denominator)
-    w = np.exp(exponent * np.log(np.longdouble(base)))
-    if scale != 1.0:
-        w = w * np.longdouble(scale)
-    w = w.astype(np.float64)
+    with np.errstate(over="ignore", under="ignore"):  # the caller refuses infinite frequencies
+        exponent = -(numerator * i) / np.longdouble(denominator)
+        w = np.exp(exponent * np.log(np.longdouble(base)))
+        if scale != 1.0:
+            w = w * np.longdouble(scale)
+        w = w.astype(np.float64)
     w.flags.writeable = False
     return w

@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
+
 __all__ = [
     "Convention",
     "ColumnMap",
@@ -148,6 +150,20 @@ TENSOR2TENSOR = Convention(
 HF_MARIAN = Convention("hf-marian", layout="sin_cos", count="ceil")
 
 
+def _finite_real(name: str, value) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r:.60}")
+    try:
+        value = float(value)
+    except OverflowError:
+        value = math.inf
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return value
+
+
 def diffusers(
     flip_sin_to_cos: bool = False,
     downscale_freq_shift: float = 1.0,
@@ -162,8 +178,16 @@ def diffusers(
     Where ``h - downscale_freq_shift`` is 0 and ``h == 1`` diffusers computes 0/0 (NaN); sinpe
     uses the limit ``w_0 = 1``; with ``h > 1`` it raises ``ValueError``.
     """
-    if not isinstance(flip_sin_to_cos, bool):
+    if not isinstance(flip_sin_to_cos, (bool, np.bool_)):
         raise TypeError(f"flip_sin_to_cos must be a bool, got {type(flip_sin_to_cos).__name__}")
+    flip_sin_to_cos = bool(flip_sin_to_cos)
+    downscale_freq_shift = _finite_real("downscale_freq_shift", downscale_freq_shift)
+    scale = _finite_real("scale", scale)
+    if scale == 0:
+        raise ValueError("scale must be non-zero (every frequency would be 0)")
+    max_period = _finite_real("max_period", max_period)
+    if max_period <= 0:
+        raise ValueError(f"max_period must be > 0, got {max_period!r}")
     return Convention(
         f"diffusers(flip_sin_to_cos={flip_sin_to_cos}, downscale_freq_shift="
         f"{downscale_freq_shift}, scale={scale}, max_period={max_period})",
