@@ -11,8 +11,11 @@ from hypothesis import strategies as st
 
 import sinpe
 import sinpe._api as api
+from sinpe import conventions
 from sinpe import sinusoidal_positional_encoding as pe
 
+CONVENTIONS = ["vaswani", "tensor2tensor", "hf-marian", "diffusers",
+               conventions.diffusers(flip_sin_to_cos=True, downscale_freq_shift=0.0)]
 needs_kernel = pytest.mark.skipif("cython" not in api._FILLERS, reason="kernel not built")
 
 
@@ -24,13 +27,42 @@ needs_kernel = pytest.mark.skipif("cython" not in api._FILLERS, reason="kernel n
     offset=st.one_of(st.integers(0, 10**6), st.integers(0, 2**53 - 3001)),
     base=st.sampled_from([10000.0, 2.0, 10.0, 1e5, 1.5]),
     dtype=st.sampled_from([np.float32, np.float64]),
+    convention=st.sampled_from(CONVENTIONS),
 )
-def test_backends_agree_on_generated_inputs(seq_len, d_model, offset, base, dtype):
-    a = pe(seq_len, d_model, offset=offset, base=base, dtype=dtype, backend="cython")
-    b = pe(seq_len, d_model, offset=offset, base=base, dtype=dtype, backend="numpy")
-    assert a.shape == b.shape == (seq_len, d_model) and a.dtype == b.dtype
+def test_backends_agree_on_generated_inputs(seq_len, d_model, offset, base, dtype, convention):
+    kwargs = dict(offset=offset, base=base, dtype=dtype, convention=convention)
+    a = pe(seq_len, d_model, backend="cython", **kwargs)
+    b = pe(seq_len, d_model, backend="numpy", **kwargs)
+    assert a.shape == b.shape == (seq_len, d_model) and a.dtype == b.dtype == np.dtype(dtype)
+    assert np.isfinite(a).all() and np.abs(a).max(initial=0) <= 1
     # Same scheme, same rounding order: equal bit for bit (the contract only asks 1e-15).
     assert np.abs(a.astype(np.float64) - b).max(initial=0) <= 1e-15
+    assert np.array_equal(a, b)
+
+
+@needs_kernel
+@settings(max_examples=150, deadline=None)
+@given(
+    positions=st.lists(
+        st.one_of(
+            st.integers(-(2**53) + 1, 2**53 - 1),
+            st.floats(-(2.0**53) + 1, 2.0**53 - 1, allow_subnormal=True),
+            st.sampled_from([0.0, -0.0, 0.5, 1e-300, 2.0**52 + 0.5]),
+        ),
+        max_size=40,
+    ),
+    d_model=st.integers(1, 70),
+    base=st.one_of(st.sampled_from([10000.0, 2.0, 1e5]), st.floats(1e-3, 1e12)),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    convention=st.sampled_from(CONVENTIONS),
+)
+def test_encode_backends_agree_on_generated_positions(positions, d_model, base, dtype, convention):
+    a = sinpe.encode(positions, d_model, base=base, dtype=dtype, convention=convention,
+                     backend="cython")
+    b = sinpe.encode(positions, d_model, base=base, dtype=dtype, convention=convention,
+                     backend="numpy")
+    assert a.shape == b.shape == (len(positions), d_model) and a.dtype == b.dtype
+    assert np.isfinite(a).all() and np.abs(a).max(initial=0) <= 1
     assert np.array_equal(a, b)
 
 
