@@ -1,0 +1,162 @@
+"""Concurrency, the GIL and memory: identical answers under threads, the kernel runs without
+the GIL, and thousands of calls leave resident memory flat."""
+
+import gc
+import os
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import sinpe
+import sinpe._api as api
+from sinpe import conventions
+
+needs_kernel = pytest.mark.skipif("cython" not in api._FILLERS, reason="kernel not built")
+
+
+def workload():
+    """Mixed shapes, offsets, dtypes, conventions and entry points; many share cache keys."""
+    calls = []
+    for i in range(48):
+        n = [1, 7, 16, 17, 300, 2049, 5000][i % 7]
+        d = [1, 6, 33, 128, 512][i % 5]
+        kwargs = dict(
+            offset=[0, 5, 2**40 + i, 2**53 - 6000][i % 4],
+            dtype=[np.float64, np.float32][i % 2],
+            convention=["vaswani", "tensor2tensor", "hf-marian",
+                        conventions.diffusers(flip_sin_to_cos=bool(i % 2))][i % 4],
+            backend=api.BACKEND if i % 3 else "numpy",
+            threads=[None, 1, 2][i % 3],
+        )
+        calls.append((sinpe.sinusoidal_positional_encoding, (n, d), kwargs))
+        if i % 4 == 0:
+            calls.append((sinpe.encode, (np.arange(n) * 0.37 - 3.0, d), {"base": 500.0 + i}))
+        if i % 6 == 0:
+            calls.append((sinpe.shift_matrix, (i - 20, 2 * d), {}))
+    return calls
+
+
+def clear_caches():
+    from sinpe import _angles, _frequencies
+
+    api._plan.cache_clear()
+    _angles.rotation_tables.cache_clear()
+    _frequencies.frequency_vector.cache_clear()
+
+
+@pytest.mark.parametrize("cold", [True, False], ids=["cold-caches", "warm-caches"])
+def test_eight_threads_get_the_serial_answers(cold):
+    calls = workload()
+    serial = [f(*args, **kwargs) for f, args, kwargs in calls]
+    if cold:  # the threads race to fill the caches
+        clear_caches()
+    order = list(range(len(calls))) * 4
+    np.random.default_rng(0).shuffle(order)
+    barrier = threading.Barrier(8)
+
+    def run(worker):
+        barrier.wait()
+        return [(k, calls[k][0](*calls[k][1], **calls[k][2])) for k in order[worker::8]]
+
+    with ThreadPoolExecutor(8) as pool:
+        results = [item for batch in pool.map(run, range(8)) for item in batch]
+    assert len(results) == len(order)
+    for k, table in results:
+        assert table.dtype == serial[k].dtype and np.array_equal(table, serial[k]), calls[k]
+
+
+def test_threads_filling_their_own_out_buffers():
+    outs = [np.empty((4096, 96), dtype=np.float32) for _ in range(8)]
+    expected = [sinpe.sinusoidal_positional_encoding(4096, 96, offset=1000 * i, dtype=np.float32)
+                for i in range(8)]
+
+    def run(i):
+        for _ in range(5):
+            sinpe.sinusoidal_positional_encoding(4096, 96, offset=1000 * i, dtype=np.float32,
+                                                 out=outs[i])
+        return i
+
+    with ThreadPoolExecutor(8) as pool:
+        assert sorted(pool.map(run, range(8))) == list(range(8))
+    for out, want in zip(outs, expected):
+        assert np.array_equal(out, want)
+
+
+def test_caches_hold_only_read_only_arrays():
+    sinpe.sinusoidal_positional_encoding(100, 16, offset=7)
+    columns, key, sizes, tables = api._plan(conventions.VASWANI, 16, 10000.0, 100)
+    assert all(not t.flags.writeable for t in tables)
+    assert not sinpe.frequencies(16).flags.writeable
+
+
+@needs_kernel
+def test_the_kernel_runs_without_the_gil():
+    """While one thread is inside the kernel (threads=1, ~50-100 ms), the main thread keeps
+    running Python: it records timestamps strictly inside the kernel's call. If the kernel held
+    the GIL, the main thread could not run at all in that interval."""
+    shape = (16384, 1024)
+    out = np.empty(shape)
+    sinpe.sinusoidal_positional_encoding(*shape, out=out, threads=1)  # warm caches and pages
+    window = {}
+    started = threading.Event()
+
+    def build():
+        started.set()
+        window["start"] = time.perf_counter()
+        sinpe.sinusoidal_positional_encoding(*shape, out=out, threads=1)
+        window["end"] = time.perf_counter()
+
+    worker = threading.Thread(target=build)
+    stamps = []
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)  # hand the GIL over quickly wherever it is released
+    try:
+        worker.start()
+        started.wait()
+        while worker.is_alive():
+            stamps.append(time.perf_counter())
+        worker.join()
+    finally:
+        sys.setswitchinterval(old)
+    start, end = window["start"], window["end"]
+    margin = (end - start) / 4  # the middle half: well away from the Python around the call
+    inside = [t for t in stamps if start + margin < t < end - margin]
+    assert end - start > 0.005, "table too small to tell"
+    assert len(inside) > 100, (len(stamps), len(inside), end - start)
+
+
+def resident_bytes():
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux)")
+def test_thousands_of_calls_leave_memory_flat():
+    outs = {dt: np.empty((257, 130), dtype=dt) for dt in (np.float32, np.float64)}
+
+    def burst(n):
+        for i in range(n):
+            dtype = (np.float32, np.float64)[i % 2]
+            backend = api.BACKEND if i % 4 else "numpy"
+            out = outs[dtype] if i % 3 == 0 else None
+            sinpe.sinusoidal_positional_encoding(257, 130, offset=i % 5, dtype=dtype, out=out,
+                                                 backend=backend)
+            sinpe.sinusoidal_positional_encoding(3, 8, threads=2, backend=backend)
+            sinpe.encode([i, 0.5], 12, dtype=dtype, backend=backend)
+            try:  # error paths must not leak either
+                sinpe.sinusoidal_positional_encoding(257, 130, out=outs[np.float32], dtype=np.float64)
+            except ValueError:
+                pass
+
+    burst(300)  # caches, allocator pools and the interpreter settle
+    gc.collect()
+    before = resident_bytes()
+    burst(3000)
+    gc.collect()
+    grown = resident_bytes() - before
+    # 3000 leaked 257x130 tables would be ~800 MB; allow allocator noise only.
+    assert grown < 8 << 20, f"resident memory grew by {grown / 2**20:.1f} MiB"
