@@ -51,3 +51,28 @@ def torch_tutorial():
         return pe
 
     return build
+
+
+# Two Python threads, one table each with threads=1: finishes in clearly less time than the
+# two calls one after the other only if the kernel releases the GIL (2+ cores).
+GIL_SHAPE = (8192, 1024, "float64")
+
+
+def two_tables_serial(seq_len, d_model, dtype="float64"):
+    return [sinpe_cython(seq_len, d_model, dtype, threads=1) for _ in range(2)]
+
+
+def two_tables_threaded(seq_len, d_model, dtype="float64"):
+    import threading
+
+    tables = [None, None]
+
+    def build(i):
+        tables[i] = sinpe_cython(seq_len, d_model, dtype, threads=1)
+
+    workers = [threading.Thread(target=build, args=(i,)) for i in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return tables
