@@ -5,7 +5,9 @@ Rules (see README, "Installing"):
 - OpenMP is used only when a compile-and-run probe says the compiler supports it;
 - if the extension cannot be built, the install goes on with the NumPy fallback and says so
   loudly, unless ``SINPE_REQUIRE_EXTENSION=1``, which turns the failure into an error;
-- ``SINPE_DEBUG_BUILD=1`` compiles with bounds checks on (used once by CI).
+- ``SINPE_DEBUG_BUILD=1`` compiles with Cython's bounds, initialisation and division checks
+  on, C asserts on, and the kernel checking every argument it otherwise trusts (CI runs the
+  whole test suite once on such a build).
 """
 
 import os
@@ -69,6 +71,10 @@ def openmp_works(compiler):
 class OptionalBuildExt(build_ext):
     """Build the kernel; on failure fall back to NumPy loudly, or fail when required."""
 
+    def finalize_options(self):
+        super().finalize_options()
+        self.force = True  # see cythonize(force=True) below
+
     def build_extensions(self):
         compile_args, link_args = [], []
         if self.compiler.compiler_type != "msvc":
@@ -83,7 +89,8 @@ class OptionalBuildExt(build_ext):
             ext.extra_compile_args = list(ext.extra_compile_args or []) + compile_args
             ext.extra_link_args = list(ext.extra_link_args or []) + link_args
             ext.define_macros = list(ext.define_macros or []) + [
-                ("SINPE_HAVE_OPENMP", "1" if omp is not None else "0")
+                ("SINPE_HAVE_OPENMP", "1" if omp is not None else "0"),
+                ("SINPE_DEBUG", "1" if DEBUG_BUILD else "0"),
             ]
         super().build_extensions()
 
@@ -91,15 +98,22 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as exc:
-            self.fail(exc)
+            self.fail(exc, self.extensions)
 
     def build_extension(self, ext):
         try:
             super().build_extension(ext)
         except Exception as exc:
-            self.fail(exc)
+            self.fail(exc, [ext])
 
-    def fail(self, exc):
+    def fail(self, exc, failed):
+        # A kernel left over from an earlier build (build/lib..., or src/ for an editable
+        # install) would otherwise be installed in place of the one that just failed.
+        for ext in failed:
+            stale = self.get_ext_fullpath(ext.name)
+            if os.path.exists(stale):
+                os.remove(stale)
+                print(f"sinpe: removed the stale {stale}", file=sys.stderr)
         if REQUIRE_EXTENSION:
             shout(f"building the Cython kernel failed and SINPE_REQUIRE_EXTENSION=1: {exc}")
             raise exc
@@ -137,9 +151,11 @@ def extensions():
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
     if DEBUG_BUILD:
-        shout("debug build: bounds checks on, -O0")
+        shout("debug build: bounds checks and argument checks on")
         ext.undef_macros = ["NDEBUG"]
-    return cythonize([ext], compiler_directives=directives, quiet=True, force=DEBUG_BUILD)
+    # force: a .c or .so left by an earlier build (debug or not, or with another compiler)
+    # must never stand in for this one; regenerating costs seconds.
+    return cythonize([ext], compiler_directives=directives, quiet=True, force=True)
 
 
 if sysconfig.get_config_var("Py_GIL_DISABLED"):

@@ -130,3 +130,24 @@ def test_environment_with_bad_thread_cap_fails_clearly(cap):
 def test_threads_none_stays_serial_below_the_parallel_size():
     assert api._threads(None, api.PARALLEL_MIN_ELEMENTS - 1) == 1
     assert api._threads(None, api.PARALLEL_MIN_ELEMENTS) == api.MAX_THREADS
+
+
+@needs_kernel
+def test_build_mode_is_the_one_asked_for():
+    """CI runs the suite once on a SINPE_DEBUG_BUILD=1 build: prove the checks are really on
+    there (a file-level directive once silently overrode setup.py), and off elsewhere."""
+    debug = os.environ.get("SINPE_DEBUG_BUILD") == "1"
+    assert api._kernel.DEBUG is debug
+    assert api._kernel.BOUNDS_CHECKED is debug
+
+
+@pytest.mark.skipif(api._kernel is None or not api._kernel.DEBUG, reason="debug builds only")
+def test_debug_build_checks_the_trusted_arguments():
+    columns, key, sizes, (coarse, mid, fine) = api._plan(conventions.VASWANI, 8, 10000.0, 40)
+    good = dict(out=np.empty((40, 8)), coarse=coarse, mid=mid, fine=fine, sin_col=0, cos_col=1,
+                step=2, n_sin=4, n_cos=4, pad_col=-1, scratch=np.empty((1, 8)), threads=1)
+    api._kernel.fill_table(**good)
+    for bad in (dict(out=np.empty((4000, 8))), dict(n_sin=5), dict(step=3), dict(pad_col=8),
+                dict(scratch=np.empty((1, 6))), dict(threads=2), dict(fine=coarse[:, :, :2])):
+        with pytest.raises(ValueError, match="debug"):
+            api._kernel.fill_table(**{**good, **bad})

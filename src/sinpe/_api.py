@@ -96,7 +96,9 @@ def _thread_cap_from_environment() -> int:
 
 
 BACKEND = _backend_from_environment()
-MAX_THREADS = _thread_cap_from_environment() if HAVE_OPENMP else 1
+# The cap is read (and checked) even without OpenMP: a typo must not pass on some builds only.
+_THREAD_CAP = _thread_cap_from_environment()
+MAX_THREADS = _THREAD_CAP if HAVE_OPENMP else 1
 
 
 # --------------------------------------------------------------------------- validation

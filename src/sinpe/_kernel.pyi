@@ -3,6 +3,8 @@ import numpy.typing as npt
 
 HAVE_OPENMP: bool
 SIMD: str
+DEBUG: bool
+BOUNDS_CHECKED: bool
 
 def fill_table(
     out: npt.NDArray[np.float32] | npt.NDArray[np.float64],

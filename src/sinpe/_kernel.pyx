@@ -1,4 +1,6 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# cython: language_level=3
+# boundscheck, wraparound, cdivision and initializedcheck come from setup.py, which turns the
+# checks on for SINPE_DEBUG_BUILD=1 (a file-level directive here would override it).
 """The compiled filler: rotations only, under ``nogil``, into a buffer it is given.
 
 The scheme (shared with the NumPy filler in ``_numpy.py``, which rounds identically)
@@ -39,6 +41,9 @@ cdef extern from *:
     """
     #ifndef SINPE_HAVE_OPENMP
     #define SINPE_HAVE_OPENMP 0
+    #endif
+    #ifndef SINPE_DEBUG
+    #define SINPE_DEBUG 0
     #endif
     #include <stddef.h>
     #if defined(__SSE2__) || defined(_M_X64)
@@ -211,6 +216,7 @@ cdef extern from *:
     }
     """
     int SINPE_HAVE_OPENMP
+    int SINPE_DEBUG
     int sinpe_simd() noexcept nogil
     double unit "sinpe_unit"(double v) noexcept nogil
     void rotate_pairs_f64 "sinpe_rotate_f64"(
@@ -222,6 +228,22 @@ cdef extern from *:
 
 HAVE_OPENMP = bool(SINPE_HAVE_OPENMP)
 SIMD = ("c", "sse2", "avx2")[sinpe_simd()]  # what the hot loop runs on this CPU
+DEBUG = bool(SINPE_DEBUG)  # a SINPE_DEBUG_BUILD=1 build: trusted arguments are checked too
+
+
+def _bounds_checked():
+    """True when this module was compiled with boundscheck on: index one past the end of a
+    one-element view (of a two-element buffer, so the read is harmless either way)."""
+    cdef double[::1] view = cnp.PyArray_ZEROS(1, [2], cnp.NPY_DOUBLE, 0)[:1]
+    cdef Py_ssize_t i = 1
+    try:
+        view[i]
+    except IndexError:
+        return True
+    return False
+
+
+BOUNDS_CHECKED = _bounds_checked()
 
 
 cdef inline void rotate_interleaved(
@@ -288,6 +310,9 @@ def fill_table(
     caller's buffer, through a typed memoryview.
     """
     cdef Tables t
+    if SINPE_DEBUG:
+        _check_arguments(out, coarse, mid, fine, sin_col, cos_col, step, n_sin, n_cos, pad_col,
+                         scratch, threads)
     t.coarse = <const double*>cnp.PyArray_DATA(coarse)
     t.mid = <const double*>cnp.PyArray_DATA(mid)
     t.fine = <const double*>cnp.PyArray_DATA(fine)
@@ -301,6 +326,32 @@ def fill_table(
         _fill[double](out, &t, <double*>cnp.PyArray_DATA(scratch), threads)
     else:
         _fill[float](out, &t, <double*>cnp.PyArray_DATA(scratch), threads)
+
+
+def _check_arguments(out, coarse, mid, fine, sin_col, cos_col, step, n_sin, n_cos, pad_col,
+                     scratch, threads):
+    """Debug builds only: everything ``fill_table`` trusts, checked, so that the whole test suite
+    on a debug build proves the raw-pointer reads stay inside their arrays."""
+    n_rows, width = out.shape
+    h = fine.shape[2]
+    for name, table in (("coarse", coarse), ("mid", mid), ("fine", fine)):
+        if not (table.dtype == "float64" and table.ndim == 3 and table.flags.c_contiguous
+                and table.shape[1:] == (2, h) and table.shape[0] >= 1):
+            raise ValueError(f"debug: {name} table {table.dtype} {table.shape} does not fit h={h}")
+    if n_rows > coarse.shape[0] * mid.shape[0] * fine.shape[0]:
+        raise ValueError(f"debug: tables cover fewer than {n_rows} rows")
+    if out.dtype not in ("float32", "float64") or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("debug: out must be a writable C-contiguous float32/float64 table")
+    if not (0 <= n_cos <= n_sin <= h) or not (threads >= 1):
+        raise ValueError(f"debug: n_sin={n_sin}, n_cos={n_cos}, h={h}, threads={threads}")
+    if not (scratch.dtype == "float64" and scratch.flags.c_contiguous
+            and scratch.shape == (threads, 2 * h)):
+        raise ValueError(f"debug: scratch {scratch.shape} for {threads} threads, h={h}")
+    for name, first, count in (("sin", sin_col, n_sin), ("cos", cos_col, n_cos)):
+        if count and not (0 <= first and first + step * (count - 1) < width and step >= 1):
+            raise ValueError(f"debug: {name} columns {first}+{step}*i, i<{count}, exceed {width}")
+    if not (-1 <= pad_col < width):
+        raise ValueError(f"debug: pad_col={pad_col} outside {width} columns")
 
 
 cdef struct Tables:
