@@ -160,3 +160,16 @@ def test_thousands_of_calls_leave_memory_flat():
     grown = resident_bytes() - before
     # 3000 leaked 257x130 tables would be ~800 MB; allow allocator noise only.
     assert grown < 8 << 20, f"resident memory grew by {grown / 2**20:.1f} MiB"
+
+
+@needs_kernel
+@pytest.mark.skipif(not hasattr(sys, "_is_gil_enabled"), reason="CPython 3.13+ only")
+def test_free_threaded_python_keeps_the_gil_off():
+    """On a free-threaded CPython the GIL stays off after importing the kernel (it declares
+    Py_mod_gil = Py_MOD_GIL_NOT_USED); on a regular build the GIL is simply on."""
+    import sysconfig
+
+    if sysconfig.get_config_var("Py_GIL_DISABLED") and os.environ.get("PYTHON_GIL") != "1":
+        assert not sys._is_gil_enabled()
+    else:
+        assert sys._is_gil_enabled()

@@ -171,7 +171,7 @@ cdef extern from *:
         sinpe_rotate_pairs_f32(row + 2 * i, a_cos + i, a_sin + i, f_cos + i, f_sin + i, pairs - i);
     }
     static int sinpe_use_avx2(void) {
-        static int answer = -1;  /* a benign race: every thread computes the same value */
+        static int answer = -1;  /* set once at import (SIMD below), before any fill can run */
         if (answer < 0) {
             __builtin_cpu_init();
             answer = __builtin_cpu_supports("avx2") ? 1 : 0;
@@ -227,7 +227,10 @@ cdef extern from *:
         const double* f_cos, const double* f_sin, Py_ssize_t pairs) noexcept nogil
 
 HAVE_OPENMP = bool(SINPE_HAVE_OPENMP)
-SIMD = ("c", "sse2", "avx2")[sinpe_simd()]  # what the hot loop runs on this CPU
+# What the hot loop runs on this CPU. Asking here, at import, settles the CPU check before
+# any thread can fill a table, so the kernel has no shared mutable state at all (it is
+# declared freethreading_compatible in setup.py).
+SIMD = ("c", "sse2", "avx2")[sinpe_simd()]
 DEBUG = bool(SINPE_DEBUG)  # a SINPE_DEBUG_BUILD=1 build: trusted arguments are checked too
 
 
