@@ -61,8 +61,10 @@ def openmp_works(compiler):
         subprocess.run([exe], check=True, timeout=60, capture_output=True)
         return flag, link
     except Exception as exc:  # any failure means "no OpenMP", never a failed build
-        print(f"sinpe: OpenMP probe failed ({type(exc).__name__}); building single-threaded",
-              file=sys.stderr)
+        print(
+            f"sinpe: OpenMP probe failed ({type(exc).__name__}); building single-threaded",
+            file=sys.stderr,
+        )
         return None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

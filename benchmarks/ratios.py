@@ -8,6 +8,7 @@ alike; the table reports medians over rounds. Targets are those of the performan
 
 import argparse
 import datetime
+import functools
 import os
 import platform
 import statistics
@@ -18,9 +19,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from peers import ones, sinpe_cython, sinpe_numpy, textbook  # noqa: E402
 
-from sinpe._bench import timed  # noqa: E402
-
 import sinpe  # noqa: E402
+from sinpe._bench import timed  # noqa: E402
 
 # (seq_len, d_model, dtype, threads, target ratio vs np.ones)
 TARGETS = [
@@ -47,13 +47,13 @@ def measure(rounds):
     rows = []
     for n, d, dtype, threads, target in TARGETS:
         contenders = {
-            "ones": lambda: timed(ones, n, d, dtype),
-            "sinpe": lambda: timed(sinpe_cython, n, d, dtype, threads=threads),
-            "numpy": lambda: timed(sinpe_numpy, n, d, dtype),
-            "textbook": lambda: timed(textbook, n, d, dtype),
+            "ones": functools.partial(timed, ones, n, d, dtype),
+            "sinpe": functools.partial(timed, sinpe_cython, n, d, dtype, threads=threads),
+            "numpy": functools.partial(timed, sinpe_numpy, n, d, dtype),
+            "textbook": functools.partial(timed, textbook, n, d, dtype),
         }
         samples = {name: [] for name in contenders}
-        for name, fn in contenders.items():
+        for fn in contenders.values():
             fn()  # warm caches and allocator
         for _ in range(rounds):
             for name, fn in contenders.items():
@@ -76,8 +76,10 @@ def main(argv=None):
         f"median of {args.rounds} interleaved rounds"
     )
     print()
-    print("| table | threads | np.ones | sinpe | sinpe / ones | target | NumPy path / ones "
-          "| textbook / ones | textbook / sinpe | textbook / NumPy path |")
+    print(
+        "| table | threads | np.ones | sinpe | sinpe / ones | target | NumPy path / ones "
+        "| textbook / ones | textbook / sinpe | textbook / NumPy path |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     failed = 0
     for n, d, dtype, threads, target, med in rows:
@@ -86,7 +88,8 @@ def main(argv=None):
         failed += not ok
         print(
             f"| {n} x {d} {dtype} | {threads or 'default'} | {med['ones'] * 1e6:,.1f} us "
-            f"| {med['sinpe'] * 1e6:,.1f} us | **{ratio:.2f}** | <= {target} {'ok' if ok else 'MISSED'} "
+            f"| {med['sinpe'] * 1e6:,.1f} us | **{ratio:.2f}** "
+            f"| <= {target} {'ok' if ok else 'MISSED'} "
             f"| {med['numpy'] / med['ones']:.1f} | {med['textbook'] / med['ones']:.1f} "
             f"| {med['textbook'] / med['sinpe']:.1f} | {med['textbook'] / med['numpy']:.1f} |"
         )

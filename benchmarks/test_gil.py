@@ -11,8 +11,11 @@ import sinpe._api as api
 pytestmark = pytest.mark.skipif("cython" not in api._FILLERS, reason="kernel not built")
 
 
-@pytest.mark.parametrize("build", [two_tables_serial, two_tables_threaded],
-                         ids=["one-after-the-other", "two-python-threads"])
+@pytest.mark.parametrize(
+    "build",
+    [two_tables_serial, two_tables_threaded],
+    ids=["one-after-the-other", "two-python-threads"],
+)
 def test_two_tables(benchmark, build):
     benchmark.group = "GIL release: two {}x{} {} tables, threads=1 each".format(*GIL_SHAPE)
     first, second = benchmark(build, *GIL_SHAPE)

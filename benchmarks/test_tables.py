@@ -1,7 +1,7 @@
 """pytest-benchmark: one group per table shape; peers side by side.
 
-    pytest benchmarks/ --benchmark-only            # measure
-    pytest benchmarks/ --benchmark-disable         # run each once (CI: they cannot rot)
+pytest benchmarks/ --benchmark-only            # measure
+pytest benchmarks/ --benchmark-disable         # run each once (CI: they cannot rot)
 """
 
 import pytest

@@ -11,7 +11,9 @@ def exact_table(positions, freqs, columns=None):
     """(len(positions), 2, len(freqs)) float64: [cos, sin] of exact p*w, correctly rounded."""
     out = np.empty((len(positions), 2, len(freqs)))
     for r, p in enumerate(positions):
-        p = _CTX.mpf(p if isinstance(p, (int, np.integer)) and not isinstance(p, bool) else float(p))
+        p = _CTX.mpf(
+            p if isinstance(p, (int, np.integer)) and not isinstance(p, bool) else float(p)
+        )
         for i, w in enumerate(freqs):
             x = p * _CTX.mpf(float(w))
             out[r, 0, i] = float(_CTX.cos(x))

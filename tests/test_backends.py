@@ -14,8 +14,13 @@ import sinpe._api as api
 from sinpe import conventions
 from sinpe import sinusoidal_positional_encoding as pe
 
-CONVENTIONS = ["vaswani", "tensor2tensor", "hf-marian", "diffusers",
-               conventions.diffusers(flip_sin_to_cos=True, downscale_freq_shift=0.0)]
+CONVENTIONS = [
+    "vaswani",
+    "tensor2tensor",
+    "hf-marian",
+    "diffusers",
+    conventions.diffusers(flip_sin_to_cos=True, downscale_freq_shift=0.0),
+]
 needs_kernel = pytest.mark.skipif("cython" not in api._FILLERS, reason="kernel not built")
 
 
@@ -57,10 +62,12 @@ def test_backends_agree_on_generated_inputs(seq_len, d_model, offset, base, dtyp
     convention=st.sampled_from(CONVENTIONS),
 )
 def test_encode_backends_agree_on_generated_positions(positions, d_model, base, dtype, convention):
-    a = sinpe.encode(positions, d_model, base=base, dtype=dtype, convention=convention,
-                     backend="cython")
-    b = sinpe.encode(positions, d_model, base=base, dtype=dtype, convention=convention,
-                     backend="numpy")
+    a = sinpe.encode(
+        positions, d_model, base=base, dtype=dtype, convention=convention, backend="cython"
+    )
+    b = sinpe.encode(
+        positions, d_model, base=base, dtype=dtype, convention=convention, backend="numpy"
+    )
     assert a.shape == b.shape == (len(positions), d_model) and a.dtype == b.dtype
     assert np.isfinite(a).all() and np.abs(a).max(initial=0) <= 1
     assert np.array_equal(a, b)
@@ -124,7 +131,9 @@ def test_environment_caps_threads(cap):
 def test_environment_with_bad_thread_cap_fails_clearly(cap):
     result = run_python("import sinpe", SINPE_NUM_THREADS=cap)
     assert result.returncode != 0
-    assert "SINPE_NUM_THREADS must be an integer >= 1" in result.stderr and repr(cap) in result.stderr
+    assert (
+        "SINPE_NUM_THREADS must be an integer >= 1" in result.stderr and repr(cap) in result.stderr
+    )
 
 
 def test_threads_none_stays_serial_below_the_parallel_size():
@@ -144,10 +153,29 @@ def test_build_mode_is_the_one_asked_for():
 @pytest.mark.skipif(api._kernel is None or not api._kernel.DEBUG, reason="debug builds only")
 def test_debug_build_checks_the_trusted_arguments():
     columns, key, sizes, (coarse, mid, fine) = api._plan(conventions.VASWANI, 8, 10000.0, 40)
-    good = dict(out=np.empty((40, 8)), coarse=coarse, mid=mid, fine=fine, sin_col=0, cos_col=1,
-                step=2, n_sin=4, n_cos=4, pad_col=-1, scratch=np.empty((1, 8)), threads=1)
+    good = dict(
+        out=np.empty((40, 8)),
+        coarse=coarse,
+        mid=mid,
+        fine=fine,
+        sin_col=0,
+        cos_col=1,
+        step=2,
+        n_sin=4,
+        n_cos=4,
+        pad_col=-1,
+        scratch=np.empty((1, 8)),
+        threads=1,
+    )
     api._kernel.fill_table(**good)
-    for bad in (dict(out=np.empty((4000, 8))), dict(n_sin=5), dict(step=3), dict(pad_col=8),
-                dict(scratch=np.empty((1, 6))), dict(threads=2), dict(fine=coarse[:, :, :2])):
+    for bad in (
+        dict(out=np.empty((4000, 8))),
+        dict(n_sin=5),
+        dict(step=3),
+        dict(pad_col=8),
+        dict(scratch=np.empty((1, 6))),
+        dict(threads=2),
+        dict(fine=coarse[:, :, :2]),
+    ):
         with pytest.raises(ValueError, match="debug"):
             api._kernel.fill_table(**{**good, **bad})

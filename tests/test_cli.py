@@ -12,8 +12,12 @@ import sinpe
 
 def sinpe_cli(*args, env=None, cwd=None):
     return subprocess.run(
-        [sys.executable, "-m", "sinpe", *map(str, args)], capture_output=True, text=True,
-        timeout=300, env={**os.environ, **(env or {})}, cwd=cwd,
+        [sys.executable, "-m", "sinpe", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
     )
 
 
@@ -22,7 +26,10 @@ def sinpe_cli(*args, env=None, cwd=None):
     [
         ((64, 16), {}),
         ((10, 7, "--offset", 2**40, "--dtype", "float32"), {"offset": 2**40, "dtype": "float32"}),
-        ((5, 9, "--convention", "fairseq", "--base", 100), {"convention": "fairseq", "base": 100.0}),
+        (
+            (5, 9, "--convention", "fairseq", "--base", 100),
+            {"convention": "fairseq", "base": 100.0},
+        ),
     ],
 )
 def test_table_writes_exactly_the_api_result(tmp_path, args, kwargs):

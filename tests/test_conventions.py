@@ -94,8 +94,10 @@ def test_named_conventions_match_their_library(backend, name, d):
     table = pe(4096, d, convention=name, backend=backend)
     np.testing.assert_allclose(table, expected, rtol=0, atol=1e-12)
     np.testing.assert_allclose(
-        encode(POSITIONS, d, convention=name, backend=backend), expected[POSITIONS.astype(int)],
-        rtol=0, atol=1e-12,
+        encode(POSITIONS, d, convention=name, backend=backend),
+        expected[POSITIONS.astype(int)],
+        rtol=0,
+        atol=1e-12,
     )
 
 
@@ -135,8 +137,14 @@ def test_conventions_keep_the_exactness_contract(backend, name, offset):
     exact = exact_table([offset + r for r in (0, 17, 39)], w)
     cols = conv.column_map(d)
     got = table[[0, 17, 39]]
-    assert np.abs(got[:, cols.sin_col : cols.sin_col + cols.n_sin] - exact[:, 1, : cols.n_sin]).max() <= 1e-15
-    assert np.abs(got[:, cols.cos_col : cols.cos_col + cols.n_cos] - exact[:, 0, : cols.n_cos]).max() <= 1e-15
+    assert (
+        np.abs(got[:, cols.sin_col : cols.sin_col + cols.n_sin] - exact[:, 1, : cols.n_sin]).max()
+        <= 1e-15
+    )
+    assert (
+        np.abs(got[:, cols.cos_col : cols.cos_col + cols.n_cos] - exact[:, 0, : cols.n_cos]).max()
+        <= 1e-15
+    )
     if cols.pad_col >= 0:
         assert np.all(got[:, cols.pad_col] == 0)
 
@@ -208,7 +216,16 @@ def test_shift_matrix_is_orthogonal_and_composes():
     np.testing.assert_allclose(a @ b, shift_matrix(7, 16), atol=1e-15)
 
 
-@pytest.mark.parametrize("args, error", [((1, 7), ValueError), ((1.0, 8), TypeError), ((True, 8), TypeError), ((2**53, 8), ValueError), ((1, 0), ValueError)])
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        ((1, 7), ValueError),
+        ((1.0, 8), TypeError),
+        ((True, 8), TypeError),
+        ((2**53, 8), ValueError),
+        ((1, 0), ValueError),
+    ],
+)
 def test_shift_matrix_rejects(args, error):
     with pytest.raises(error):
         shift_matrix(*args)
@@ -221,7 +238,15 @@ def test_encode_2d_matches_mae(height, width, d):
     np.testing.assert_allclose(got, mae_reference(height, width, d), rtol=0, atol=1e-13)
 
 
-@pytest.mark.parametrize("args, error", [((2, 2, 6), ValueError), ((2, 2, 2), ValueError), ((-1, 2, 8), ValueError), ((2, 2.0, 8), TypeError)])
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        ((2, 2, 6), ValueError),
+        ((2, 2, 2), ValueError),
+        ((-1, 2, 8), ValueError),
+        ((2, 2.0, 8), TypeError),
+    ],
+)
 def test_encode_2d_rejects(args, error):
     with pytest.raises(error):
         encode_2d(*args)

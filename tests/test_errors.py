@@ -49,14 +49,26 @@ def test_out_of_range_values_are_value_errors(kwargs, name):
         pe(args.pop("seq_len"), args.pop("d_model"), **args)
 
 
-@pytest.mark.parametrize("kwargs", [{"base": "10000"}, {"base": None}, {"base": True}, {"threads": 1.0}, {"backend": None}, {"convention": 3}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"base": "10000"},
+        {"base": None},
+        {"base": True},
+        {"threads": 1.0},
+        {"backend": None},
+        {"convention": 3},
+    ],
+)
 def test_wrong_types(kwargs):
     with pytest.raises((TypeError, ValueError)) as info:
         pe(4, 4, **kwargs)
     assert next(iter(kwargs)) in str(info.value)
 
 
-@pytest.mark.parametrize("dtype", [np.int32, "float16", np.complex128, "nope", object, np.longdouble])
+@pytest.mark.parametrize(
+    "dtype", [np.int32, "float16", np.complex128, "nope", object, np.longdouble]
+)
 def test_unsupported_dtypes(dtype):
     with pytest.raises(TypeError, match="dtype must be float32 or float64"):
         pe(4, 4, dtype=dtype)

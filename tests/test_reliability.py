@@ -27,8 +27,12 @@ def workload():
         kwargs = dict(
             offset=[0, 5, 2**40 + i, 2**53 - 6000][i % 4],
             dtype=[np.float64, np.float32][i % 2],
-            convention=["vaswani", "tensor2tensor", "hf-marian",
-                        conventions.diffusers(flip_sin_to_cos=bool(i % 2))][i % 4],
+            convention=[
+                "vaswani",
+                "tensor2tensor",
+                "hf-marian",
+                conventions.diffusers(flip_sin_to_cos=bool(i % 2)),
+            ][i % 4],
             backend=api.BACKEND if i % 3 else "numpy",
             threads=[None, 1, 2][i % 3],
         )
@@ -71,13 +75,16 @@ def test_eight_threads_get_the_serial_answers(cold):
 
 def test_threads_filling_their_own_out_buffers():
     outs = [np.empty((4096, 96), dtype=np.float32) for _ in range(8)]
-    expected = [sinpe.sinusoidal_positional_encoding(4096, 96, offset=1000 * i, dtype=np.float32)
-                for i in range(8)]
+    expected = [
+        sinpe.sinusoidal_positional_encoding(4096, 96, offset=1000 * i, dtype=np.float32)
+        for i in range(8)
+    ]
 
     def run(i):
         for _ in range(5):
-            sinpe.sinusoidal_positional_encoding(4096, 96, offset=1000 * i, dtype=np.float32,
-                                                 out=outs[i])
+            sinpe.sinusoidal_positional_encoding(
+                4096, 96, offset=1000 * i, dtype=np.float32, out=outs[i]
+            )
         return i
 
     with ThreadPoolExecutor(8) as pool:
@@ -143,12 +150,15 @@ def test_thousands_of_calls_leave_memory_flat():
             dtype = (np.float32, np.float64)[i % 2]
             backend = api.BACKEND if i % 4 else "numpy"
             out = outs[dtype] if i % 3 == 0 else None
-            sinpe.sinusoidal_positional_encoding(257, 130, offset=i % 5, dtype=dtype, out=out,
-                                                 backend=backend)
+            sinpe.sinusoidal_positional_encoding(
+                257, 130, offset=i % 5, dtype=dtype, out=out, backend=backend
+            )
             sinpe.sinusoidal_positional_encoding(3, 8, threads=2, backend=backend)
             sinpe.encode([i, 0.5], 12, dtype=dtype, backend=backend)
             try:  # error paths must not leak either
-                sinpe.sinusoidal_positional_encoding(257, 130, out=outs[np.float32], dtype=np.float64)
+                sinpe.sinusoidal_positional_encoding(
+                    257, 130, out=outs[np.float32], dtype=np.float64
+                )
             except ValueError:
                 pass
 

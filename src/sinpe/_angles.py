@@ -39,7 +39,10 @@ def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Error-free product: ``a * b == hi + lo`` exactly (no overflow for |a| < 2**53, |b| <= 2**900)."""
+    """Error-free product: ``a * b == hi + lo`` exactly.
+
+    No overflow for ``|a| < 2**53`` and ``|b| <= 2**900`` (``_api`` refuses larger frequencies).
+    """
     hi = a * b
     a_hi, a_lo = _split(a)
     b_hi, b_lo = _split(b)

@@ -43,7 +43,10 @@ MAX_POSITION = 2**53  # every position must be below this (exactly representable
 # Every frequency must be below this: then position * frequency < 2**953 and Dekker's split
 # stays finite, so the product is exact (see _angles._two_product).
 MAX_FREQUENCY = 2.0**900
-_FLOAT_DTYPES = {np.dtype(np.float64): np.dtype(np.float64), np.dtype(np.float32): np.dtype(np.float32)}
+_FLOAT_DTYPES = {
+    np.dtype(np.float64): np.dtype(np.float64),
+    np.dtype(np.float32): np.dtype(np.float32),
+}
 _BACKENDS = ("auto", "cython", "numpy")
 _FILLERS = {"numpy": _numpy.fill_table}
 if _kernel is not None:
@@ -120,7 +123,9 @@ def _integer(name: str, value, minimum: int) -> int:
 
 
 def _real(name: str, value) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r:.60}")
     try:
         return float(value)
@@ -152,7 +157,9 @@ def _dtype(value) -> np.dtype:
 
 def _backend(value) -> str:
     if not isinstance(value, str) or value not in _BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}, got {value!r:.60}")
+        raise ValueError(
+            f"backend must be one of {', '.join(map(repr, _BACKENDS))}, got {value!r:.60}"
+        )
     if value == "cython" and _kernel is None:
         raise ValueError(
             f"backend='cython' but the compiled kernel is not available ({_KERNEL_ERROR}); "
@@ -322,8 +329,18 @@ def sinusoidal_positional_encoding(
     n_threads = min(n_threads, -(-seq_len // n_fine))
     scratch = np.empty((n_threads, 2 * columns.frequencies), dtype=np.float64)
     _FILLERS[backend](
-        table, coarse, mid, fine, columns.sin_col, columns.cos_col, columns.step,
-        columns.n_sin, columns.n_cos, columns.pad_col, scratch, n_threads,
+        table,
+        coarse,
+        mid,
+        fine,
+        columns.sin_col,
+        columns.cos_col,
+        columns.step,
+        columns.n_sin,
+        columns.n_cos,
+        columns.pad_col,
+        scratch,
+        n_threads,
     )
     return table
 
@@ -364,7 +381,9 @@ def _identity_table(h: int) -> np.ndarray:
 
 def _positions(positions) -> np.ndarray:
     if isinstance(positions, (str, bytes)) or positions is None:
-        raise TypeError(f"positions must be a 1-D array-like of numbers, got {type(positions).__name__}")
+        raise TypeError(
+            f"positions must be a 1-D array-like of numbers, got {type(positions).__name__}"
+        )
     try:
         array = np.asarray(positions)
     except (ValueError, TypeError) as exc:
@@ -379,7 +398,9 @@ def _positions(positions) -> np.ndarray:
             "(bool, complex, object and strings are not positions)"
         )
     if array.dtype.kind in "iu":
-        too_big = array.size and (int(array.max()) >= MAX_POSITION or int(array.min()) <= -MAX_POSITION)
+        too_big = array.size and (
+            int(array.max()) >= MAX_POSITION or int(array.min()) <= -MAX_POSITION
+        )
         if too_big:
             raise ValueError("positions must satisfy |p| < 2**53")
         return array.astype(np.float64)
@@ -424,7 +445,12 @@ def encode(
     dtype = _dtype(dtype)
     backend = _backend(backend)
     convention = get_convention(convention)
-    table = _output(out, (positions.shape[0], d_model), dtype, f"len(positions)={positions.shape[0]}, d_model={d_model}")
+    table = _output(
+        out,
+        (positions.shape[0], d_model),
+        dtype,
+        f"len(positions)={positions.shape[0]}, d_model={d_model}",
+    )
     if positions.shape[0] == 0:
         return table
     columns = convention.column_map(d_model)
@@ -434,8 +460,18 @@ def encode(
     identity = _identity_table(columns.frequencies)
     scratch = np.empty((1, 2 * columns.frequencies))
     _FILLERS[backend](
-        table, coarse, identity, identity, columns.sin_col, columns.cos_col, columns.step,
-        columns.n_sin, columns.n_cos, columns.pad_col, scratch, 1,
+        table,
+        coarse,
+        identity,
+        identity,
+        columns.sin_col,
+        columns.cos_col,
+        columns.step,
+        columns.n_sin,
+        columns.n_cos,
+        columns.pad_col,
+        scratch,
+        1,
     )
     return table
 

@@ -56,7 +56,9 @@ def fill_table(
         )
         fc, fs = f_cos[:, :n_k], f_sin[:, :n_k]
         bs, bc = a_sin[first:stop], a_cos[first:stop]
-        view[..., sin_part] = _unit(bs[..., :n_sin] * fc[..., :n_sin] + bc[..., :n_sin] * fs[..., :n_sin])
+        view[..., sin_part] = _unit(
+            bs[..., :n_sin] * fc[..., :n_sin] + bc[..., :n_sin] * fs[..., :n_sin]
+        )
         if n_cos:
             view[..., cos_part] = _unit(
                 bc[..., :n_cos] * fc[..., :n_cos] - bs[..., :n_cos] * fs[..., :n_cos]

@@ -8,9 +8,8 @@ import sys
 
 import numpy as np
 
-from . import __version__
+from . import __version__, conventions
 from . import _api as api
-from . import conventions
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,8 +28,9 @@ def _build_parser() -> argparse.ArgumentParser:
     table.add_argument("--offset", type=int, default=0)
     table.add_argument("--base", type=float, default=10000.0)
     table.add_argument("--dtype", choices=["float32", "float64"], default="float64")
-    table.add_argument("--convention", default="vaswani",
-                       help=f"one of: {', '.join(conventions.names())}")
+    table.add_argument(
+        "--convention", default="vaswani", help=f"one of: {', '.join(conventions.names())}"
+    )
     table.add_argument("-o", "--output", help="write with numpy.save to this .npy file")
 
     plot = sub.add_parser("plot", help="heatmap and position-similarity picture (PNG)")
@@ -47,15 +47,21 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def _table(args) -> int:
     table = api.sinusoidal_positional_encoding(
-        args.seq_len, args.d_model, offset=args.offset, base=args.base, dtype=args.dtype,
+        args.seq_len,
+        args.d_model,
+        offset=args.offset,
+        base=args.base,
+        dtype=args.dtype,
         convention=args.convention,
     )
     if args.output:
         np.save(args.output, table)
         print(f"wrote {args.output}: shape {table.shape}, {table.dtype}")
         return 0
-    print(f"shape {table.shape}, dtype {table.dtype}, backend {api.BACKEND}, "
-          f"convention {args.convention}, offset {args.offset}")
+    print(
+        f"shape {table.shape}, dtype {table.dtype}, backend {api.BACKEND}, "
+        f"convention {args.convention}, offset {args.offset}"
+    )
     with np.printoptions(precision=6, suppress=True, edgeitems=3, threshold=50, linewidth=100):
         print(table)
     return 0
@@ -72,8 +78,9 @@ def _plot(args) -> int:
     except ImportError:
         print(INSTALL_HINT, file=sys.stderr)
         return 1
-    save_figure(table, args.output,
-                title=f"sinusoidal positional encoding, {args.seq_len} x {args.d_model}")
+    save_figure(
+        table, args.output, title=f"sinusoidal positional encoding, {args.seq_len} x {args.d_model}"
+    )
     print(f"wrote {args.output}")
     return 0
 
@@ -86,18 +93,32 @@ def _bench(args) -> int:
     shapes = [(128, 64), (2048, 512)] if args.quick else [(128, 64), (2048, 512), (8192, 1024)]
     rounds = 3 if args.quick else 7
     threads = api.MAX_THREADS
-    print(f"sinpe {__version__}: backend {api.BACKEND}, OpenMP {api.HAVE_OPENMP}, "
-          f"up to {threads} thread(s); float64, median of {rounds} rounds")
-    contenders = [("np.ones (write limit)", ones), ("textbook NumPy", textbook),
-                  ("sinpe numpy path", lambda n, d: api.sinusoidal_positional_encoding(
-                      n, d, backend="numpy"))]
+    print(
+        f"sinpe {__version__}: backend {api.BACKEND}, OpenMP {api.HAVE_OPENMP}, "
+        f"up to {threads} thread(s); float64, median of {rounds} rounds"
+    )
+    contenders = [
+        ("np.ones (write limit)", ones),
+        ("textbook NumPy", textbook),
+        (
+            "sinpe numpy path",
+            lambda n, d: api.sinusoidal_positional_encoding(n, d, backend="numpy"),
+        ),
+    ]
     if "cython" in api._FILLERS:
-        contenders.insert(1, ("sinpe cython", lambda n, d: api.sinusoidal_positional_encoding(
-            n, d, backend="cython")))
+        contenders.insert(
+            1,
+            (
+                "sinpe cython",
+                lambda n, d: api.sinusoidal_positional_encoding(n, d, backend="cython"),
+            ),
+        )
     print(f"{'table':>12}  {'contender':<24}{'time':>12}  {'/ np.ones':>9}")
     for n, d in shapes:
-        times = {name: statistics.median(timed(fn, n, d) for _ in range(rounds))
-                 for name, fn in contenders}
+        times = {
+            name: statistics.median(timed(fn, n, d) for _ in range(rounds))
+            for name, fn in contenders
+        }
         limit = times["np.ones (write limit)"]
         for name, t in times.items():
             print(f"{f'{n}x{d}':>12}  {name:<24}{t * 1e6:>10,.1f}us  {t / limit:>9.2f}")
@@ -107,14 +128,21 @@ def _bench(args) -> int:
 def _info(args) -> int:
     kernel = api._kernel
     print(f"sinpe {__version__}")
-    print(f"backend: {api.BACKEND} (compiled kernel: "
-          f"{'yes' if kernel is not None else 'no - ' + api._KERNEL_ERROR})")
-    print(f"OpenMP: {api.HAVE_OPENMP}; threads: up to {api.MAX_THREADS} "
-          f"(usable cores {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()}"
-          f", SINPE_NUM_THREADS={os.environ.get('SINPE_NUM_THREADS', 'unset')})")
+    print(
+        f"backend: {api.BACKEND} (compiled kernel: "
+        f"{'yes' if kernel is not None else 'no - ' + api._KERNEL_ERROR})"
+    )
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(
+        f"OpenMP: {api.HAVE_OPENMP}; threads: up to {api.MAX_THREADS} "
+        f"(usable cores {usable}"
+        f", SINPE_NUM_THREADS={os.environ.get('SINPE_NUM_THREADS', 'unset')})"
+    )
     print(f"SIMD: {kernel.SIMD if kernel is not None else 'n/a'}")
-    print(f"numpy: {np.__version__}; extended precision long double: "
-          f"{np.finfo(np.longdouble).nmant >= 63}")
+    print(
+        f"numpy: {np.__version__}; extended precision long double: "
+        f"{np.finfo(np.longdouble).nmant >= 63}"
+    )
     return 0
 
 

@@ -87,7 +87,9 @@ class Convention:
         if self.count not in ("ceil", "floor"):
             raise ValueError(f"count must be 'ceil' or 'floor', got {self.count!r}")
         if self.denominator not in _DENOMINATORS:
-            raise ValueError(f"denominator must be one of {_DENOMINATORS}, got {self.denominator!r}")
+            raise ValueError(
+                f"denominator must be one of {_DENOMINATORS}, got {self.denominator!r}"
+            )
         for field in ("shift", "scale"):
             value = getattr(self, field)
             if not isinstance(value, (int, float)) or isinstance(value, bool):
@@ -104,8 +106,15 @@ class Convention:
         ):
             raise ValueError(f"base must be a finite number > 0, got {self.base!r}")
         # Plans are cached per convention: hash once, not on every call.
-        fields = (self.name, self.layout, self.count, self.denominator, self.shift, self.scale,
-                  self.base)
+        fields = (
+            self.name,
+            self.layout,
+            self.count,
+            self.denominator,
+            self.shift,
+            self.scale,
+            self.base,
+        )
         object.__setattr__(self, "_hash", hash(fields))
 
     def __hash__(self) -> int:
@@ -215,7 +224,7 @@ def names() -> tuple[str, ...]:
 
 
 def get(convention: str | Convention) -> Convention:
-    """Resolve a preset name or pass a ``Convention`` through; unknown names raise ``ValueError``."""
+    """Resolve a preset name, or pass a ``Convention`` through; unknown names: ``ValueError``."""
     if isinstance(convention, Convention):
         return convention
     if not isinstance(convention, str):

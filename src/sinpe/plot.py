@@ -15,8 +15,9 @@ def save_figure(table: np.ndarray, path: str, title: str = "") -> None:
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5), constrained_layout=True)
-    image = left.imshow(table, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1,
-                        interpolation="nearest")
+    image = left.imshow(
+        table, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest"
+    )
     left.set_xlabel("dimension")
     left.set_ylabel("position")
     left.set_title("PE[position, dimension]")
