@@ -242,6 +242,16 @@ def _plan(convention: Convention, d_model: int, base: float, n_rows: int):
     return columns, key, (coarse, mid, fine), rotation_tables(key, fine, mid, coarse)
 
 
+def _fill(backend: str, table: np.ndarray, tables: tuple, columns, threads: int) -> np.ndarray:
+    """Hand the (coarse, mid, fine) tables and the column map to one filler; return ``table``."""
+    scratch = np.empty((threads, 2 * columns.frequencies), dtype=np.float64)
+    c = columns
+    _FILLERS[backend](
+        table, *tables, c.sin_col, c.cos_col, c.step, c.n_sin, c.n_cos, c.pad_col, scratch, threads
+    )
+    return table
+
+
 # --------------------------------------------------------------------------- public
 
 
@@ -327,22 +337,7 @@ def sinusoidal_positional_encoding(
         positions = offset + np.arange(n_coarse, dtype=np.float64) * (n_mid * n_fine)
         coarse = exact_cos_sin(positions, frequency_vector(*key))
     n_threads = min(n_threads, -(-seq_len // n_fine))
-    scratch = np.empty((n_threads, 2 * columns.frequencies), dtype=np.float64)
-    _FILLERS[backend](
-        table,
-        coarse,
-        mid,
-        fine,
-        columns.sin_col,
-        columns.cos_col,
-        columns.step,
-        columns.n_sin,
-        columns.n_cos,
-        columns.pad_col,
-        scratch,
-        n_threads,
-    )
-    return table
+    return _fill(backend, table, (coarse, mid, fine), columns, n_threads)
 
 
 def frequencies(d_model: int, *, base: float = 10000.0) -> np.ndarray:
@@ -458,22 +453,7 @@ def encode(
     # Every row is its own anchor: exact sin/cos per position, then a rotation by angle 0.
     coarse = exact_cos_sin(positions, frequency_vector(*key))
     identity = _identity_table(columns.frequencies)
-    scratch = np.empty((1, 2 * columns.frequencies))
-    _FILLERS[backend](
-        table,
-        coarse,
-        identity,
-        identity,
-        columns.sin_col,
-        columns.cos_col,
-        columns.step,
-        columns.n_sin,
-        columns.n_cos,
-        columns.pad_col,
-        scratch,
-        1,
-    )
-    return table
+    return _fill(backend, table, (coarse, identity, identity), columns, 1)
 
 
 def shift_matrix(k: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
