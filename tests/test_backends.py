@@ -164,7 +164,6 @@ def test_debug_build_checks_the_trusted_arguments():
         n_sin=4,
         n_cos=4,
         pad_col=-1,
-        scratch=np.empty((1, 8)),
         threads=1,
     )
     api._kernel.fill_table(**good)
@@ -173,8 +172,7 @@ def test_debug_build_checks_the_trusted_arguments():
         dict(n_sin=5),
         dict(step=3),
         dict(pad_col=8),
-        dict(scratch=np.empty((1, 6))),
-        dict(threads=2),
+        dict(threads=0),
         dict(fine=coarse[:, :, :2]),
     ):
         with pytest.raises(ValueError, match="debug"):

@@ -244,10 +244,9 @@ def _plan(convention: Convention, d_model: int, base: float, n_rows: int):
 
 def _fill(backend: str, table: np.ndarray, tables: tuple, columns, threads: int) -> np.ndarray:
     """Hand the (coarse, mid, fine) tables and the column map to one filler; return ``table``."""
-    scratch = np.empty((threads, 2 * columns.frequencies), dtype=np.float64)
     c = columns
     _FILLERS[backend](
-        table, *tables, c.sin_col, c.cos_col, c.step, c.n_sin, c.n_cos, c.pad_col, scratch, threads
+        table, *tables, c.sin_col, c.cos_col, c.step, c.n_sin, c.n_cos, c.pad_col, threads
     )
     return table
 

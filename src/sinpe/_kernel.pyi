@@ -17,6 +17,5 @@ def fill_table(
     n_sin: int,
     n_cos: int,
     pad_col: int,
-    scratch: npt.NDArray[np.float64],
     threads: int,
 ) -> None: ...

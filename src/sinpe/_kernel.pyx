@@ -13,7 +13,7 @@ Row ``r`` of the table is position ``offset + r``. Write ``r = (q*M + j)*F + k``
 so with three small tables of correctly rounded unit vectors (``_angles.py``: an error-free
 product ``p*w = hi + lo`` and extended-precision sin/cos, <= 0.5 ulp + 2**-60 each) every row
 is two complex multiplies: ``anchor = coarse[q] * mid[j]`` once per block of F rows (kept in
-``scratch``), then ``row = anchor * fine[k]``: four multiplies and two adds per sin/cos pair,
+a per-thread scratch row), then ``row = anchor * fine[k]``: four multiplies and two adds per sin/cos pair,
 no transcendental call, and the inner loop is contiguous, so the C compiler vectorises it.
 
 Error bound (u = 2**-53): table entries are within 0.51u; one rotation of unit vectors with
@@ -28,6 +28,7 @@ thread count. Compiled with -ffp-contract=off: no FMA contraction, same rounding
 """
 
 cimport numpy as cnp
+from libc.stdlib cimport free, malloc
 from cython.parallel cimport prange, threadid
 
 cnp.import_array()
@@ -300,22 +301,21 @@ def fill_table(
     cnp.ndarray fine,
     Py_ssize_t sin_col, Py_ssize_t cos_col, Py_ssize_t step,
     Py_ssize_t n_sin, Py_ssize_t n_cos, Py_ssize_t pad_col,
-    cnp.ndarray scratch,
     int threads,
 ):
     """Fill ``out`` (rows x columns, float32 or float64) with rotations
     ``coarse[q] * mid[j] * fine[k]``.
 
     Tables are C-contiguous ``(rows, 2, h)`` float64 ``[cos, sin]`` with ``h >= n_sin >= n_cos``;
-    ``scratch`` is C-contiguous ``(threads, 2*h)`` float64. Arguments are trusted: ``_api``
-    made the tables and checked ``out``. The tables are read through raw pointers (acquiring
+    ``threads`` >= 1 is the team size. Arguments are trusted: ``_api`` made the tables and
+    checked ``out`` (debug builds check them all). The tables are read through raw pointers (acquiring
     a typed memoryview costs ~0.2 us, a third of a small table's budget); ``out``, the
     caller's buffer, through a typed memoryview.
     """
     cdef Tables t
     if SINPE_DEBUG:
         _check_arguments(out, coarse, mid, fine, sin_col, cos_col, step, n_sin, n_cos, pad_col,
-                         scratch, threads)
+                         threads)
     t.coarse = <const double*>cnp.PyArray_DATA(coarse)
     t.mid = <const double*>cnp.PyArray_DATA(mid)
     t.fine = <const double*>cnp.PyArray_DATA(fine)
@@ -326,13 +326,13 @@ def fill_table(
     t.n_sin, t.n_cos, t.pad_col = n_sin, n_cos, pad_col
     # Dispatch by hand: a fused ``def`` would look the signature up on every call.
     if out.itemsize == 8:
-        _fill[double](out, &t, <double*>cnp.PyArray_DATA(scratch), threads)
+        _fill[double](out, &t, threads)
     else:
-        _fill[float](out, &t, <double*>cnp.PyArray_DATA(scratch), threads)
+        _fill[float](out, &t, threads)
 
 
 def _check_arguments(out, coarse, mid, fine, sin_col, cos_col, step, n_sin, n_cos, pad_col,
-                     scratch, threads):
+                     threads):
     """Debug builds only: everything ``fill_table`` trusts, checked, so that the whole test suite
     on a debug build proves the raw-pointer reads stay inside their arrays."""
     n_rows, width = out.shape
@@ -347,9 +347,6 @@ def _check_arguments(out, coarse, mid, fine, sin_col, cos_col, step, n_sin, n_co
         raise ValueError("debug: out must be a writable C-contiguous float32/float64 table")
     if not (0 <= n_cos <= n_sin <= h) or not (threads >= 1):
         raise ValueError(f"debug: n_sin={n_sin}, n_cos={n_cos}, h={h}, threads={threads}")
-    if not (scratch.dtype == "float64" and scratch.flags.c_contiguous
-            and scratch.shape == (threads, 2 * h)):
-        raise ValueError(f"debug: scratch {scratch.shape} for {threads} threads, h={h}")
     for name, first, count in (("sin", sin_col, n_sin), ("cos", cos_col, n_cos)):
         if count and not (0 <= first and first + step * (count - 1) < width and step >= 1):
             raise ValueError(f"debug: {name} columns {first}+{step}*i, i<{count}, exceed {width}")
@@ -365,24 +362,33 @@ cdef struct Tables:
     Py_ssize_t sin_col, cos_col, step, n_sin, n_cos, pad_col
 
 
-cdef void _fill(real_out[:, ::1] out, const Tables* t, double* scratch, int threads) noexcept:
+cdef int _fill(real_out[:, ::1] out, const Tables* t, int threads) except -1:
     cdef Py_ssize_t n_rows = out.shape[0]
     cdef Py_ssize_t width = out.shape[1]
     cdef Py_ssize_t n_blocks = (n_rows + t.n_fine - 1) // t.n_fine
     cdef Py_ssize_t block
+    # One anchor row (2*h doubles) per thread, whole cache lines and one line apart, so no
+    # two threads ever write the same line.
+    cdef Py_ssize_t stride = (2 * t.h + 7) // 8 * 8 + 8
+    cdef double* scratch
     if n_rows == 0 or width == 0:
-        return
+        return 0
     if t.h == 0:  # no frequency at all (width-1 block layouts): only the zero column
         for block in range(n_rows):
             out[block, t.pad_col] = 0
-        return
+        return 0
+    scratch = <double*>malloc(threads * stride * sizeof(double))
+    if scratch == NULL:
+        raise MemoryError(f"no memory for {threads} anchor rows of {2 * t.h} doubles")
     with nogil:
         if threads > 1:  # a parallel region costs microseconds: only enter it when it pays
             for block in prange(n_blocks, num_threads=threads, schedule="static"):
-                fill_block(&out[0, 0], n_rows, width, t, scratch + threadid() * 2 * t.h, block)
+                fill_block(&out[0, 0], n_rows, width, t, scratch + threadid() * stride, block)
         else:
             for block in range(n_blocks):
                 fill_block(&out[0, 0], n_rows, width, t, scratch, block)
+    free(scratch)
+    return 0
 
 
 cdef inline void fill_block(

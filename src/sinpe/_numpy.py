@@ -24,12 +24,11 @@ def fill_table(
     n_sin: int,
     n_cos: int,
     pad_col: int,
-    scratch: np.ndarray,
     threads: int,
 ) -> None:
     """Fill ``out`` with ``coarse[q] * mid[j] * fine[k]`` rotations; same contract as the kernel.
 
-    ``scratch`` and ``threads`` are accepted for signature parity and unused.
+    ``threads`` is accepted for signature parity and unused.
     """
     n_rows = out.shape[0]
     n_fine, n_mid = fine.shape[0], mid.shape[0]
