@@ -141,6 +141,7 @@ def _base(value) -> float:
 
 
 _F64 = np.dtype(np.float64)
+_TABLE_SIZES = ("seq_len", "d_model")  # what sets each dimension of a table, for errors
 
 
 def _dtype(value) -> np.dtype:
@@ -175,17 +176,18 @@ def _threads(value, n_elements: int) -> int:
     return min(threads, MAX_THREADS)
 
 
-def _allocate(shape: tuple, dtype: np.dtype, sizes: str, zeros: bool = False) -> np.ndarray:
-    """A new array; ``sizes`` names the arguments that set the shape, for the error."""
+def _allocate(shape: tuple, dtype: np.dtype, names: tuple, zeros: bool = False) -> np.ndarray:
+    """A new array; ``names`` are the arguments that set each dimension, for the error."""
     try:
         return (np.zeros if zeros else np.empty)(shape, dtype=dtype)
     except ValueError as exc:  # larger than the address space (MemoryError passes through)
+        sizes = ", ".join(f"{name}={size}" for name, size in zip(names, shape))
         raise ValueError(f"{sizes}: a {shape} {dtype} array is too large ({exc})") from None
 
 
-def _output(out, shape: tuple, dtype: np.dtype, sizes: str) -> np.ndarray:
+def _output(out, shape: tuple, dtype: np.dtype, names: tuple) -> np.ndarray:
     if out is None:
-        return _allocate(shape, dtype, sizes)
+        return _allocate(shape, dtype, names)
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out must be a numpy.ndarray or None, got {type(out).__name__}")
     problems = []
@@ -325,8 +327,8 @@ def sinusoidal_positional_encoding(
     convention = get_convention(convention)
     n_threads = _threads(threads, seq_len * d_model)
     if out is None and seq_len == 0:  # answered at once, whatever d_model is
-        return _allocate((0, d_model), dtype, f"seq_len=0, d_model={d_model}")
-    table = _output(out, (seq_len, d_model), dtype, f"seq_len={seq_len}, d_model={d_model}")
+        return _allocate((0, d_model), dtype, _TABLE_SIZES)
+    table = _output(out, (seq_len, d_model), dtype, _TABLE_SIZES)
     if seq_len == 0:
         return table
     columns, key, (n_coarse, n_mid, n_fine), (coarse, mid, fine) = _plan(
@@ -443,7 +445,7 @@ def encode(
         out,
         (positions.shape[0], d_model),
         dtype,
-        f"len(positions)={positions.shape[0]}, d_model={d_model}",
+        ("len(positions)", "d_model"),
     )
     if positions.shape[0] == 0:
         return table
@@ -483,7 +485,7 @@ def shift_matrix(k: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
             f"d_model must be even for shift_matrix, got {d_model}: the last sine column of an "
             "odd width has no cosine partner, so no matrix maps PE[p] to PE[p + k]"
         )
-    matrix = _allocate((d_model, d_model), _F64, f"d_model={d_model}", zeros=True)
+    matrix = _allocate((d_model, d_model), _F64, ("d_model", "d_model"), zeros=True)
     w = frequencies(d_model, base=base)
     cos_k, sin_k = exact_cos_sin(np.array([float(k)]), w)[0]
     i = np.arange(d_model // 2)
@@ -521,9 +523,7 @@ def encode_2d(height: int, width: int, d_model: int, *, base: float = 10000.0) -
     for name, size in (("height", height), ("width", width)):
         if size > MAX_POSITION:
             raise ValueError(f"{name} must be <= 2**53 (positions below 2**53), got {size}")
-    table = _allocate(
-        (height * width, d_model), _F64, f"height={height}, width={width}, d_model={d_model}"
-    )
+    table = _allocate((height * width, d_model), _F64, ("height*width", "d_model"))
     half = d_model // 2
     # Each half is the 'hf-marian' layout at width d_model/2: [sin | cos], w_i = base**(-2i/half).
     along_x = sinusoidal_positional_encoding(width, half, base=base, convention="hf-marian")
