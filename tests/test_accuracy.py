@@ -73,8 +73,11 @@ def test_every_block_regime_is_exact(backend, n_rows):
     coarse, mid, fine = block_sizes(n_rows)
     assert coarse * mid * fine >= n_rows
     offset = 3 if n_rows % 2 else 0
-    table = pe(n_rows, 18, offset=offset, backend=backend)
-    edges = {0, n_rows - 1, fine - 1, fine, fine * mid - 1, fine * mid, n_rows // 2}
+    table = pe(n_rows, 18, offset=offset, backend=backend, threads=2)
+    blocks = -(-n_rows // fine)
+    edges = {0, n_rows - 1, fine - 1, fine, fine * mid - 1, fine * mid}
+    for half in (blocks // 2, -(-blocks // 2)):  # where a 2-thread static schedule hands over
+        edges |= {half * fine - 1, half * fine}
     rows = sorted(r for r in edges if 0 <= r < n_rows)
     check(table, offset, 18, rows, F64_BOUND)
 
