@@ -49,7 +49,7 @@ def core_scaling(rounds=15):
     ~2 when both cores are ours; well below when the VM's second core is shared or stolen:
     the ratios of that run are the host's, not sinpe's. Printed before and after the table.
     """
-    out = sinpe_cython(256, 512, "float32", threads=1)  # 512 KB: stays in L2/L3
+    out = sinpe_cython(1024, 512, "float32", threads=1)  # 2 MB: stays in L3
     one = functools.partial(timed, sinpe_cython_into, out, threads=1)
     two = functools.partial(timed, sinpe_cython_into, out, threads=2)
     return statistics.median(one() / two() for _ in range(rounds))
