@@ -1,0 +1,29 @@
+"""The two scripts run end to end (once, one round), so they cannot rot. Their timings and
+exit codes are not judged here: CI machines are noisy; read them on a quiet machine."""
+
+import os
+
+import pytest
+
+import sinpe._api as api
+
+pytestmark = pytest.mark.skipif("cython" not in api._FILLERS, reason="kernel not built")
+
+
+def test_ratios_prints_every_target(capsys):
+    import ratios
+
+    assert ratios.main(["--rounds", "1"]) in (0, 1)
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| ") and " x " in line]
+    assert len(rows) == len(ratios.TARGETS)
+    assert all(("ok" in row) != ("MISSED" in row) for row in rows)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="gil.py needs 2 cores")
+def test_gil_script_reports_both_timings(capsys):
+    import gil
+
+    assert gil.main(["--rounds", "1"]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "one after the other" in out and "two Python threads" in out
