@@ -8,7 +8,6 @@ Prints medians of interleaved rounds and exits 1 unless the threaded pair takes 
 """
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -19,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from peers import GIL_SHAPE, two_tables_serial, two_tables_threaded  # noqa: E402
 
 import sinpe  # noqa: E402
+from sinpe._api import usable_cores  # noqa: E402
 
 
 def seconds(fn):
@@ -33,7 +33,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if sinpe.BACKEND != "cython":
         sys.exit("gil.py measures the compiled kernel; it is not built here")
-    if len(os.sched_getaffinity(0)) < 2:
+    if usable_cores() < 2:
         sys.exit("gil.py needs at least 2 usable cores")
     serial, threaded = [], []
     seconds(two_tables_serial)  # warm caches and allocator

@@ -9,7 +9,6 @@ alike; the table reports medians over rounds. Targets are those of the performan
 import argparse
 import datetime
 import functools
-import os
 import platform
 import statistics
 import sys
@@ -20,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from peers import ones, sinpe_cython, sinpe_numpy, textbook  # noqa: E402
 
 import sinpe  # noqa: E402
+from sinpe._api import usable_cores  # noqa: E402
 from sinpe._bench import timed  # noqa: E402
 
 # (seq_len, d_model, dtype, threads, target ratio vs np.ones)
@@ -95,7 +95,7 @@ def main(argv=None):
     after = core_scaling() if sinpe.HAVE_OPENMP else None
     print(
         f"sinpe {sinpe.__version__} ({sinpe.BACKEND}, OpenMP {sinpe.HAVE_OPENMP}), "
-        f"{datetime.date.today()}, {cpu_name()}, {len(os.sched_getaffinity(0))} cores, "
+        f"{datetime.date.today()}, {cpu_name()}, {usable_cores()} cores, "
         f"{args.rounds} interleaved rounds: medians, and sinpe / ones as the median of per-round "
         "ratios (quartiles in brackets)"
     )

@@ -1,8 +1,6 @@
 """The two scripts run end to end (once, one round), so they cannot rot. Their timings and
 exit codes are not judged here: CI machines are noisy; read them on a quiet machine."""
 
-import os
-
 import pytest
 
 import sinpe._api as api
@@ -20,7 +18,7 @@ def test_ratios_prints_every_target(capsys):
     assert all(("ok" in row) != ("MISSED" in row) for row in rows)
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="gil.py needs 2 cores")
+@pytest.mark.skipif(api.usable_cores() < 2, reason="gil.py needs 2 cores")
 def test_gil_script_reports_both_timings(capsys):
     import gil
 

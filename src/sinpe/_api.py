@@ -81,11 +81,16 @@ def _backend_from_environment() -> str:
     return requested
 
 
-def _thread_cap_from_environment() -> int:
+def usable_cores() -> int:
+    """Cores this process may run on (its affinity mask where the OS has one)."""
     try:
-        usable = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        usable = os.cpu_count() or 1
+        return os.cpu_count() or 1
+
+
+def _thread_cap_from_environment() -> int:
+    usable = usable_cores()
     raw = os.environ.get("SINPE_NUM_THREADS", "").strip()
     if raw:
         try:

@@ -132,7 +132,7 @@ def _info(args) -> int:
         f"backend: {api.BACKEND} (compiled kernel: "
         f"{'yes' if kernel is not None else 'no - ' + api._KERNEL_ERROR})"
     )
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    usable = api.usable_cores()
     print(
         f"OpenMP: {api.HAVE_OPENMP}; threads: up to {api.MAX_THREADS} "
         f"(usable cores {usable}"
