@@ -183,3 +183,28 @@ def test_free_threaded_python_keeps_the_gil_off():
         assert not sys._is_gil_enabled()
     else:
         assert sys._is_gil_enabled()
+
+
+def test_nothing_global_changes_after_import():
+    """After import only the caches change: every module-level name of the package keeps its
+    object (and the mutable ones their contents) across a full mixed workload."""
+    import importlib
+
+    modules = [
+        importlib.import_module(f"sinpe.{m}")
+        for m in ("_api", "_angles", "_frequencies", "_numpy", "conventions")
+    ]
+    modules.append(sinpe)
+
+    def snapshot():
+        state = {}
+        for module in modules:
+            for name, value in vars(module).items():
+                contents = repr(value) if isinstance(value, (dict, list, set, tuple)) else None
+                state[module.__name__, name] = (id(value), contents)
+        return state
+
+    before = snapshot()
+    for f, args, kwargs in workload():
+        f(*args, **kwargs)
+    assert snapshot() == before
