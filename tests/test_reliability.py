@@ -97,6 +97,10 @@ def test_caches_hold_only_read_only_arrays():
     sinpe.sinusoidal_positional_encoding(100, 16, offset=7)
     columns, key, sizes, tables = api._plan(conventions.VASWANI, 16, 10000.0, 100)
     assert all(not t.flags.writeable for t in tables)
+    for t in tables:  # nor can the flag be turned back on through the buffer under the view
+        with pytest.raises(ValueError):
+            t.flags.writeable = True
+        assert not t.base.flags.writeable
     assert not sinpe.frequencies(16).flags.writeable
 
 
