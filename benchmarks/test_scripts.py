@@ -16,6 +16,9 @@ def test_ratios_prints_every_target(capsys):
     rows = [line for line in out.splitlines() if line.startswith("| ") and " x " in line]
     assert len(rows) == len(ratios.TARGETS)
     assert all(("ok" in row) != ("MISSED" in row) for row in rows)
+    if api.HAVE_OPENMP:  # every row carries the 2-core scaling measured in its own rounds
+        assert "2-core scaling:" in out
+        assert all(row.split("|")[7].strip().replace(".", "").isdigit() for row in rows)
 
 
 @pytest.mark.skipif(api.usable_cores() < 2, reason="gil.py needs 2 cores")

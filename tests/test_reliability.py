@@ -104,6 +104,19 @@ def test_caches_hold_only_read_only_arrays():
     assert not sinpe.frequencies(16).flags.writeable
 
 
+def test_cached_tables_start_where_the_kernel_expects_them():
+    """64-byte aligned (no AVX2 load splits a cache line) at a fixed page offset (the kernel
+    places its anchor rows at the same offset); odd widths and one-row tables included."""
+    from sinpe._angles import TABLE_PLACEMENT
+
+    assert TABLE_PLACEMENT % 64 == 0
+    for n_rows, d_model in ((1, 1), (1, 128), (100, 7), (2048, 512), (5000, 33)):
+        *_, tables = api._plan(conventions.VASWANI, d_model, 10000.0, n_rows)
+        for t in tables:
+            assert t.ctypes.data % 4096 == TABLE_PLACEMENT
+            assert t.flags.c_contiguous and t.dtype == np.float64
+
+
 @needs_kernel
 def test_the_kernel_runs_without_the_gil():
     """While one thread is inside the kernel (threads=1, ~50-100 ms), the main thread keeps
