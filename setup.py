@@ -7,7 +7,10 @@ Rules (see README, "Installing"):
   loudly, unless ``SINPE_REQUIRE_EXTENSION=1``, which turns the failure into an error;
 - ``SINPE_DEBUG_BUILD=1`` compiles with Cython's bounds, initialisation and division checks
   on, C asserts on, and the kernel checking every argument it otherwise trusts (CI runs the
-  whole test suite once on such a build).
+  whole test suite once on such a build);
+- ``SINPE_SIMD=sse2`` or ``SINPE_SIMD=c`` caps the hot loop at SSE2 or plain C (default
+  ``auto``: AVX2 where the CPU has it, chosen at run time), so that CI can run the whole test
+  suite on the loops that only older or non-x86 CPUs would otherwise run.
 """
 
 import os
@@ -23,6 +26,10 @@ from setuptools.command.build_ext import build_ext
 
 REQUIRE_EXTENSION = os.environ.get("SINPE_REQUIRE_EXTENSION", "") == "1"
 DEBUG_BUILD = os.environ.get("SINPE_DEBUG_BUILD", "") == "1"
+SIMD_LEVELS = {"c": 0, "sse2": 1, "auto": 2}
+SIMD = os.environ.get("SINPE_SIMD", "").strip().lower() or "auto"
+if SIMD not in SIMD_LEVELS:
+    sys.exit(f"SINPE_SIMD={SIMD!r}: use one of {', '.join(SIMD_LEVELS)}")
 
 OPENMP_PROBE = textwrap.dedent(
     """
@@ -93,6 +100,7 @@ class OptionalBuildExt(build_ext):
             ext.define_macros = list(ext.define_macros or []) + [
                 ("SINPE_HAVE_OPENMP", "1" if omp is not None else "0"),
                 ("SINPE_DEBUG", "1" if DEBUG_BUILD else "0"),
+                ("SINPE_MAX_SIMD", str(SIMD_LEVELS[SIMD])),
             ]
         super().build_extensions()
 
@@ -154,6 +162,8 @@ def extensions():
     )
     if DEBUG_BUILD:
         shout("debug build: bounds checks and argument checks on")
+    if SIMD != "auto":
+        shout(f"SINPE_SIMD={SIMD}: the hot loop is capped at {SIMD} (a test build, not a fast one)")
         ext.undef_macros = ["NDEBUG"]
     # force: a .c or .so left by an earlier build (debug or not, or with another compiler)
     # must never stand in for this one; regenerating costs seconds.

@@ -1,8 +1,10 @@
 """The two fillers are twins: identical tables on generated inputs, and the backend switches."""
 
 import os
+import platform
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -148,6 +150,18 @@ def test_build_mode_is_the_one_asked_for():
     debug = os.environ.get("SINPE_DEBUG_BUILD") == "1"
     assert api._kernel.DEBUG is debug
     assert api._kernel.BOUNDS_CHECKED is debug
+
+
+@needs_kernel
+def test_hot_loop_is_the_one_built_for():
+    """CI runs the suite on SINPE_SIMD=sse2 and =c builds too, so the loops that only older or
+    non-x86 CPUs run are tested here: prove each build really runs the loop it was capped at."""
+    asked = os.environ.get("SINPE_SIMD", "").strip().lower() or "auto"
+    if asked != "auto":
+        assert api._kernel.SIMD == asked
+    elif platform.machine() == "x86_64" and Path("/proc/cpuinfo").exists():
+        has_avx2 = " avx2" in Path("/proc/cpuinfo").read_text()
+        assert api._kernel.SIMD == ("avx2" if has_avx2 else "sse2")
 
 
 @pytest.mark.skipif(api._kernel is None or not api._kernel.DEBUG, reason="debug builds only")

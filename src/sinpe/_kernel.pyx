@@ -53,8 +53,11 @@ cdef extern from *:
     #ifndef SINPE_DEBUG
     #define SINPE_DEBUG 0
     #endif
+    #ifndef SINPE_MAX_SIMD
+    #define SINPE_MAX_SIMD 2  /* setup.py's SINPE_SIMD: 0 plain C, 1 SSE2, 2 AVX2 if the CPU has it */
+    #endif
     #include <stddef.h>
-    #if defined(__SSE2__) || defined(_M_X64)
+    #if (defined(__SSE2__) || defined(_M_X64)) && SINPE_MAX_SIMD >= 1
     #include <emmintrin.h>
     #define SINPE_SSE2 1
     #else
@@ -133,7 +136,7 @@ cdef extern from *:
     /* AVX2 twins of the two loops above (4 pairs per step), compiled for AVX2 by a function
        attribute and chosen at run time, so the build needs no -march flag. No FMA: the
        rounding stays exactly that of the SSE2/C loops and of the NumPy path. */
-    #if SINPE_SSE2 && defined(__GNUC__)
+    #if SINPE_SSE2 && defined(__GNUC__) && SINPE_MAX_SIMD >= 2
     #include <immintrin.h>
     #define SINPE_AVX2 1
     #define SINPE_AVX2_BODY(CLAMP, ...)                                                    \
