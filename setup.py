@@ -162,9 +162,9 @@ def extensions():
     )
     if DEBUG_BUILD:
         shout("debug build: bounds checks and argument checks on")
+        ext.undef_macros = ["NDEBUG"]
     if SIMD != "auto":
         shout(f"SINPE_SIMD={SIMD}: the hot loop is capped at {SIMD} (a test build, not a fast one)")
-        ext.undef_macros = ["NDEBUG"]
     # force: a .c or .so left by an earlier build (debug or not, or with another compiler)
     # must never stand in for this one; regenerating costs seconds.
     return cythonize([ext], compiler_directives=directives, quiet=True, force=True)

@@ -150,6 +150,7 @@ def test_build_mode_is_the_one_asked_for():
     debug = os.environ.get("SINPE_DEBUG_BUILD") == "1"
     assert api._kernel.DEBUG is debug
     assert api._kernel.BOUNDS_CHECKED is debug
+    assert api._kernel.C_ASSERTS is debug
 
 
 @needs_kernel

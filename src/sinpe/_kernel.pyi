@@ -5,6 +5,7 @@ HAVE_OPENMP: bool
 SIMD: str
 DEBUG: bool
 BOUNDS_CHECKED: bool
+C_ASSERTS: bool
 
 def fill_table(
     out: npt.NDArray[np.float32] | npt.NDArray[np.float64],

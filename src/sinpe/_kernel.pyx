@@ -53,6 +53,11 @@ cdef extern from *:
     #ifndef SINPE_DEBUG
     #define SINPE_DEBUG 0
     #endif
+    #ifdef NDEBUG  /* Python's build flags define it; debug builds undefine it */
+    #define SINPE_C_ASSERTS 0
+    #else
+    #define SINPE_C_ASSERTS 1
+    #endif
     #ifndef SINPE_MAX_SIMD
     #define SINPE_MAX_SIMD 2  /* setup.py's SINPE_SIMD: 0 plain C, 1 SSE2, 2 AVX2 if the CPU has it */
     #endif
@@ -228,6 +233,7 @@ cdef extern from *:
     """
     int SINPE_HAVE_OPENMP
     int SINPE_DEBUG
+    int SINPE_C_ASSERTS
     int sinpe_simd() noexcept nogil
     double unit "sinpe_unit"(double v) noexcept nogil
     void rotate_pairs_f64 "sinpe_rotate_f64"(
@@ -243,6 +249,7 @@ HAVE_OPENMP = bool(SINPE_HAVE_OPENMP)
 # declared freethreading_compatible in setup.py).
 SIMD = ("c", "sse2", "avx2")[sinpe_simd()]
 DEBUG = bool(SINPE_DEBUG)  # a SINPE_DEBUG_BUILD=1 build: trusted arguments are checked too
+C_ASSERTS = bool(SINPE_C_ASSERTS)  # C assert() live (NDEBUG undefined): debug builds only
 
 
 def _bounds_checked():
