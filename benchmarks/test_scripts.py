@@ -4,8 +4,10 @@ exit codes are not judged here: CI machines are noisy; read them on a quiet mach
 import pytest
 
 import sinpe._api as api
+import sinpe._backends as backends
+from sinpe._threads import usable_cores
 
-pytestmark = pytest.mark.skipif("cython" not in api._FILLERS, reason="kernel not built")
+pytestmark = pytest.mark.skipif("cython" not in backends.FILLERS, reason="kernel not built")
 
 
 def test_ratios_prints_every_target(capsys):
@@ -21,7 +23,7 @@ def test_ratios_prints_every_target(capsys):
         assert all(row.split("|")[7].strip().replace(".", "").isdigit() for row in rows)
 
 
-@pytest.mark.skipif(api.usable_cores() < 2, reason="gil.py needs 2 cores")
+@pytest.mark.skipif(usable_cores() < 2, reason="gil.py needs 2 cores")
 def test_gil_script_reports_both_timings(capsys):
     import gil
 

@@ -1,13 +1,13 @@
 import pytest
 
-import sinpe._api as api
+import sinpe._backends as backends
 
-AVAILABLE_BACKENDS = sorted(api._FILLERS)
+AVAILABLE_BACKENDS = sorted(backends.FILLERS)
 
 
 @pytest.fixture(params=["cython", "numpy"])
 def backend(request):
     """Every test that takes `backend` runs on both fillers (cython skipped only when absent)."""
-    if request.param not in api._FILLERS:
-        pytest.skip(f"compiled kernel not built: {api._KERNEL_ERROR}")
+    if request.param not in backends.FILLERS:
+        pytest.skip(f"compiled kernel not built: {backends.KERNEL_ERROR}")
     return request.param

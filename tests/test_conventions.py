@@ -172,14 +172,37 @@ def test_encode_out_and_empty(backend):
     out = np.empty((3, 4))
     assert encode([1, 2, 3], 4, out=out, backend=backend) is out
     assert encode([], 4, backend=backend).shape == (0, 4)
+    assert encode(np.zeros((0, 3)), 4, backend=backend).shape == (0, 3, 4)
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (3, 2), (2, 1, 3)])
+def test_encode_keeps_the_shape_of_positions(backend, shape):
+    """NumPy's habit: positions.shape + (d_model,), a scalar included; each entry is the
+    row of that position, and those rows are exact (mpmath)."""
+    positions = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape) * 7.25 - 3
+    table = encode(positions, 7, backend=backend)
+    assert table.shape == shape + (7,)
+    flat = table.reshape(-1, 7)
+    w = sinpe.frequencies(7)
+    exact = exact_table([float(p) for p in positions.reshape(-1)], w)
+    np.testing.assert_allclose(flat[:, 0::2], exact[:, 1, :4], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(flat[:, 1::2], exact[:, 0, :3], rtol=0, atol=1e-15)
+    if shape == ():
+        assert np.array_equal(table, encode([positions.item()], 7, backend=backend)[0])
+
+
+def test_encode_out_takes_the_shape_of_positions(backend):
+    out = np.empty((2, 3, 4), dtype=np.float32)
+    assert encode(np.ones((2, 3)), 4, out=out, backend=backend) is out
+    assert np.array_equal(out[1, 2], encode(1, 4, dtype=np.float32, backend=backend))
+    with pytest.raises(ValueError, match="out is unusable: shape"):
+        encode(np.ones((2, 3)), 4, out=np.empty((6, 4)), backend=backend)
 
 
 @pytest.mark.parametrize(
     "positions, error",
     [
-        ([[1, 2]], ValueError),
-        (np.zeros((2, 2)), ValueError),
-        (5, ValueError),
+        ([[1, 2], [3]], TypeError),  # ragged: not an array of numbers
         (["a", "b"], TypeError),
         ("12", TypeError),
         (None, TypeError),
@@ -254,3 +277,30 @@ def test_encode_2d_rejects(args, error):
 
 def test_encode_2d_empty_grid():
     assert encode_2d(0, 5, 8).shape == (0, 8)
+
+
+@pytest.mark.parametrize(
+    "convention, d_model, count",
+    [("vaswani", 9, 5), ("hf-marian", 9, 5), ("tensor2tensor", 9, 4), ("diffusers", 8, 4)],
+)
+def test_frequencies_of_any_convention_are_within_one_ulp(convention, d_model, count):
+    """Each convention's public frequencies are within 1 ulp of its exact rule (mpmath)."""
+    import mpmath
+
+    w = sinpe.frequencies(d_model, convention=convention, base=100.0)
+    assert w.shape == (count,) and not w.flags.writeable
+    h = count
+    for i, value in enumerate(w):
+        with mpmath.workdps(60):
+            exact = exact_rule(convention, i, d_model, h)
+        assert abs(value - exact) <= math.ulp(float(exact)), (i, value)
+
+
+def exact_rule(convention, i, d_model, h):
+    import mpmath
+
+    if convention in ("vaswani", "hf-marian"):
+        return mpmath.power(100, -mpmath.mpf(2 * i) / d_model)
+    if convention == "tensor2tensor":
+        return mpmath.exp(-i * mpmath.log(100) / max(h - 1, 1))
+    return mpmath.exp(-i * mpmath.log(10000) / (h - 1))  # diffusers: max_period 10000, shift 1

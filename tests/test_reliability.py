@@ -13,9 +13,10 @@ import pytest
 
 import sinpe
 import sinpe._api as api
+import sinpe._backends as backends
 from sinpe import conventions
 
-needs_kernel = pytest.mark.skipif("cython" not in api._FILLERS, reason="kernel not built")
+needs_kernel = pytest.mark.skipif("cython" not in backends.FILLERS, reason="kernel not built")
 
 
 def workload():
@@ -45,11 +46,8 @@ def workload():
 
 
 def clear_caches():
-    from sinpe import _angles, _frequencies
-
-    api._plan.cache_clear()
-    _angles.rotation_tables.cache_clear()
-    _frequencies.frequency_vector.cache_clear()
+    sinpe.clear_cache()
+    assert sinpe.cache_info().entries == 0
 
 
 @pytest.mark.parametrize("cold", [True, False], ids=["cold-caches", "warm-caches"])

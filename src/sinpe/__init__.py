@@ -4,12 +4,16 @@ from . import conventions
 from ._api import (
     BACKEND,
     HAVE_OPENMP,
+    cache_info,
+    clear_cache,
     encode,
     encode_2d,
     frequencies,
+    set_cache_limit,
     shift_matrix,
     sinusoidal_positional_encoding,
 )
+from ._threads import thread_limit
 
 __version__ = "0.1.0"
 
@@ -17,10 +21,14 @@ __all__ = [
     "BACKEND",
     "HAVE_OPENMP",
     "__version__",
+    "cache_info",
+    "clear_cache",
     "conventions",
     "encode",
     "encode_2d",
     "frequencies",
+    "set_cache_limit",
     "shift_matrix",
     "sinusoidal_positional_encoding",
+    "thread_limit",
 ]

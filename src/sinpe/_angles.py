@@ -18,9 +18,9 @@ their inputs and returned read-only: repeated calls pay only for the rotation.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
+
+from ._cache import cached
 
 __all__ = ["exact_cos_sin", "rotation_tables", "EXTENDED_PRECISION"]
 
@@ -95,7 +95,7 @@ def exact_cos_sin(positions: np.ndarray, freqs: np.ndarray) -> np.ndarray:
     return table
 
 
-@functools.lru_cache(maxsize=128)
+@cached
 def rotation_tables(
     freqs_key: tuple, fine: int, mid: int, coarse: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

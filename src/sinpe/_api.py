@@ -4,30 +4,20 @@ frequencies and tables, allocates (or checks) the output and picks a filler."""
 from __future__ import annotations
 
 import functools
-import importlib
 import math
-import operator
-import os
-import warnings
 
 import numpy as np
 
-from . import _numpy
+from . import _cache
+from . import _checks as check
 from ._angles import exact_cos_sin, rotation_tables
+from ._backends import BACKEND, FILLERS, HAVE_OPENMP
+from ._backends import resolve as _backend
+from ._checks import F64, MAX_POSITION
 from ._frequencies import frequency_vector
+from ._threads import threads_for
 from .conventions import Convention
 from .conventions import get as get_convention
-
-try:
-    _kernel = importlib.import_module(".._kernel", __name__)
-except ImportError as exc:  # the build fell back to NumPy (it said so); tell the truth here too
-    _kernel = None
-    _KERNEL_ERROR = (
-        f"{type(exc).__name__}: {exc}; the install had no working C compiler or the build "
-        "failed, reinstall with one for the fast path"
-    )
-else:
-    _KERNEL_ERROR = ""
 
 __all__ = [
     "sinusoidal_positional_encoding",
@@ -35,178 +25,17 @@ __all__ = [
     "encode",
     "encode_2d",
     "shift_matrix",
+    "clear_cache",
+    "cache_info",
+    "set_cache_limit",
     "BACKEND",
     "HAVE_OPENMP",
 ]
 
-MAX_POSITION = 2**53  # every position must be below this (exactly representable in float64)
 # Every frequency must be below this: then position * frequency < 2**953 and Dekker's split
 # stays finite, so the product is exact (see _angles._two_product).
 MAX_FREQUENCY = 2.0**900
-_FLOAT_DTYPES = {
-    np.dtype(np.float64): np.dtype(np.float64),
-    np.dtype(np.float32): np.dtype(np.float32),
-}
-_BACKENDS = ("auto", "cython", "numpy")
-_FILLERS = {"numpy": _numpy.fill_table}
-if _kernel is not None:
-    _FILLERS["cython"] = _kernel.fill_table
-HAVE_OPENMP = bool(_kernel is not None and _kernel.HAVE_OPENMP)
-
-# Below this many table elements one thread is faster than waking a team.
-PARALLEL_MIN_ELEMENTS = 1 << 17
-
-
-def _backend_from_environment() -> str:
-    requested = os.environ.get("SINPE_BACKEND", "").strip().lower() or "auto"
-    if requested not in _BACKENDS:
-        raise ImportError(
-            f"SINPE_BACKEND={requested!r} is not a backend; use one of {', '.join(_BACKENDS)}"
-        )
-    if requested == "cython" and _kernel is None:
-        raise ImportError(
-            f"SINPE_BACKEND=cython but the compiled kernel is not available ({_KERNEL_ERROR})"
-        )
-    if requested == "auto":
-        if _kernel is None:
-            warnings.warn(
-                "sinpe: the compiled kernel is not available "
-                f"({_KERNEL_ERROR}); using the NumPy fallback. "
-                "Set SINPE_BACKEND=numpy to silence this warning.",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            return "numpy"
-        return "cython"
-    return requested
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its affinity mask where the OS has one)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def _thread_cap_from_environment() -> int:
-    usable = usable_cores()
-    raw = os.environ.get("SINPE_NUM_THREADS", "").strip()
-    if raw:
-        try:
-            cap = int(raw)
-        except ValueError:
-            cap = 0
-        if cap < 1:
-            raise ImportError(f"SINPE_NUM_THREADS must be an integer >= 1, got {raw!r}")
-        usable = min(usable, cap)
-    return max(usable, 1)
-
-
-BACKEND = _backend_from_environment()
-# The cap is read (and checked) even without OpenMP: a typo must not pass on some builds only.
-_THREAD_CAP = _thread_cap_from_environment()
-MAX_THREADS = _THREAD_CAP if HAVE_OPENMP else 1
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def _integer(name: str, value, minimum: int) -> int:
-    if type(value) is not int:
-        try:
-            if isinstance(value, (bool, np.bool_)):
-                raise TypeError
-            value = operator.index(value)  # numpy integers and 0-d integer arrays
-        except TypeError:
-            raise TypeError(
-                f"{name} must be an integer, got {type(value).__name__} {value!r:.60}"
-            ) from None
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
-def _real(name: str, value) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-        value, (int, float, np.integer, np.floating)
-    ):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r:.60}")
-    try:
-        return float(value)
-    except OverflowError:
-        raise ValueError(f"{name} must be finite, got {value}") from None
-
-
-def _base(value) -> float:
-    base = _real("base", value)
-    if not (math.isfinite(base) and base > 0):
-        raise ValueError(f"base must be finite and > 0, got {base!r}")
-    return base
-
-
-_F64 = np.dtype(np.float64)
 _TABLE_SIZES = ("seq_len", "d_model")  # what sets each dimension of a table, for errors
-
-
-def _dtype(value) -> np.dtype:
-    if value is np.float64:  # the default, answered without building a dtype
-        return _F64
-    try:
-        dtype = np.dtype(value)
-    except Exception:  # np.dtype parses strings: TypeError, ValueError, even SyntaxError
-        dtype = None
-    if dtype not in _FLOAT_DTYPES:
-        raise TypeError(f"dtype must be float32 or float64 (any NumPy spelling), got {value!r:.60}")
-    return dtype
-
-
-def _backend(value) -> str:
-    if not isinstance(value, str) or value not in _BACKENDS:
-        raise ValueError(
-            f"backend must be one of {', '.join(map(repr, _BACKENDS))}, got {value!r:.60}"
-        )
-    if value == "cython" and _kernel is None:
-        raise ValueError(
-            f"backend='cython' but the compiled kernel is not available ({_KERNEL_ERROR}); "
-            "use backend='auto' or 'numpy', or reinstall with a C compiler"
-        )
-    return BACKEND if value == "auto" else value
-
-
-def _threads(value, n_elements: int) -> int:
-    if value is None:
-        return MAX_THREADS if n_elements >= PARALLEL_MIN_ELEMENTS else 1
-    threads = _integer("threads", value, 1)
-    return min(threads, MAX_THREADS)
-
-
-def _allocate(shape: tuple, dtype: np.dtype, names: tuple, zeros: bool = False) -> np.ndarray:
-    """A new array; ``names`` are the arguments that set each dimension, for the error."""
-    try:
-        return (np.zeros if zeros else np.empty)(shape, dtype=dtype)
-    except ValueError as exc:  # larger than the address space (MemoryError passes through)
-        sizes = ", ".join(f"{name}={size}" for name, size in zip(names, shape))
-        raise ValueError(f"{sizes}: a {shape} {dtype} array is too large ({exc})") from None
-
-
-def _output(out, shape: tuple, dtype: np.dtype, names: tuple) -> np.ndarray:
-    if out is None:
-        return _allocate(shape, dtype, names)
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a numpy.ndarray or None, got {type(out).__name__}")
-    problems = []
-    if out.shape != shape:
-        problems.append(f"shape {out.shape} (expected {shape})")
-    if out.dtype != dtype:
-        problems.append(f"dtype {out.dtype} (expected {dtype}; pass dtype= to match)")
-    if not out.flags.c_contiguous:
-        problems.append("not C-contiguous")
-    if not out.flags.writeable:
-        problems.append("read-only")
-    if problems:
-        raise ValueError("out is unusable: " + ", ".join(problems))
-    return out
 
 
 # --------------------------------------------------------------------------- plans
@@ -241,21 +70,53 @@ def _frequency_key(convention: Convention, d_model: int, base: float) -> tuple:
     return key
 
 
-@functools.lru_cache(maxsize=512)
-def _plan(convention: Convention, d_model: int, base: float, n_rows: int):
+def _rows_covered(n_rows: int) -> int:
+    """The table length a plan is made for: ``n_rows`` rounded up to a power of two, so that
+    lengths 1025 to 2048 (say) share one plan and one set of cached tables."""
+    return 1 << (n_rows - 1).bit_length()
+
+
+@functools.lru_cache(maxsize=512)  # column maps, keys and sizes only: the arrays are in _cache
+def _layout(convention: Convention, d_model: int, base: float, rows_covered: int):
     columns = convention.column_map(d_model)
-    key = _frequency_key(convention, d_model, base)
-    coarse, mid, fine = block_sizes(n_rows)
-    return columns, key, (coarse, mid, fine), rotation_tables(key, fine, mid, coarse)
+    return columns, _frequency_key(convention, d_model, base), block_sizes(rows_covered)
+
+
+def _plan(convention: Convention, d_model: int, base: float, n_rows: int):
+    """``(columns, frequency key, (coarse, mid, fine) sizes, (coarse, mid, fine) tables)`` for
+    a table of ``n_rows`` rows at offset 0."""
+    columns, key, sizes = _layout(convention, d_model, base, _rows_covered(n_rows))
+    return columns, key, sizes, rotation_tables(key, sizes[2], sizes[1], sizes[0])
 
 
 def _fill(backend: str, table: np.ndarray, tables: tuple, columns, threads: int) -> np.ndarray:
     """Hand the (coarse, mid, fine) tables and the column map to one filler; return ``table``."""
     c = columns
-    _FILLERS[backend](
+    FILLERS[backend](
         table, *tables, c.sin_col, c.cos_col, c.step, c.n_sin, c.n_cos, c.pad_col, threads
     )
     return table
+
+
+def clear_cache() -> None:
+    """Free every array sinpe keeps between calls (frequencies, rotation tables)."""
+    _cache.clear()
+    _layout.cache_clear()
+
+
+def cache_info() -> _cache.CacheInfo:
+    """What sinpe's cache holds: ``(nbytes, limit, entries, hits, misses)``."""
+    return _cache.cache_info()
+
+
+def set_cache_limit(nbytes: int) -> int:
+    """Bound the bytes sinpe keeps between calls (default 64 MiB); return the previous bound.
+
+    Least recently used arrays go first; an array larger than the bound is computed and not
+    kept, and ``0`` keeps nothing. Every result is the same whatever the bound: only repeated
+    calls get slower.
+    """
+    return _cache.set_limit(check.integer("nbytes", nbytes, 0))
 
 
 # --------------------------------------------------------------------------- public
@@ -267,7 +128,7 @@ def sinusoidal_positional_encoding(
     *,
     base: float = 10000.0,
     offset: int = 0,
-    dtype=np.float64,
+    dtype=None,
     out: np.ndarray | None = None,
     backend: str = "auto",
     threads: int | None = None,
@@ -285,16 +146,18 @@ def sinusoidal_positional_encoding(
         Frequency base, finite and ``> 0``: ``w_i = base**(-2i/d_model)``.
     offset : int, default 0
         Position of the first row; every position ``offset + r`` must be below ``2**53``.
-    dtype : float32 or float64, default float64
-        float32 tables are computed in float64 and rounded once.
+    dtype : float32, float64 or None, default None
+        ``None``: the dtype of ``out`` when given, else float64. float32 tables are computed
+        in float64 and rounded once.
     out : numpy.ndarray, optional
-        Writable, C-contiguous array of shape ``(seq_len, d_model)`` and dtype ``dtype``; it
-        is filled and returned. A rejected ``out`` is left untouched.
+        Writable, C-contiguous array of shape ``(seq_len, d_model)``, float32 or float64 (and
+        ``dtype`` when given); it is filled and returned. A rejected ``out`` is left untouched.
     backend : {"auto", "cython", "numpy"}, default "auto"
         ``"auto"`` is ``sinpe.BACKEND``.
     threads : int, optional
-        At most this many threads (Cython backend with OpenMP). ``None``: all usable cores
-        (capped by ``SINPE_NUM_THREADS``) for tables big enough to gain, else 1.
+        At most this many threads (Cython backend with OpenMP), and never more than
+        :func:`sinpe.thread_limit` allows. ``None``: that limit for tables big enough to
+        gain, else 1. Results are identical for any thread count.
     convention : str or Convention, default "vaswani"
         Layout and frequency rule; see :mod:`sinpe.conventions`.
 
@@ -318,22 +181,23 @@ def sinusoidal_positional_encoding(
     array([[0.        , 1.        , 0.        , 1.        ],
            [0.84147098, 0.54030231, 0.00999983, 0.99995   ]])
     """
-    seq_len = _integer("seq_len", seq_len, 0)
-    d_model = _integer("d_model", d_model, 1)
-    offset = _integer("offset", offset, 0)
+    seq_len = check.integer("seq_len", seq_len, 0)
+    d_model = check.integer("d_model", d_model, 1)
+    offset = check.integer("offset", offset, 0)
     if offset + max(seq_len, 1) > MAX_POSITION:
         raise ValueError(
             f"positions must be below 2**53: offset + seq_len - 1 = {offset + seq_len - 1}"
         )
     if type(base) is not float or base != 10000.0:  # check the type before comparing values
-        base = _base(base)
-    dtype = _dtype(dtype)
+        base = check.base(base)
+    dtype = check.dtype(dtype)
     backend = _backend(backend)
     convention = get_convention(convention)
-    n_threads = _threads(threads, seq_len * d_model)
+    if threads is not None:
+        threads = check.integer("threads", threads, 1)
     if out is None and seq_len == 0:  # answered at once, whatever d_model is
-        return _allocate((0, d_model), dtype, _TABLE_SIZES)
-    table = _output(out, (seq_len, d_model), dtype, _TABLE_SIZES)
+        return check.allocate((0, d_model), F64 if dtype is None else dtype, _TABLE_SIZES)
+    table = check.output(out, (seq_len, d_model), dtype, _TABLE_SIZES)
     if seq_len == 0:
         return table
     columns, key, (n_coarse, n_mid, n_fine), (coarse, mid, fine) = _plan(
@@ -342,36 +206,42 @@ def sinusoidal_positional_encoding(
     if offset:
         positions = offset + np.arange(n_coarse, dtype=np.float64) * (n_mid * n_fine)
         coarse = exact_cos_sin(positions, frequency_vector(*key))
-    n_threads = min(n_threads, -(-seq_len // n_fine))
+    n_threads = min(threads_for(threads, seq_len * d_model), -(-seq_len // n_fine))
     return _fill(backend, table, (coarse, mid, fine), columns, n_threads)
 
 
-def frequencies(d_model: int, *, base: float = 10000.0) -> np.ndarray:
-    """The frequencies ``w_i = base**(-2i/d_model)``, ``i < ceil(d_model/2)``.
+def frequencies(
+    d_model: int, *, base: float = 10000.0, convention: str | Convention = "vaswani"
+) -> np.ndarray:
+    """The frequencies a convention's table of width ``d_model`` uses, in column order.
 
-    Each is within 1 ulp of the exact real value (the exponent is formed in extended
-    precision). The array is cached and read-only.
+    For ``"vaswani"``, ``w_i = base**(-2i/d_model)``, ``i < ceil(d_model/2)``. Each is within
+    1 ulp of the exact real value. The array is cached and read-only.
 
     Parameters
     ----------
     d_model : int
         Width of the table, ``>= 1``.
     base : float, default 10000.0
-        Finite and ``> 0``.
+        Finite and ``> 0`` (a convention with its own base, diffusers' ``max_period``,
+        ignores it).
+    convention : str or Convention, default "vaswani"
 
     Returns
     -------
     numpy.ndarray
-        float64, shape ``(ceil(d_model / 2),)``, read-only.
+        float64, one per frequency the table uses (``ceil(d_model/2)`` or ``d_model//2``),
+        read-only.
     """
-    d_model = _integer("d_model", d_model, 1)
-    return frequency_vector(*_frequency_key(get_convention("vaswani"), d_model, _base(base)))
+    d_model = check.integer("d_model", d_model, 1)
+    base = check.base(base)
+    return frequency_vector(*_frequency_key(get_convention(convention), d_model, base))
 
 
 # --------------------------------------------------------------------------- encodings
 
 
-@functools.lru_cache(maxsize=64)
+@_cache.cached
 def _identity_table(h: int) -> np.ndarray:
     """One row of unit vectors at angle 0: rotating by it is exact (x*1 + y*0 == x)."""
     table = np.zeros((1, 2, h))
@@ -380,46 +250,13 @@ def _identity_table(h: int) -> np.ndarray:
     return table
 
 
-def _positions(positions) -> np.ndarray:
-    if isinstance(positions, (str, bytes)) or positions is None:
-        raise TypeError(
-            f"positions must be a 1-D array-like of numbers, got {type(positions).__name__}"
-        )
-    try:
-        array = np.asarray(positions)
-    except (ValueError, TypeError) as exc:
-        raise TypeError(f"positions must be a 1-D array-like of numbers: {exc}") from None
-    if array.ndim != 1:
-        raise ValueError(f"positions must be 1-D, got shape {array.shape}")
-    if array.dtype == object and all(type(v) is int for v in array):
-        raise ValueError("positions must satisfy |p| < 2**53")  # ints too big for int64
-    if array.dtype.kind not in "iuf":
-        raise TypeError(
-            f"positions must be integers or floats, got dtype {array.dtype} "
-            "(bool, complex, object and strings are not positions)"
-        )
-    if array.dtype.kind in "iu":
-        too_big = array.size and (
-            int(array.max()) >= MAX_POSITION or int(array.min()) <= -MAX_POSITION
-        )
-        if too_big:
-            raise ValueError("positions must satisfy |p| < 2**53")
-        return array.astype(np.float64)
-    array = array.astype(np.float64)  # float16/32 widen exactly; longdouble rounds once
-    if not np.isfinite(array).all():
-        raise ValueError("positions must be finite (no NaN or inf)")
-    if array.size and np.abs(array).max() >= MAX_POSITION:
-        raise ValueError("positions must satisfy |p| < 2**53")
-    return array
-
-
 def encode(
     positions,
     d_model: int,
     *,
     base: float = 10000.0,
     convention: str | Convention = "vaswani",
-    dtype=np.float64,
+    dtype=None,
     out: np.ndarray | None = None,
     backend: str = "auto",
 ) -> np.ndarray:
@@ -428,38 +265,47 @@ def encode(
     Parameters
     ----------
     positions : array_like
-        1-D, integers or floats, finite, ``|p| < 2**53``; float positions are taken as exact.
+        A number or an array of any shape, integers or floats, finite, ``|p| < 2**53``; float
+        positions are taken as exact.
     d_model : int
         Width, ``>= 1``.
     base, convention, dtype, out, backend
-        As for :func:`sinusoidal_positional_encoding`.
+        As for :func:`sinusoidal_positional_encoding`; ``out`` has shape
+        ``positions.shape + (d_model,)``.
 
     Returns
     -------
     numpy.ndarray
-        ``(len(positions), d_model)``; within 1e-15 (float64) of the exact values for the
+        ``positions.shape + (d_model,)``; within 1e-15 (float64) of the exact values for the
         package's own frequencies.
+
+    Examples
+    --------
+    >>> import sinpe
+    >>> sinpe.encode(1, 4)
+    array([0.84147098, 0.54030231, 0.00999983, 0.99995   ])
+    >>> sinpe.encode([[0, 1], [2, 3]], 6).shape
+    (2, 2, 6)
     """
-    positions = _positions(positions)
-    d_model = _integer("d_model", d_model, 1)
-    base = _base(base)
-    dtype = _dtype(dtype)
+    positions = check.positions(positions)
+    d_model = check.integer("d_model", d_model, 1)
+    base = check.base(base)
+    dtype = check.dtype(dtype)
     backend = _backend(backend)
     convention = get_convention(convention)
-    table = _output(
-        out,
-        (positions.shape[0], d_model),
-        dtype,
-        ("len(positions)", "d_model"),
-    )
-    if positions.shape[0] == 0:
+    shape = positions.shape + (d_model,)
+    names = tuple(f"positions.shape[{k}]" for k in range(positions.ndim)) + ("d_model",)
+    table = check.output(out, shape, dtype, names)
+    if positions.size == 0:
         return table
     columns = convention.column_map(d_model)
     key = _frequency_key(convention, d_model, base)
     # Every row is its own anchor: exact sin/cos per position, then a rotation by angle 0.
-    coarse = exact_cos_sin(positions, frequency_vector(*key))
+    coarse = exact_cos_sin(positions.reshape(-1), frequency_vector(*key))
     identity = _identity_table(columns.frequencies)
-    return _fill(backend, table, (coarse, identity, identity), columns, 1)
+    rows = table.reshape(-1, d_model)  # a view: the table is C-contiguous
+    _fill(backend, rows, (coarse, identity, identity), columns, 1)
+    return table
 
 
 def shift_matrix(k: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
@@ -481,16 +327,16 @@ def shift_matrix(k: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
     numpy.ndarray
         ``(d_model, d_model)`` float64.
     """
-    k = _integer("k", k, 1 - MAX_POSITION)
+    k = check.integer("k", k, 1 - MAX_POSITION)
     if k >= MAX_POSITION:
         raise ValueError(f"k must satisfy |k| < 2**53, got {k}")
-    d_model = _integer("d_model", d_model, 1)
+    d_model = check.integer("d_model", d_model, 1)
     if d_model % 2:
         raise ValueError(
             f"d_model must be even for shift_matrix, got {d_model}: the last sine column of an "
             "odd width has no cosine partner, so no matrix maps PE[p] to PE[p + k]"
         )
-    matrix = _allocate((d_model, d_model), _F64, ("d_model", "d_model"), zeros=True)
+    matrix = check.allocate((d_model, d_model), F64, ("d_model", "d_model"), zeros=True)
     w = frequencies(d_model, base=base)
     cos_k, sin_k = exact_cos_sin(np.array([float(k)]), w)[0]
     i = np.arange(d_model // 2)
@@ -520,15 +366,15 @@ def encode_2d(height: int, width: int, d_model: int, *, base: float = 10000.0) -
     numpy.ndarray
         ``(height * width, d_model)`` float64.
     """
-    height = _integer("height", height, 0)
-    width = _integer("width", width, 0)
-    d_model = _integer("d_model", d_model, 1)
+    height = check.integer("height", height, 0)
+    width = check.integer("width", width, 0)
+    d_model = check.integer("d_model", d_model, 1)
     if d_model % 4:
         raise ValueError(f"d_model must be a multiple of 4 for encode_2d, got {d_model}")
     for name, size in (("height", height), ("width", width)):
         if size > MAX_POSITION:
             raise ValueError(f"{name} must be <= 2**53 (positions below 2**53), got {size}")
-    table = _allocate((height * width, d_model), _F64, ("height*width", "d_model"))
+    table = check.allocate((height * width, d_model), F64, ("height*width", "d_model"))
     half = d_model // 2
     # Each half is the 'hf-marian' layout at width d_model/2: [sin | cos], w_i = base**(-2i/half).
     along_x = sinusoidal_positional_encoding(width, half, base=base, convention="hf-marian")

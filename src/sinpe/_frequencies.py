@@ -8,14 +8,14 @@ inexact in float64 for most widths (768, for one), so it is evaluated in extende
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
+
+from ._cache import cached
 
 __all__ = ["frequency_vector"]
 
 
-@functools.lru_cache(maxsize=256)
+@cached
 def frequency_vector(
     count: int, base: float, numerator: int, denominator: float, scale: float = 1.0
 ) -> np.ndarray:

@@ -45,10 +45,17 @@ ctypedef fused real_out:
     double
 
 
-cdef extern from "_rotate.h":
+cdef extern from "_config.h":
     int SINPE_HAVE_OPENMP
     int SINPE_DEBUG
     int SINPE_C_ASSERTS
+
+cdef extern from "_team.h":
+    int team_size "sinpe_team_size"(int requested) noexcept nogil
+    int team_allowed "sinpe_team_allowed"() noexcept nogil
+    int openmp_max_threads "sinpe_openmp_max_threads"() noexcept nogil
+
+cdef extern from "_rotate.h":
     int sinpe_simd() noexcept nogil
     double unit "sinpe_unit"(double v) noexcept nogil
     void rotate_pairs_f64 "sinpe_rotate_f64"(
@@ -80,6 +87,14 @@ def _bounds_checked():
 
 
 BOUNDS_CHECKED = _bounds_checked()
+
+
+def max_threads():
+    """``(threads, forked)``: the most threads OpenMP gives the calling thread
+    (``OMP_NUM_THREADS``, ``omp_set_num_threads``, threadpoolctl; 1 without OpenMP), and
+    whether this process is a fork of one that started a team (then fills run on one thread,
+    see ``_team.h``)."""
+    return openmp_max_threads(), not team_allowed()
 
 
 cdef inline void rotate_interleaved(
@@ -219,6 +234,7 @@ cdef int _fill(real_out* out, Py_ssize_t n_rows, Py_ssize_t width, const Tables*
     if block_of_memory == NULL:
         raise MemoryError(f"no memory for {threads} anchor rows of {2 * t.h} doubles")
     scratch = <double*>((<uintptr_t>block_of_memory + 4095) // 4096 * 4096 + placement)
+    threads = team_size(threads)  # 1 in a forked child of a process that ran a team
     with nogil:
         if threads > 1:  # a parallel region costs microseconds: only enter it when it pays
             for block in prange(n_blocks, num_threads=threads, schedule="static"):

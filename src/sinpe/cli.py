@@ -8,8 +8,11 @@ import sys
 
 import numpy as np
 
-from . import __version__, conventions
+from . import __version__, _backends, conventions
 from . import _api as api
+from ._threads import thread_limit, usable_cores
+
+_THREAD_VARIABLES = ("SINPE_NUM_THREADS", "OMP_NUM_THREADS")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -55,8 +58,9 @@ def _table(args) -> int:
         convention=args.convention,
     )
     if args.output:
-        np.save(args.output, table)
-        print(f"wrote {args.output}: shape {table.shape}, {table.dtype}")
+        path = args.output if args.output.endswith(".npy") else args.output + ".npy"
+        np.save(path, table)  # numpy.save would append .npy itself: name the file it writes
+        print(f"wrote {path}: shape {table.shape}, {table.dtype}")
         return 0
     print(
         f"shape {table.shape}, dtype {table.dtype}, backend {api.BACKEND}, "
@@ -70,14 +74,14 @@ def _table(args) -> int:
 def _plot(args) -> int:
     from .plot import INSTALL_HINT, save_figure
 
-    table = api.sinusoidal_positional_encoding(args.seq_len, args.d_model)
-    if args.seq_len == 0:
-        raise ValueError("seq_len must be >= 1 to draw a picture")
-    try:
+    try:  # before any work: a missing extra is the first thing to say
         import matplotlib  # noqa: F401
     except ImportError:
         print(INSTALL_HINT, file=sys.stderr)
         return 1
+    if args.seq_len == 0:
+        raise ValueError("seq_len must be >= 1 to draw a picture")
+    table = api.sinusoidal_positional_encoding(args.seq_len, args.d_model)
     save_figure(
         table, args.output, title=f"sinusoidal positional encoding, {args.seq_len} x {args.d_model}"
     )
@@ -92,7 +96,7 @@ def _bench(args) -> int:
 
     shapes = [(128, 64), (2048, 512)] if args.quick else [(128, 64), (2048, 512), (8192, 1024)]
     rounds = 3 if args.quick else 7
-    threads = api.MAX_THREADS
+    threads = thread_limit().threads
     print(
         f"sinpe {__version__}: backend {api.BACKEND}, OpenMP {api.HAVE_OPENMP}, "
         f"up to {threads} thread(s); float64, median of {rounds} rounds"
@@ -105,7 +109,7 @@ def _bench(args) -> int:
             lambda n, d: api.sinusoidal_positional_encoding(n, d, backend="numpy"),
         ),
     ]
-    if "cython" in api._FILLERS:
+    if "cython" in _backends.FILLERS:
         contenders.insert(
             1,
             (
@@ -126,18 +130,20 @@ def _bench(args) -> int:
 
 
 def _info(args) -> int:
-    kernel = api._kernel
+    kernel = _backends.kernel
     print(f"sinpe {__version__}")
     print(
         f"backend: {api.BACKEND} (compiled kernel: "
-        f"{'yes' if kernel is not None else 'no - ' + api._KERNEL_ERROR})"
+        f"{'yes' if kernel is not None else 'no - ' + _backends.KERNEL_ERROR})"
     )
-    usable = api.usable_cores()
+    limit = thread_limit()
+    print(f"OpenMP: {api.HAVE_OPENMP}; threads: up to {limit.threads} (set by {limit.source})")
     print(
-        f"OpenMP: {api.HAVE_OPENMP}; threads: up to {api.MAX_THREADS} "
-        f"(usable cores {usable}"
-        f", SINPE_NUM_THREADS={os.environ.get('SINPE_NUM_THREADS', 'unset')})"
+        f"  usable cores {usable_cores()}, "
+        + ", ".join(f"{name}={os.environ.get(name, 'unset')}" for name in _THREAD_VARIABLES)
     )
+    cache = api.cache_info()
+    print(f"cache: {cache.nbytes / 2**20:.1f} of {cache.limit / 2**20:.0f} MiB kept")
     print(f"SIMD: {kernel.SIMD if kernel is not None else 'n/a'}")
     print(
         f"numpy: {np.__version__}; extended precision long double: "

@@ -16,7 +16,7 @@ each frequency's sine and cosine go. Presets (by name, see ``names()``):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 import numpy as np
@@ -119,6 +119,11 @@ class Convention:
 
     def __hash__(self) -> int:
         return self._hash
+
+    def __reduce__(self):
+        # Rebuilt from its fields: the cached hash of a string depends on the process's hash
+        # seed, so a pickled one would be wrong wherever it is unpickled (every spawn worker).
+        return (Convention, tuple(getattr(self, f.name) for f in fields(self)))
 
     def column_map(self, d_model: int) -> ColumnMap:
         """The column map for a row of ``d_model`` columns."""

@@ -1,0 +1,128 @@
+"""Argument checks shared by the public functions: each names the argument and what is allowed,
+and raises ``TypeError`` for a wrong type, ``ValueError`` for a wrong value."""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+MAX_POSITION = 2**53  # every position must be below this (exactly representable in float64)
+F64 = np.dtype(np.float64)
+FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+_DTYPE_NAMES = "float32 or float64"
+
+
+def integer(name: str, value, minimum: int) -> int:
+    if type(value) is not int:
+        try:
+            if isinstance(value, (bool, np.bool_)):
+                raise TypeError
+            value = operator.index(value)  # numpy integers and 0-d integer arrays
+        except TypeError:
+            raise TypeError(
+                f"{name} must be an integer, got {type(value).__name__} {value!r:.60}"
+            ) from None
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def real(name: str, value) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r:.60}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be finite, got {value}") from None
+
+
+def base(value) -> float:
+    result = real("base", value)
+    if not (math.isfinite(result) and result > 0):
+        raise ValueError(f"base must be finite and > 0, got {result!r}")
+    return result
+
+
+def dtype(value) -> np.dtype | None:
+    """A table dtype, or ``None`` (take ``out``'s dtype, else float64)."""
+    if value is None:
+        return None
+    if value is np.float64:  # the common spelling, answered without building a dtype
+        return F64
+    try:
+        result = np.dtype(value)
+    except Exception:  # np.dtype parses strings: TypeError, ValueError, even SyntaxError
+        result = None
+    if result is None or result not in FLOAT_DTYPES:  # (np.dtype(None) is float64: test first)
+        raise TypeError(
+            f"dtype must be {_DTYPE_NAMES} (any NumPy spelling) or None, got {value!r:.60}"
+        )
+    return result
+
+
+def allocate(shape: tuple, dtype: np.dtype, names: tuple, zeros: bool = False) -> np.ndarray:
+    """A new array; ``names`` are the arguments that set each dimension, for the error."""
+    try:
+        return (np.zeros if zeros else np.empty)(shape, dtype=dtype)
+    except ValueError as exc:  # larger than the address space (MemoryError passes through)
+        sizes = ", ".join(f"{name}={size}" for name, size in zip(names, shape))
+        raise ValueError(f"{sizes}: a {shape} {dtype} array is too large ({exc})") from None
+
+
+def output(out, shape: tuple, dtype: np.dtype | None, names: tuple) -> np.ndarray:
+    """``out`` checked against the table it must hold, or a new array; ``dtype=None`` takes
+    ``out``'s dtype (float32 or float64), else float64."""
+    if out is None:
+        return allocate(shape, F64 if dtype is None else dtype, names)
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy.ndarray or None, got {type(out).__name__}")
+    problems = []
+    if out.shape != shape:
+        problems.append(f"shape {out.shape} (expected {shape})")
+    if dtype is None and out.dtype not in FLOAT_DTYPES:
+        problems.append(f"dtype {out.dtype} (expected {_DTYPE_NAMES})")
+    elif dtype is not None and out.dtype != dtype:
+        problems.append(f"dtype {out.dtype} (expected {dtype}; pass dtype= to match)")
+    if not out.flags.c_contiguous:
+        problems.append("not C-contiguous")
+    if not out.flags.writeable:
+        problems.append("read-only")
+    if problems:
+        raise ValueError("out is unusable: " + ", ".join(problems))
+    return out
+
+
+def positions(value) -> np.ndarray:
+    """Positions of any shape (a scalar included) as float64, finite, ``|p| < 2**53``."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(
+            f"positions must be a number or an array-like of numbers, got {type(value).__name__}"
+        )
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError) as exc:
+        raise TypeError(f"positions must be an array-like of numbers: {exc}") from None
+    if array.dtype == object and all(type(v) is int for v in array.flat):
+        raise ValueError("positions must satisfy |p| < 2**53")  # ints too big for int64
+    if array.dtype.kind not in "iuf":
+        raise TypeError(
+            f"positions must be integers or floats, got dtype {array.dtype} "
+            "(bool, complex, object and strings are not positions)"
+        )
+    if array.dtype.kind in "iu":
+        too_big = array.size and (
+            int(array.max()) >= MAX_POSITION or int(array.min()) <= -MAX_POSITION
+        )
+        if too_big:
+            raise ValueError("positions must satisfy |p| < 2**53")
+        return array.astype(np.float64)
+    array = array.astype(np.float64)  # float16/32 widen exactly; longdouble rounds once
+    if not np.isfinite(array).all():
+        raise ValueError("positions must be finite (no NaN or inf)")
+    if array.size and np.abs(array).max() >= MAX_POSITION:
+        raise ValueError("positions must satisfy |p| < 2**53")
+    return array
