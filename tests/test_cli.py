@@ -41,6 +41,14 @@ def test_table_writes_exactly_the_api_result(tmp_path, args, kwargs):
     assert saved.dtype == expected.dtype and np.array_equal(saved, expected)
 
 
+def test_table_names_the_file_it_wrote(tmp_path):
+    """numpy.save appends .npy to a bare name; the message names that file."""
+    result = sinpe_cli("table", 4, 8, "-o", "pe2", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("wrote pe2.npy: shape (4, 8)")
+    assert (tmp_path / "pe2.npy").exists() and not (tmp_path / "pe2").exists()
+
+
 def test_table_preview():
     result = sinpe_cli("table", 3, 4)
     assert result.returncode == 0
@@ -91,6 +99,9 @@ def test_plot_without_matplotlib_says_how_to_install(tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip() == "sinpe plot needs matplotlib: pip install 'sinpe[plot]'"
     assert not (tmp_path / "pe.png").exists()
+    # Said before any table is built: an 80 GB table would fail otherwise, not hint.
+    result = sinpe_cli("plot", 100_000, 100_000, env={"PYTHONPATH": str(tmp_path)}, cwd=tmp_path)
+    assert result.returncode == 1 and "pip install 'sinpe[plot]'" in result.stderr
 
 
 def test_info():
@@ -99,6 +110,16 @@ def test_info():
     assert f"sinpe {sinpe.__version__}" in result.stdout
     assert f"backend: {sinpe.BACKEND}" in result.stdout
     assert "OpenMP" in result.stdout and f"numpy: {np.__version__}" in result.stdout
+    limit = sinpe.thread_limit()
+    assert f"threads: up to {limit.threads} (set by {limit.source})" in result.stdout
+
+
+@pytest.mark.skipif(not sinpe.HAVE_OPENMP, reason="kernel built without OpenMP")
+def test_info_says_where_the_thread_count_comes_from():
+    result = sinpe_cli("info", env={"SINPE_NUM_THREADS": "1"})
+    assert "threads: up to 1 (set by SINPE_NUM_THREADS)" in result.stdout
+    result = sinpe_cli("info", env={"SINPE_NUM_THREADS": "", "OMP_NUM_THREADS": "1"})
+    assert "threads: up to 1 (set by OpenMP (OMP_NUM_THREADS or threadpoolctl))" in result.stdout
 
 
 def test_bench_quick_prints_every_contender():

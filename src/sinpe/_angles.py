@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._cache import cached
-
 __all__ = ["exact_cos_sin", "rotation_tables", "EXTENDED_PRECISION"]
 
 # True where numpy.longdouble carries at least 64 mantissa bits (x86-64 and aarch64 Linux).
@@ -95,18 +93,17 @@ def exact_cos_sin(positions: np.ndarray, freqs: np.ndarray) -> np.ndarray:
     return table
 
 
-@cached
 def rotation_tables(
     freqs_key: tuple, fine: int, mid: int, coarse: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Cached ``(coarse, mid, fine)`` tables for offset 0, each ``(rows, 2, h)`` read-only:
+    """``(coarse, mid, fine)`` tables for offset 0, each ``(rows, 2, h)`` read-only:
 
     ``fine[k]   = e^{i k w}``             for k < fine,
     ``mid[j]    = e^{i j fine w}``        for j < mid,
     ``coarse[q] = e^{i q fine mid w}``    for q < coarse.
 
-    ``freqs_key`` is the argument tuple of ``frequency_vector``; the frequencies are looked up
-    from that (cached) function so the key stays hashable.
+    ``freqs_key`` is the argument tuple of ``frequency_vector`` (cached); ``_api`` keeps the
+    tables in its bounded cache, with the plan they belong to.
     """
     from ._frequencies import frequency_vector
 

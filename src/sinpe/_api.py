@@ -3,7 +3,6 @@ frequencies and tables, allocates (or checks) the output and picks a filler."""
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -70,23 +69,20 @@ def _frequency_key(convention: Convention, d_model: int, base: float) -> tuple:
     return key
 
 
-def _rows_covered(n_rows: int) -> int:
-    """The table length a plan is made for: ``n_rows`` rounded up to a power of two, so that
-    lengths 1025 to 2048 (say) share one plan and one set of cached tables."""
-    return 1 << (n_rows - 1).bit_length()
-
-
-@functools.lru_cache(maxsize=512)  # column maps, keys and sizes only: the arrays are in _cache
-def _layout(convention: Convention, d_model: int, base: float, rows_covered: int):
+def _make_plan(convention: Convention, d_model: int, base: float, rows_covered: int):
     columns = convention.column_map(d_model)
-    return columns, _frequency_key(convention, d_model, base), block_sizes(rows_covered)
+    key = _frequency_key(convention, d_model, base)
+    coarse, mid, fine = block_sizes(rows_covered)
+    return columns, key, (coarse, mid, fine), rotation_tables(key, fine, mid, coarse)
 
 
 def _plan(convention: Convention, d_model: int, base: float, n_rows: int):
     """``(columns, frequency key, (coarse, mid, fine) sizes, (coarse, mid, fine) tables)`` for
     a table of ``n_rows`` rows at offset 0."""
-    columns, key, sizes = _layout(convention, d_model, base, _rows_covered(n_rows))
-    return columns, key, sizes, rotation_tables(key, sizes[2], sizes[1], sizes[0])
+    # Made for n_rows rounded up to a power of two, so that lengths 1025 to 2048 (say) share
+    # one plan; one cache lookup per call, and the plan's tables count against its bound.
+    key = ("plan", convention, d_model, base, 1 << (n_rows - 1).bit_length())
+    return _cache.lookup(key, _make_plan, key[1:])
 
 
 def _fill(backend: str, table: np.ndarray, tables: tuple, columns, threads: int) -> np.ndarray:
@@ -101,7 +97,6 @@ def _fill(backend: str, table: np.ndarray, tables: tuple, columns, threads: int)
 def clear_cache() -> None:
     """Free every array sinpe keeps between calls (frequencies, rotation tables)."""
     _cache.clear()
-    _layout.cache_clear()
 
 
 def cache_info() -> _cache.CacheInfo:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections import OrderedDict
 from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["CacheInfo", "cached", "cache_info", "clear", "set_limit", "DEFAULT_LIMIT"]
+__all__ = ["CacheInfo", "cached", "cache_info", "clear", "lookup", "set_limit", "DEFAULT_LIMIT"]
 
 DEFAULT_LIMIT = 64 << 20
 
@@ -43,34 +42,44 @@ def _nbytes(value) -> int:
 
 
 class _Cache:
+    """Least recently used out, approximately (second chance, "CLOCK"): a hit only sets the
+    entry's referenced flag, without a lock (a lookup on every call must cost well under a
+    microsecond); eviction, under the lock, gives each referenced entry one more round."""
+
     def __init__(self, limit: int) -> None:
-        self._entries: OrderedDict = OrderedDict()  # key -> (value, nbytes), oldest first
+        self._entries: dict = {}  # key -> [value, nbytes, referenced], oldest first
         self._lock = threading.Lock()
         self._nbytes = 0
         self._limit = limit
         self._hits = self._misses = 0
 
-    def lookup(self, key, make):
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                self._entries.move_to_end(key)
-                self._hits += 1
-                return entry[0]
-            self._misses += 1
-        value = make()  # outside the lock: two threads may both compute; either result is kept
+    def lookup(self, key, make, args):
+        """The value kept for ``key``, or ``make(*args)``, kept if it fits."""
+        entry = self._entries.get(key)
+        if entry is not None:
+            entry[2] = True
+            self._hits += 1  # statistics only: a lost increment under a race is harmless
+            return entry[0]
+        value = make(*args)  # outside the lock: two threads may both compute; either is kept
         size = _nbytes(value)
         with self._lock:
+            self._misses += 1
             if size <= self._limit and key not in self._entries:
-                self._entries[key] = (value, size)
+                self._entries[key] = [value, size, False]
                 self._nbytes += size
                 self._evict()
         return value
 
     def _evict(self) -> None:
+        entries = self._entries
         while self._nbytes > self._limit:
-            _, (_, size) = self._entries.popitem(last=False)
-            self._nbytes -= size
+            key = next(iter(entries))
+            entry = entries.pop(key)
+            if entry[2]:  # used since it was last looked at: to the back of the queue
+                entry[2] = False
+                entries[key] = entry
+            else:
+                self._nbytes -= entry[1]
 
     def clear(self) -> None:
         with self._lock:
@@ -91,6 +100,7 @@ class _Cache:
 
 
 _CACHE = _Cache(DEFAULT_LIMIT)
+lookup = _CACHE.lookup
 clear = _CACHE.clear
 set_limit = _CACHE.set_limit
 cache_info = _CACHE.info
@@ -102,7 +112,7 @@ def cached(function):
     name = function.__qualname__
 
     @functools.wraps(function)
-    def lookup(*args):
-        return _CACHE.lookup((name, args), lambda: function(*args))
+    def cached_function(*args):
+        return _CACHE.lookup((name, *args), function, args)
 
-    return lookup
+    return cached_function
