@@ -123,7 +123,8 @@ CALLS = {
     ),
     "encode_2d": (sinpe.encode_2d, dict(height=2, width=3, d_model=8, base=10000.0)),
     "shift_matrix": (sinpe.shift_matrix, dict(k=3, d_model=6, base=10000.0)),
-    "frequencies": (sinpe.frequencies, dict(d_model=6, base=10000.0)),
+    "frequencies": (sinpe.frequencies, dict(d_model=6, base=10000.0, convention="vaswani")),
+    "set_cache_limit": (lambda nbytes: frequencies_under_cache_limit(nbytes), dict(nbytes=1 << 20)),
     "diffusers": (
         lambda d_model=7, **kw: sinpe.sinusoidal_positional_encoding(
             5, d_model, convention=conventions.diffusers(**kw)
@@ -131,6 +132,17 @@ CALLS = {
         dict(flip_sin_to_cos=True, downscale_freq_shift=1.0, scale=1.0, max_period=10000),
     ),
 }
+
+
+def frequencies_under_cache_limit(nbytes):
+    """Set the cache bound, answer one call under it, put the bound back."""
+    previous = sinpe.set_cache_limit(nbytes)
+    try:
+        return sinpe.frequencies(6)
+    finally:
+        sinpe.set_cache_limit(previous)
+
+
 CASES = [(name, argument) for name, (_, kwargs) in CALLS.items() for argument in kwargs]
 ALLOWED = (TypeError, ValueError, OverflowError, MemoryError)
 PEAK_BYTES = 16 << 20  # every valid table here is tiny; a giant intermediate would show
@@ -139,7 +151,7 @@ PEAK_BYTES = 16 << 20  # every valid table here is tiny; a giant intermediate wo
 def check_result(name, result, kwargs):
     assert isinstance(result, np.ndarray)
     assert np.isfinite(result).all()
-    if name == "frequencies":
+    if name in ("frequencies", "set_cache_limit"):
         assert result.ndim == 1 and (result >= 0).all()
         return
     assert np.abs(result).max(initial=0) <= 1
