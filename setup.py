@@ -92,6 +92,8 @@ class OptionalBuildExt(build_ext):
             # -ffp-contract=off: no fused multiply-add contraction, so the kernel rounds exactly
             # like the NumPy fallback and both backends return bit-identical tables.
             compile_args += ["-O3", "-ffp-contract=off"]
+            if not DEBUG_BUILD:  # Python's flags carry -g: 1.5 MB of debug info in the wheel
+                compile_args.append("-g0")
         omp = openmp_works(self.compiler)
         if omp is not None:
             compile_args += omp[0]

@@ -128,3 +128,12 @@ def test_bench_quick_prints_every_contender():
     for name in ("np.ones (write limit)", "textbook NumPy", "sinpe numpy path", "2048x512"):
         assert name in result.stdout
     assert "threads" in result.stdout.splitlines()[0] or "thread(s)" in result.stdout
+
+
+def test_one_version_everywhere():
+    """Written once (sinpe/_version.py); the package, its metadata and the command agree."""
+    from importlib.metadata import version
+
+    result = sinpe_cli("--version")
+    assert result.stdout.strip() == f"sinpe {sinpe.__version__}"
+    assert version("sinpe") == sinpe.__version__

@@ -14,8 +14,7 @@ from ._api import (
     sinusoidal_positional_encoding,
 )
 from ._threads import thread_limit
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "BACKEND",

@@ -7,6 +7,8 @@ DEBUG: bool
 BOUNDS_CHECKED: bool
 C_ASSERTS: bool
 
+def max_threads() -> tuple[int, bool]: ...
+
 def fill_table(
     out: npt.NDArray[np.float32] | npt.NDArray[np.float64],
     coarse: npt.NDArray[np.float64],
