@@ -67,6 +67,8 @@ def test_table_preview():
         ("table", 4, 4, "--base", "-1"),
         ("table", 4, 4, "--offset", 2**60),
         ("plot", 0, 4),
+        ("plot", -3, 4),
+        ("plot", 4, 0),
         ("frobnicate",),
         (),
     ],

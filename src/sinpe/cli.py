@@ -74,13 +74,14 @@ def _table(args) -> int:
 def _plot(args) -> int:
     from .plot import INSTALL_HINT, save_figure
 
-    try:  # before any work: a missing extra is the first thing to say
+    if args.seq_len < 1:
+        raise ValueError(f"seq_len must be >= 1 to draw a picture, got {args.seq_len}")
+    api.sinusoidal_positional_encoding(0, args.d_model)  # checks the arguments, builds nothing
+    try:  # before the table is built: a missing extra is said at once
         import matplotlib  # noqa: F401
     except ImportError:
         print(INSTALL_HINT, file=sys.stderr)
         return 1
-    if args.seq_len == 0:
-        raise ValueError("seq_len must be >= 1 to draw a picture")
     table = api.sinusoidal_positional_encoding(args.seq_len, args.d_model)
     save_figure(
         table, args.output, title=f"sinusoidal positional encoding, {args.seq_len} x {args.d_model}"
