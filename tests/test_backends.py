@@ -155,7 +155,9 @@ def test_hot_loop_is_the_one_built_for():
     backends.kernel is None or not backends.kernel.DEBUG, reason="debug builds only"
 )
 def test_debug_build_checks_the_trusted_arguments():
-    columns, key, sizes, (coarse, mid, fine) = api._plan(conventions.VASWANI, 8, 10000.0, 40)
+    columns, key, sizes, (coarse, mid, fine) = api._plan(
+        api.BACKEND, conventions.VASWANI, 8, 10000.0, 40
+    )
     good = dict(
         out=np.empty((40, 8)),
         coarse=coarse,

@@ -93,7 +93,7 @@ def test_threads_filling_their_own_out_buffers():
 
 def test_caches_hold_only_read_only_arrays():
     sinpe.sinusoidal_positional_encoding(100, 16, offset=7)
-    columns, key, sizes, tables = api._plan(conventions.VASWANI, 16, 10000.0, 100)
+    columns, key, sizes, tables = api._plan(api.BACKEND, conventions.VASWANI, 16, 10000.0, 100)
     assert all(not t.flags.writeable for t in tables)
     for t in tables:  # nor can the flag be turned back on through the buffer under the view
         with pytest.raises(ValueError):
@@ -109,7 +109,7 @@ def test_cached_tables_start_where_the_kernel_expects_them():
 
     assert TABLE_PLACEMENT % 64 == 0
     for n_rows, d_model in ((1, 1), (1, 128), (100, 7), (2048, 512), (5000, 33)):
-        *_, tables = api._plan(conventions.VASWANI, d_model, 10000.0, n_rows)
+        *_, tables = api._plan(api.BACKEND, conventions.VASWANI, d_model, 10000.0, n_rows)
         for t in tables:
             assert t.ctypes.data % 4096 == TABLE_PLACEMENT
             assert t.flags.c_contiguous and t.dtype == np.float64

@@ -1,30 +1,82 @@
-"""Exact sines and cosines of ``position * frequency``, and the cached rotation tables.
+"""Exact sines and cosines of ``position * frequency`` (the evaluator's NumPy twin), and the
+rotation tables every filler starts from.
 
-Both fillers only ever *rotate*: every value they write is ``anchor (x) step`` products of
-correctly rounded unit vectors. This module is the one place that evaluates sin/cos, and it does
-so carefully:
+Every value a filler writes is ``anchor (x) step`` products of unit vectors; those unit vectors
+come from one evaluator of ``cos(p w)``, ``sin(p w)`` for float64 ``p`` (``|p| < 2**53``) and
+``w``, written twice: in C (``_exact.h``, SIMD chosen at run time) and here, with the same
+float64 operations in the same order, so both return the same bits. The method and its error
+bound are derived at the top of ``_exact.h``; in short:
 
-1. ``position * w`` is split into ``hi + lo`` exactly (Dekker's two-product; ``position`` and
-   ``w`` are float64, so the product has at most 106 bits and ``hi + lo`` is exact);
-2. ``sin(hi + lo) = sin(hi) cos(lo) + cos(hi) sin(lo)`` (and the cosine twin) is evaluated in
-   extended precision (``numpy.longdouble``, 64-bit mantissa on x86-64), with full range
-   reduction inside ``sinl``/``cosl``; ``lo`` can be as large as 0.5 near 2**53, so its sine and
-   cosine are taken in full, not to first order;
-3. the result is rounded once to float64: error <= 0.5 ulp + ~4 * 2**-64.
+1. per frequency, ``c = w / (2 pi)`` as a triple-double (``prepare_frequency_table``);
+2. ``t = p c mod 1`` with exact products (Dekker's split here, FMA in C: the same residuals);
+3. ``t`` split into ``j/256 + r``, ``x = 2 pi r`` in double-double, ``|x| <= 2 pi / 512``;
+4. cos/sin of ``x`` by short Taylor polynomials with double-double leading terms, recombined
+   with a 256-entry double-double table of ``cos/sin(2 pi j / 256)``, rounded once.
 
-The tables are position-independent (multiples of the block sizes), so they are cached by
-their inputs and returned read-only: repeated calls pay only for the rotation.
+Each result is within 0.5 ulp + 2**-65.3 of the exact value for the exact product, with float64
+arithmetic only (no long double, no libm sin/cos), so a table has the same bits on every
+platform. Frequencies ``|w| >= 2**32`` take a slower exact path (Python integers) through the
+same final stage; ``|p w| < 2**-40`` gives ``cos = 1``, ``sin = p w`` rounded once.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-__all__ = ["exact_cos_sin", "rotation_tables", "EXTENDED_PRECISION"]
+from ._cache import cached
+from ._exact_constants import (
+    INV_2PI,
+    INV_2PI_BITS,
+    TURN_TABLE_HEX,
+    TWO_PI_HI,
+    TWO_PI_HI_HI,
+    TWO_PI_HI_LO,
+    TWO_PI_LO,
+)
 
-# True where numpy.longdouble carries at least 64 mantissa bits (x86-64 and aarch64 Linux).
-# Elsewhere (MSVC, Apple silicon) long double is float64 and the bound degrades to a few ulp.
-EXTENDED_PRECISION = np.finfo(np.longdouble).nmant >= 63
+__all__ = [
+    "FAST_W_LIMIT",
+    "TABLE_PLACEMENT",
+    "evaluate",
+    "exact_cos_sin",
+    "frequency_table",
+    "prepare_frequency_table",
+    "rotation_tables",
+]
+
+# Frequencies with |w| >= FAST_W_LIMIT use the slow exact path: below it the triple-double
+# w/(2*pi) carries enough bits for every |p| < 2**53.
+FAST_W_LIMIT = 2.0**32
+# |RN(p*w)| below this: cos = 1.0 and sin = RN(p*w) (|p*w|**2 / 6 < 2**-82).
+TINY_ARGUMENT = 2.0**-40
+
+# Rows of the frequency table returned by prepare_frequency_table (SINPE_ROW_* in _exact.h).
+ROW_W, ROW_C0, ROW_C1, ROW_C2, ROW_C0_HI, ROW_C0_LO, ROW_C1_HI, ROW_C1_LO = range(8)
+TABLE_ROWS = 8
+
+_SPLITTER = 134217729.0  # 2**27 + 1: Veltkamp split into two 26-bit halves
+_TWO52 = 2.0**52
+# Adding 1.5 * 2**52 rounds any |v| <= 2**51 to an integer held in the low mantissa bits.
+_ROUND_MAGIC = 1.5 * 2.0**52
+_TABLE_SIZE = 256
+_SLOW_TURN_BITS = 192  # bits of the turn fraction the slow exact path keeps
+
+# Taylor coefficients, each the nearest double to the rational.
+_SIN_C3 = -1.0 / 6.0
+_SIN_C5 = 1.0 / 120.0
+_SIN_C7 = -1.0 / 5040.0
+_COS_C4 = 1.0 / 24.0
+_COS_C6 = -1.0 / 720.0
+_COS_C8 = 1.0 / 40320.0
+
+# Elements per NumPy block: enough to amortise ~200 ufunc calls, few enough for L2.
+_BLOCK_ELEMENTS = 1 << 14
+
+_TURN_TABLE = np.array(
+    [[float.fromhex(v) for v in line.split()] for line in TURN_TABLE_HEX.split("\n") if line]
+).T.copy()  # (4, 256): cos_hi, cos_lo, sin_hi, sin_lo
 
 # Where the cached tables start: 512 bytes past a 4096-byte boundary. 64-byte alignment keeps
 # every 32-byte AVX2 load inside one cache line (a table 16 bytes off alignment filled ~20%
@@ -33,38 +85,238 @@ EXTENDED_PRECISION = np.finfo(np.longdouble).nmant >= 63
 # makes the CPU wait on a false dependence (measured 10-40% slower on this machine).
 TABLE_PLACEMENT = 512
 
-_SPLITTER = 134217729.0  # 2**27 + 1, Dekker's split constant for float64
-_SMALL_LO = 2.0**-10  # below this, a short Taylor series gives sin/cos(lo) to ~2**-70
+
+# --------------------------------------------------------------------------- error-free steps
 
 
-def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    t = _SPLITTER * a
-    high = t - (t - a)
-    return high, a - high
+def _split(a):
+    """Veltkamp: a = hi + lo exactly, each with at most 26 significant bits."""
+    g = a * _SPLITTER
+    hi = g - (g - a)
+    return hi, a - hi
 
 
-def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Error-free product: ``a * b == hi + lo`` exactly.
+def _two_prod(a, a_hi, a_lo, b, b_hi, b_lo):
+    """Dekker: a*b = p + e exactly (no under/overflow), given splits of a, b."""
+    p = a * b
+    e = (((a_hi * b_hi - p) + a_hi * b_lo) + a_lo * b_hi) + a_lo * b_lo
+    return p, e
 
-    No overflow for ``|a| < 2**53`` and ``|b| <= 2**900`` (``_api`` refuses larger frequencies).
+
+def _two_sum(a, b):
+    """Knuth: a + b = s + e exactly, any magnitudes."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _fast_two_sum(a, b):
+    """Dekker: a + b = s + e exactly when a == 0 or exponent(a) >= exponent(b)."""
+    s = a + b
+    return s, b - (s - a)
+
+
+def _frac(v):
+    """v minus its nearest integer, exactly; 0 for |v| >= 2**52 (an integer)."""
+    s = np.copysign(_TWO52, v)
+    f = v - ((v + s) - s)  # v + s lands in [2**52, 2**53): rounds v to an integer
+    return np.where(np.abs(v) < _TWO52, f, 0.0)
+
+
+def _mantissa_exponent(x: float) -> tuple[int, int]:
+    """x = m * 2**e exactly with m an integer (|m| < 2**53)."""
+    f, e = math.frexp(x)
+    return int(f * 2.0**53), e - 53
+
+
+def _to_double(num: int, s: int) -> float:
+    """Nearest double to num / 2**s (int true division is correctly rounded)."""
+    return num / (1 << s) if s >= 0 else float(num << -s)
+
+
+def _minus_double(num: int, s: int, x: float) -> tuple[int, int]:
+    """(num', s') with num' / 2**s' == num / 2**s - x exactly."""
+    a, d = x.as_integer_ratio()
+    b = d.bit_length() - 1  # d is a power of two
+    common = max(s, b)
+    return (num << (common - s)) - (a << (common - b)), common
+
+
+def _turns_per_radian(w: float) -> tuple[float, float, float]:
+    """w/(2*pi) as c0 + c1 + c2, each the nearest double to what remains.
+
+    The big-integer 1/(2*pi) is truncated at 2**-1344, a relative error
+    below 2**-1340, far under the 2**-159 of the triple-double itself.
     """
-    hi = a * b
-    a_hi, a_lo = _split(a)
-    b_hi, b_lo = _split(b)
-    lo = ((a_hi * b_hi - hi) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
-    return hi, lo
+    m, e = _mantissa_exponent(w)
+    num, s = m * INV_2PI, INV_2PI_BITS - e
+    c0 = _to_double(num, s)
+    num, s = _minus_double(num, s, c0)
+    c1 = _to_double(num, s)
+    num, s = _minus_double(num, s, c1)
+    return c0, c1, _to_double(num, s)
 
 
-def _sin_cos_small(lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """sin and cos of a long-double array, by Taylor series where |lo| is small, else sinl/cosl."""
-    x2 = lo * lo
-    sin_lo = lo * (1 - x2 / 6 * (1 - x2 / 20 * (1 - x2 / 42)))
-    cos_lo = 1 - x2 / 2 * (1 - x2 / 12 * (1 - x2 / 30 * (1 - x2 / 56)))
-    big = np.abs(lo) >= _SMALL_LO
-    if big.any():
-        sin_lo[big] = np.sin(lo[big])
-        cos_lo[big] = np.cos(lo[big])
-    return sin_lo, cos_lo
+def prepare_frequency_table(w) -> np.ndarray:
+    """Per-frequency constants shared by every backend, shape (8, n_w).
+
+    Rows (see ROW_*): w; c0, c1, c2 with c0 + c1 + c2 = w/(2*pi) to 2**-159
+    relative; Veltkamp splits of c0 and c1 (used by the Dekker backends).
+    Columns with |w| >= FAST_W_LIMIT keep only w (the rest is 0): the
+    kernels skip them and ``fill_slow_columns`` computes them.
+    """
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    table = np.zeros((TABLE_ROWS, w.size))
+    table[ROW_W] = w
+    for i, wi in enumerate(w.tolist()):
+        if abs(wi) < FAST_W_LIMIT:
+            table[ROW_C0 : ROW_C2 + 1, i] = _turns_per_radian(wi)
+    table[ROW_C0_HI], table[ROW_C0_LO] = _split(table[ROW_C0])
+    table[ROW_C1_HI], table[ROW_C1_LO] = _split(table[ROW_C1])
+    return table
+
+
+def slow_path_turns(p: np.ndarray, w: float) -> tuple[np.ndarray, np.ndarray]:
+    """p*w/(2*pi) mod 1 as t_hi + t_lo, t_hi in [-1/2, 1/2], for any finite w.
+
+    With p = mp * 2**ep and w = mw * 2**ew, the turn count is
+    mp * mw * 2**(ep + ew) / (2*pi).  Multiplying by the 1344-bit 1/(2*pi)
+    (error below 2**(106 + 971 - 1344) = 2**-267 turns) and keeping 192 bits
+    below the binary point (error below 2**-192) gives the turns mod 1;
+    t_hi is the nearest double to that and t_lo the nearest to the rest.
+    """
+    m_w, e_w = _mantissa_exponent(float(w))
+    scaled_w = m_w * INV_2PI
+    mod_mask = (1 << _SLOW_TURN_BITS) - 1
+    t_hi = np.zeros(p.shape)
+    t_lo = np.zeros(p.shape)
+    for i, pk in enumerate(p.tolist()):
+        m_p, d_p = pk.as_integer_ratio()  # p = m_p / d_p, d_p = 2**-e_p
+        point = INV_2PI_BITS - e_w + d_p.bit_length() - 1  # binary point of m_p * scaled_w
+        turns = (
+            (m_p * scaled_w) >> (point - _SLOW_TURN_BITS)
+        ) & mod_mask  # floor(2**192 t) mod 2**192
+        if turns >> (_SLOW_TURN_BITS - 1):
+            turns -= 1 << _SLOW_TURN_BITS  # centre on [-1/2, 1/2)
+        head = float(turns)  # int to float conversion rounds to nearest
+        t_hi[i] = math.ldexp(head, -_SLOW_TURN_BITS)
+        t_lo[i] = math.ldexp(float(turns - int(head)), -_SLOW_TURN_BITS)
+    return t_hi, t_lo
+
+
+def _fast_turns(p, p_hi, p_lo, table):
+    """p*c mod 1 as a normalised double-double (t_hi, t_lo), |t_hi| <= 1 + 2**-21."""
+    h0, l0 = _two_prod(p, p_hi, p_lo, table[ROW_C0], table[ROW_C0_HI], table[ROW_C0_LO])
+    h1, l1 = _two_prod(p, p_hi, p_lo, table[ROW_C1], table[ROW_C1_HI], table[ROW_C1_LO])
+    m2 = p * table[ROW_C2]
+    f0 = _frac(h0)  # h0 may be huge: keep only its fraction, exactly
+    s1, e1 = _two_sum(l0, h1)  # |l0|, |h1| <= 2**29: integer parts meet in s1
+    f1 = _frac(s1)
+    u, eu = _two_sum(f0, f1)
+    tail = ((eu + e1) + l1) + m2  # all below 2**-21: rounding errors <= 2**-75 each
+    return _two_sum(u, tail)
+
+
+def _turns_to_radians(t_hi, t_lo):
+    """Turns to x = x_hi + x_lo radians (|x| < 2**-6.34) past table row round(256 t) mod 256."""
+    kd = t_hi * 256.0 + _ROUND_MAGIC  # nearest integer k to 256*t_hi, in the low bits
+    r0 = t_hi - (kd - _ROUND_MAGIC) * (1.0 / 256.0)  # exact, |r0| <= 2**-9
+    r_hi, r_lo = _fast_two_sum(r0, t_lo)  # r0 is 0 or >= ulp(t_hi) > |t_lo|
+    r_hi_hi, r_hi_lo = _split(r_hi)
+    x0, e0 = _two_prod(r_hi, r_hi_hi, r_hi_lo, TWO_PI_HI, TWO_PI_HI_HI, TWO_PI_HI_LO)
+    row = kd.view(np.int64) & (_TABLE_SIZE - 1)  # k mod 256 (two's complement)
+    x_hi, x_lo = _fast_two_sum(x0, e0 + (r_hi * TWO_PI_LO + r_lo * TWO_PI_HI))
+    return x_hi, x_lo, row
+
+
+def _radians_cos_sin_unrounded(x_hi, x_lo, row):
+    """cos and sin of 2*pi*row/256 + x, each as head + tail before the last rounding."""
+    ca_hi, ca_lo, sa_hi, sa_lo = _TURN_TABLE[:, row]
+    x_hi_hi, x_hi_lo = _split(x_hi)
+    z, z_lo = _two_prod(x_hi, x_hi_hi, x_hi_lo, x_hi, x_hi_hi, x_hi_lo)
+    xx = x_hi * x_lo
+    q = z_lo + (xx + xx)  # x**2 = z + q (to 2**-116)
+    # m = cos(x) - 1 and sigma = sin(x) - x_hi; the large -z/2 comes last.
+    m = ((z * z) * (_COS_C4 + z * (_COS_C6 + z * _COS_C8)) - 0.5 * q) - 0.5 * z
+    sigma = x_lo + (x_hi * z) * (_SIN_C3 + z * (_SIN_C5 + z * _SIN_C7))
+    cx = 1.0 + m  # cos(x); only multiplies the 2**-54-sized lo parts
+    sx = x_hi + sigma  # sin(x); likewise
+    sa_hi_hi, sa_hi_lo = _split(sa_hi)
+    ca_hi_hi, ca_hi_lo = _split(ca_hi)
+    sp, sp_lo = _two_prod(sa_hi, sa_hi_hi, sa_hi_lo, x_hi, x_hi_hi, x_hi_lo)
+    cp, cp_lo = _two_prod(ca_hi, ca_hi_hi, ca_hi_lo, x_hi, x_hi_hi, x_hi_lo)
+    # cos(a+x) = ca*cos(x) - sa*sin(x), sin(a+x) = sa*cos(x) + ca*sin(x).  A
+    # table value is 0 or above sin(2*pi/256) > |x| >= |sp|: _fast_two_sum is exact.
+    cs, cs_lo = _fast_two_sum(ca_hi, -sp)
+    ss, ss_lo = _fast_two_sum(sa_hi, cp)
+    cos_tail = ((((cs_lo - sp_lo) + ca_lo * cx) - sa_lo * sx) - sa_hi * sigma) + ca_hi * m
+    sin_tail = ((((ss_lo + cp_lo) + sa_lo * cx) + ca_lo * sx) + ca_hi * sigma) + sa_hi * m
+    return cs, cos_tail, ss, sin_tail
+
+
+def _radians_cos_sin(x_hi, x_lo, row):
+    """cos and sin of 2*pi*row/256 + x, each rounded once at the end."""
+    cs, cos_tail, ss, sin_tail = _radians_cos_sin_unrounded(x_hi, x_lo, row)
+    return cs + cos_tail, ss + sin_tail
+
+
+def cos_sin_from_turns(t_hi: np.ndarray, t_lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin of 2*pi*(t_hi + t_lo); |t_hi| <= 1 + 2**-21, |t_lo| <= ulp(t_hi)/2."""
+    t_hi = np.asarray(t_hi, dtype=np.float64)
+    t_lo = np.asarray(t_lo, dtype=np.float64)
+    return _radians_cos_sin(*_turns_to_radians(t_hi, t_lo))
+
+
+def _cos_sin_block(p, table, out):
+    """Fast-path columns of out[:, :, :] for the positions p (shape (n, 1))."""
+    p_hi, p_lo = _split(p)
+    t_hi, t_lo = _fast_turns(p, p_hi, p_lo, table)
+    cos, sin = cos_sin_from_turns(t_hi, t_lo)
+    pw = p * table[ROW_W]
+    tiny = np.abs(pw) < TINY_ARGUMENT
+    out[:, 0, :] = np.where(tiny, 1.0, cos)
+    out[:, 1, :] = np.where(tiny, pw, sin)
+
+
+def fill_slow_columns(p: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
+    """Write the columns with |w| >= FAST_W_LIMIT of ``out`` (n_p, 2, n_w), for both backends:
+    exact big-integer turns, then the NumPy final stage (the C one gives the same bits)."""
+    w = table[ROW_W]
+    for i in np.flatnonzero(np.abs(w) >= FAST_W_LIMIT):
+        pw = p * w[i]
+        tiny = np.abs(pw) < TINY_ARGUMENT
+        t_hi, t_lo = slow_path_turns(np.where(tiny, 0.0, p), w[i])
+        cos, sin = cos_sin_from_turns(t_hi, t_lo)
+        out[:, 0, i] = np.where(tiny, 1.0, cos)
+        out[:, 1, i] = np.where(tiny, pw, sin)
+
+
+def evaluate(positions: np.ndarray, table: np.ndarray, out: np.ndarray, threads: int) -> None:
+    """The NumPy twin of the kernel's ``exact_cos_sin``: ``out[r, 0, i]``, ``out[r, 1, i]`` =
+    cos, sin of ``positions[r] * w[i]`` for the columns with ``|w| < FAST_W_LIMIT``.
+
+    ``positions`` 1-D float64, ``|p| < 2**53``; ``table`` from ``prepare_frequency_table``;
+    ``out`` C-contiguous ``(n, 2, n_w)``. ``threads`` is accepted for signature parity.
+    """
+    n_w = table.shape[1]
+    rows = max(1, _BLOCK_ELEMENTS // max(n_w, 1))
+    with np.errstate(all="ignore"):  # slow and tiny lanes compute values that are discarded
+        for start in range(0, positions.shape[0], rows):
+            block = positions[start : start + rows, None]
+            _cos_sin_block(block, table, out[start : start + rows])
+
+
+# --------------------------------------------------------------------------- tables
+
+
+@cached
+def frequency_table(freqs_key: tuple) -> np.ndarray:
+    """``prepare_frequency_table`` of ``frequency_vector(*freqs_key)``, read-only."""
+    from ._frequencies import frequency_vector
+
+    table = prepare_frequency_table(frequency_vector(*freqs_key))
+    table.flags.writeable = False
+    return table
 
 
 def _placed_empty(shape: tuple[int, ...]) -> np.ndarray:
@@ -76,42 +328,42 @@ def _placed_empty(shape: tuple[int, ...]) -> np.ndarray:
     return raw[start : start + nbytes].view(np.float64).reshape(shape)
 
 
-def exact_cos_sin(positions: np.ndarray, freqs: np.ndarray) -> np.ndarray:
-    """Return ``t`` of shape ``(len(positions), 2, len(freqs))``: ``t[:, 0]`` cosines, ``t[:, 1]``
-    sines of ``positions[:, None] * freqs[None, :]``, each within 0.5 ulp (+2**-60) of the exact
-    value of the real product. ``positions`` and ``freqs`` are float64, ``|positions| < 2**53``.
+def exact_cos_sin(
+    evaluator,
+    positions: np.ndarray,
+    table: np.ndarray,
+    out: np.ndarray | None = None,
+    threads: int = 1,
+) -> np.ndarray:
+    """``t`` of shape ``(len(positions), 2, n_w)``: ``t[:, 0]`` cosines, ``t[:, 1]`` sines of
+    ``positions[:, None] * w[None, :]``, each within 0.5 ulp + 2**-65.3 of the exact value.
+
+    ``evaluator`` is a filler's ``exact_cos_sin`` (the kernel's, or ``evaluate``): it fills
+    the fast columns, and the slow ones (``|w| >= 2**32``) are filled here for both.
     """
-    p = np.asarray(positions, dtype=np.float64)[:, None]
-    w = np.asarray(freqs, dtype=np.float64)[None, :]
-    hi, lo = _two_product(p, w)
-    hi_ld = hi.astype(np.longdouble)
-    sin_hi, cos_hi = np.sin(hi_ld), np.cos(hi_ld)
-    sin_lo, cos_lo = _sin_cos_small(lo.astype(np.longdouble))
-    table = np.empty((p.shape[0], 2, w.shape[1]), dtype=np.float64)
-    table[:, 0] = cos_hi * cos_lo - sin_hi * sin_lo
-    table[:, 1] = sin_hi * cos_lo + cos_hi * sin_lo
-    return table
+    positions = np.ascontiguousarray(positions, dtype=np.float64)
+    if out is None:
+        out = np.empty((positions.shape[0], 2, table.shape[1]))
+    if positions.shape[0] and table.shape[1]:
+        evaluator(positions, table, out, threads)
+        fill_slow_columns(positions, table, out)
+    return out
 
 
 def rotation_tables(
-    freqs_key: tuple, fine: int, mid: int, coarse: int
+    evaluator, table: np.ndarray, fine: int, mid: int, coarse: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(coarse, mid, fine)`` tables for offset 0, each ``(rows, 2, h)`` read-only:
+    """``(coarse, mid, fine)`` tables for offset 0, each ``(rows, 2, h)``, read-only, placed
+    (``TABLE_PLACEMENT``):
 
     ``fine[k]   = e^{i k w}``             for k < fine,
     ``mid[j]    = e^{i j fine w}``        for j < mid,
     ``coarse[q] = e^{i q fine mid w}``    for q < coarse.
-
-    ``freqs_key`` is the argument tuple of ``frequency_vector`` (cached); ``_api`` keeps the
-    tables in its bounded cache, with the plan they belong to.
     """
-    from ._frequencies import frequency_vector
-
-    w = frequency_vector(*freqs_key)
     tables = []
     for rows, stride in ((coarse, fine * mid), (mid, fine), (fine, 1)):
-        t = _placed_empty((rows, 2, w.shape[0]))
-        t[...] = exact_cos_sin(np.arange(rows, dtype=np.float64) * stride, w)
+        t = _placed_empty((rows, 2, table.shape[1]))
+        exact_cos_sin(evaluator, np.arange(rows, dtype=np.float64) * stride, table, out=t)
         base = t
         while isinstance(base, np.ndarray):  # the view and the buffer under it: no way back
             base.flags.writeable = False

@@ -6,7 +6,7 @@ import importlib
 import os
 import warnings
 
-from . import _numpy
+from . import _angles, _numpy
 
 try:
     kernel = importlib.import_module(".._kernel", __name__)
@@ -20,9 +20,13 @@ else:
     KERNEL_ERROR = ""
 
 NAMES = ("auto", "cython", "numpy")
+# Each backend's two private functions, one signature per kind: the table filler (rotations)
+# and the exact evaluator the rotation tables, offsets and ``encode`` start from.
 FILLERS = {"numpy": _numpy.fill_table}
+EVALUATORS = {"numpy": _angles.evaluate}
 if kernel is not None:
     FILLERS["cython"] = kernel.fill_table
+    EVALUATORS["cython"] = kernel.exact_cos_sin
 HAVE_OPENMP = bool(kernel is not None and kernel.HAVE_OPENMP)
 
 

@@ -6,9 +6,9 @@ SIMD: str
 DEBUG: bool
 BOUNDS_CHECKED: bool
 C_ASSERTS: bool
+EXACT_SIMD: str
 
 def max_threads() -> tuple[int, bool]: ...
-
 def fill_table(
     out: npt.NDArray[np.float32] | npt.NDArray[np.float64],
     coarse: npt.NDArray[np.float64],
@@ -20,5 +20,11 @@ def fill_table(
     n_sin: int,
     n_cos: int,
     pad_col: int,
+    threads: int,
+) -> None: ...
+def exact_cos_sin(
+    positions: npt.NDArray[np.float64],
+    table: npt.NDArray[np.float64],
+    out: npt.NDArray[np.float64],
     threads: int,
 ) -> None: ...

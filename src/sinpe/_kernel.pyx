@@ -10,8 +10,8 @@ Row ``r`` of the table is position ``offset + r``. Write ``r = (q*M + j)*F + k``
 
     e^{i(offset + r)w} = e^{i(offset + qMF)w} * e^{ijFw} * e^{ikw},
 
-so with three small tables of correctly rounded unit vectors (``_angles.py``: an error-free
-product ``p*w = hi + lo`` and extended-precision sin/cos, <= 0.5 ulp + 2**-60 each) every row
+so with three small tables of correctly rounded unit vectors (the exact evaluator of
+``_exact.h`` and its NumPy twin in ``_angles.py``: <= 0.5 ulp + 2**-65.3 each) every row
 is two complex multiplies: ``anchor = coarse[q] * mid[j]`` once per block of F rows (kept in
 a per-thread scratch row), then ``row = anchor * fine[k]``: four multiplies and two adds per sin/cos pair,
 no transcendental call, and the inner loop is contiguous, so the C compiler vectorises it.
@@ -55,6 +55,12 @@ cdef extern from "_team.h":
     int team_allowed "sinpe_team_allowed"() noexcept nogil
     int openmp_max_threads "sinpe_openmp_max_threads"() noexcept nogil
 
+cdef extern from "_exact.h":
+    int exact_simd "sinpe_exact_simd"() noexcept nogil
+    void exact_cos_sin_rows "sinpe_exact_cos_sin"(
+        const double* p, Py_ssize_t n_p, const double* table, Py_ssize_t n_w,
+        double* out) noexcept nogil
+
 cdef extern from "_rotate.h":
     int sinpe_simd() noexcept nogil
     double unit "sinpe_unit"(double v) noexcept nogil
@@ -70,6 +76,8 @@ HAVE_OPENMP = bool(SINPE_HAVE_OPENMP)
 # any thread can fill a table, so the kernel has no shared mutable state at all (it is
 # declared freethreading_compatible in setup.py).
 SIMD = ("c", "sse2", "avx2")[sinpe_simd()]
+# What the exact evaluator runs on this CPU (same bits either way).
+EXACT_SIMD = "avx2-fma" if exact_simd() == 2 else "c"
 DEBUG = bool(SINPE_DEBUG)  # a SINPE_DEBUG_BUILD=1 build: trusted arguments are checked too
 C_ASSERTS = bool(SINPE_C_ASSERTS)  # C assert() live (NDEBUG undefined): debug builds only
 
@@ -178,6 +186,49 @@ def fill_table(
         _fill(<double*>cnp.PyArray_DATA(out), n_rows, width, &t, threads)
     else:
         _fill(<float*>cnp.PyArray_DATA(out), n_rows, width, &t, threads)
+
+
+def exact_cos_sin(cnp.ndarray positions, cnp.ndarray table, cnp.ndarray out, int threads):
+    """``out[r, 0, i]``, ``out[r, 1, i]`` = cos, sin of ``positions[r] * w[i]`` (``_exact.h``),
+    for the columns with ``|w| < 2**32`` (the others are left to ``_angles``).
+
+    ``positions`` 1-D float64 C-contiguous, ``|p| < 2**53``; ``table`` from
+    ``_angles.prepare_frequency_table`` (8, n_w); ``out`` (n, 2, n_w) float64 C-contiguous.
+    Trusted, like ``fill_table``; rows are split across ``threads`` in equal runs.
+    """
+    cdef Py_ssize_t n = cnp.PyArray_DIM(positions, 0)
+    cdef Py_ssize_t n_w = cnp.PyArray_DIM(table, 1)
+    cdef const double* p = <const double*>cnp.PyArray_DATA(positions)
+    cdef const double* frequencies = <const double*>cnp.PyArray_DATA(table)
+    cdef double* result = <double*>cnp.PyArray_DATA(out)
+    cdef Py_ssize_t run, first, count, per_run
+    if SINPE_DEBUG:
+        _check_exact_arguments(positions, table, out, threads)
+    threads = team_size(threads)  # 1 in a forked child of a process that ran a team
+    per_run = (n + threads - 1) // threads
+    with nogil:
+        if threads > 1:
+            for run in prange(threads, num_threads=threads, schedule="static"):
+                first = run * per_run
+                count = min(per_run, n - first)
+                if count > 0:
+                    exact_cos_sin_rows(p + first, count, frequencies, n_w,
+                                       result + first * 2 * n_w)
+        else:
+            exact_cos_sin_rows(p, n, frequencies, n_w, result)
+
+
+def _check_exact_arguments(positions, table, out, threads):
+    """Debug builds only: everything ``exact_cos_sin`` trusts."""
+    fits = (
+        positions.dtype == "float64" and positions.ndim == 1 and positions.flags.c_contiguous
+        and table.dtype == "float64" and table.ndim == 2 and table.shape[0] == 8
+        and table.flags.c_contiguous and out.dtype == "float64" and out.flags.c_contiguous
+        and out.flags.writeable and out.shape == (positions.shape[0], 2, table.shape[1])
+        and threads >= 1
+    )
+    if not fits:
+        raise ValueError("debug: exact_cos_sin arguments do not fit")
 
 
 def _check_arguments(out, coarse, mid, fine, sin_col, cos_col, step, n_sin, n_cos, pad_col,

@@ -146,10 +146,8 @@ def _info(args) -> int:
     cache = api.cache_info()
     print(f"cache: {cache.nbytes / 2**20:.1f} of {cache.limit / 2**20:.0f} MiB kept")
     print(f"SIMD: {kernel.SIMD if kernel is not None else 'n/a'}")
-    print(
-        f"numpy: {np.__version__}; extended precision long double: "
-        f"{np.finfo(np.longdouble).nmant >= 63}"
-    )
+    print(f"exact evaluator: {kernel.EXACT_SIMD if kernel is not None else 'numpy'}")
+    print(f"numpy: {np.__version__}")
     return 0
 
 
