@@ -31,9 +31,16 @@ def exact_cos_sin(positions, w):
     return out
 
 
+def frequency_tables(w):
+    """What ``_angles.frequency_table`` makes for a frequency key, for any ``w``."""
+    w = np.asarray(w, dtype=np.float64)
+    slow = np.flatnonzero(np.abs(w) >= _angles.FAST_W_LIMIT)
+    return _angles.prepare_frequency_table(w), slow
+
+
 def evaluate(backend, positions, w):
-    table = _angles.prepare_frequency_table(np.asarray(w, dtype=np.float64))
-    return _angles.exact_cos_sin(backends.EVALUATORS[backend], np.asarray(positions), table)
+    positions = np.asarray(positions, dtype=np.float64)
+    return _angles.exact_cos_sin(backends.EVALUATORS[backend], positions, frequency_tables(w))
 
 
 def check_against_mpmath(positions, w, backends_to_check=None):
@@ -145,7 +152,7 @@ def test_the_public_paths_use_the_evaluator_exactly():
 
 @pytest.mark.skipif("cython" not in backends.EVALUATORS, reason="kernel not built")
 def test_threaded_evaluation_matches_serial():
-    table = _angles.prepare_frequency_table(sinpe.frequencies(64))
+    table = frequency_tables(sinpe.frequencies(64))
     positions = np.arange(5000, dtype=np.float64) * 1.37e9
     one = _angles.exact_cos_sin(backends.EVALUATORS["cython"], positions, table, threads=1)
     two = _angles.exact_cos_sin(backends.EVALUATORS["cython"], positions, table, threads=2)

@@ -278,11 +278,12 @@ def _cos_sin_block(p, table, out):
     out[:, 1, :] = np.where(tiny, pw, sin)
 
 
-def fill_slow_columns(p: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
-    """Write the columns with |w| >= FAST_W_LIMIT of ``out`` (n_p, 2, n_w), for both backends:
-    exact big-integer turns, then the NumPy final stage (the C one gives the same bits)."""
+def fill_slow_columns(p: np.ndarray, table: np.ndarray, slow: np.ndarray, out: np.ndarray) -> None:
+    """Write the columns ``slow`` (those with |w| >= FAST_W_LIMIT) of ``out`` (n_p, 2, n_w), for
+    both backends: exact big-integer turns, then the NumPy final stage (the C one gives the
+    same bits)."""
     w = table[ROW_W]
-    for i in np.flatnonzero(np.abs(w) >= FAST_W_LIMIT):
+    for i in slow:
         pw = p * w[i]
         tiny = np.abs(pw) < TINY_ARGUMENT
         t_hi, t_lo = slow_path_turns(np.where(tiny, 0.0, p), w[i])
@@ -310,13 +311,15 @@ def evaluate(positions: np.ndarray, table: np.ndarray, out: np.ndarray, threads:
 
 
 @cached
-def frequency_table(freqs_key: tuple) -> np.ndarray:
-    """``prepare_frequency_table`` of ``frequency_vector(*freqs_key)``, read-only."""
+def frequency_table(freqs_key: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """``prepare_frequency_table`` of ``frequency_vector(*freqs_key)``, read-only, and the
+    indices of its slow columns (``|w| >= FAST_W_LIMIT``; almost always none)."""
     from ._frequencies import frequency_vector
 
-    table = prepare_frequency_table(frequency_vector(*freqs_key))
+    w = frequency_vector(*freqs_key)
+    table = prepare_frequency_table(w)
     table.flags.writeable = False
-    return table
+    return table, np.flatnonzero(np.abs(w) >= FAST_W_LIMIT)
 
 
 def _placed_empty(shape: tuple[int, ...]) -> np.ndarray:
@@ -331,27 +334,29 @@ def _placed_empty(shape: tuple[int, ...]) -> np.ndarray:
 def exact_cos_sin(
     evaluator,
     positions: np.ndarray,
-    table: np.ndarray,
+    tables: tuple[np.ndarray, np.ndarray],
     out: np.ndarray | None = None,
     threads: int = 1,
 ) -> np.ndarray:
     """``t`` of shape ``(len(positions), 2, n_w)``: ``t[:, 0]`` cosines, ``t[:, 1]`` sines of
     ``positions[:, None] * w[None, :]``, each within 0.5 ulp + 2**-65.3 of the exact value.
 
-    ``evaluator`` is a filler's ``exact_cos_sin`` (the kernel's, or ``evaluate``): it fills
-    the fast columns, and the slow ones (``|w| >= 2**32``) are filled here for both.
+    ``tables`` is ``frequency_table(key)``. ``evaluator`` is a backend's exact evaluator (the
+    kernel's ``exact_cos_sin`` or ``evaluate``): it fills the fast columns; the slow ones are
+    filled here, the same way for both.
     """
-    positions = np.ascontiguousarray(positions, dtype=np.float64)
+    table, slow = tables
     if out is None:
         out = np.empty((positions.shape[0], 2, table.shape[1]))
     if positions.shape[0] and table.shape[1]:
         evaluator(positions, table, out, threads)
-        fill_slow_columns(positions, table, out)
+        if slow.size:
+            fill_slow_columns(positions, table, slow, out)
     return out
 
 
 def rotation_tables(
-    evaluator, table: np.ndarray, fine: int, mid: int, coarse: int
+    evaluator, frequency: tuple[np.ndarray, np.ndarray], fine: int, mid: int, coarse: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(coarse, mid, fine)`` tables for offset 0, each ``(rows, 2, h)``, read-only, placed
     (``TABLE_PLACEMENT``):
@@ -362,8 +367,8 @@ def rotation_tables(
     """
     tables = []
     for rows, stride in ((coarse, fine * mid), (mid, fine), (fine, 1)):
-        t = _placed_empty((rows, 2, table.shape[1]))
-        exact_cos_sin(evaluator, np.arange(rows, dtype=np.float64) * stride, table, out=t)
+        t = _placed_empty((rows, 2, frequency[0].shape[1]))
+        exact_cos_sin(evaluator, np.arange(rows, dtype=np.float64) * stride, frequency, out=t)
         base = t
         while isinstance(base, np.ndarray):  # the view and the buffer under it: no way back
             base.flags.writeable = False

@@ -93,9 +93,9 @@ _PAIR_COST = 24
 
 def _exact(backend: str, positions: np.ndarray, key: tuple, threads: int | None = 1):
     """Exact ``(n, 2, h)`` cos/sin of ``positions`` times the frequencies of ``key``."""
-    table = frequency_table(key)
-    n_threads = threads_for(threads, positions.shape[0] * table.shape[1] * _PAIR_COST)
-    return exact_cos_sin(EVALUATORS[backend], positions, table, threads=n_threads)
+    tables = frequency_table(key)
+    n_threads = threads_for(threads, positions.shape[0] * tables[0].shape[1] * _PAIR_COST)
+    return exact_cos_sin(EVALUATORS[backend], positions, tables, threads=n_threads)
 
 
 def _fill(backend: str, table: np.ndarray, tables: tuple, columns, threads: int) -> np.ndarray:
@@ -212,7 +212,9 @@ def sinusoidal_positional_encoding(
         backend, convention, d_model, base, seq_len
     )
     if offset:
-        positions = offset + np.arange(n_coarse, dtype=np.float64) * (n_mid * n_fine)
+        # float(offset) is exact (< 2**53), and a float scalar keeps NumPy off its slow
+        # Python-int promotion path (6 us for one row).
+        positions = np.arange(n_coarse, dtype=np.float64) * (n_mid * n_fine) + float(offset)
         coarse = _exact(backend, positions, key)
     n_threads = min(threads_for(threads, seq_len * d_model), -(-seq_len // n_fine))
     return _fill(backend, table, (coarse, mid, fine), columns, n_threads)
