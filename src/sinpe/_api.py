@@ -9,8 +9,8 @@ import numpy as np
 
 from . import _cache
 from . import _checks as check
-from ._angles import exact_cos_sin, frequency_table, rotation_tables
-from ._backends import BACKEND, EVALUATORS, FILLERS, HAVE_OPENMP
+from ._angles import exact_cos_sin, fill_slow_columns, frequency_table, rotation_tables
+from ._backends import BACKEND, EVALUATORS, EXACT_FILLERS, FILLERS, HAVE_OPENMP
 from ._backends import resolve as _backend
 from ._checks import F64, MAX_POSITION
 from ._frequencies import frequency_vector
@@ -73,13 +73,14 @@ def _make_plan(backend: str, convention: Convention, d_model: int, base: float, 
     columns = convention.column_map(d_model)
     key = _frequency_key(convention, d_model, base)
     coarse, mid, fine = block_sizes(rows)
-    tables = rotation_tables(EVALUATORS[backend], frequency_table(key), fine, mid, coarse)
-    return columns, key, (coarse, mid, fine), tables
+    frequency = frequency_table(key)
+    tables = rotation_tables(EVALUATORS[backend], frequency, fine, mid, coarse)
+    return columns, frequency, (coarse, mid, fine), tables
 
 
 def _plan(backend: str, convention: Convention, d_model: int, base: float, n_rows: int):
-    """``(columns, frequency key, (coarse, mid, fine) sizes, (coarse, mid, fine) tables)`` for
-    a table of ``n_rows`` rows at offset 0, its tables made by ``backend``'s evaluator."""
+    """``(columns, frequency_table(key), (coarse, mid, fine) sizes, (coarse, mid, fine)
+    tables)`` for a table of ``n_rows`` rows at offset 0, made by ``backend``'s evaluator."""
     # Made for n_rows rounded up to a power of two, so that lengths 1025 to 2048 (say) share
     # one plan; one cache lookup per call, and the plan's tables count against its bound.
     key = ("plan", backend, convention, d_model, base, 1 << (n_rows - 1).bit_length())
@@ -91,11 +92,40 @@ def _plan(backend: str, convention: Convention, d_model: int, base: float, n_row
 _PAIR_COST = 24
 
 
-def _exact(backend: str, positions: np.ndarray, key: tuple, threads: int | None = 1):
-    """Exact ``(n, 2, h)`` cos/sin of ``positions`` times the frequencies of ``key``."""
-    tables = frequency_table(key)
-    n_threads = threads_for(threads, positions.shape[0] * tables[0].shape[1] * _PAIR_COST)
-    return exact_cos_sin(EVALUATORS[backend], positions, tables, threads=n_threads)
+def _exact(backend: str, positions: np.ndarray, frequency: tuple):
+    """Exact ``(n, 2, h)`` cos/sin of ``positions`` times the frequencies of
+    ``frequency = frequency_table(key)``."""
+    work = positions.shape[0] * frequency[0].shape[1] * _PAIR_COST
+    return exact_cos_sin(EVALUATORS[backend], positions, frequency, threads=threads_for(None, work))
+
+
+def _fill_exact(backend: str, table: np.ndarray, positions: np.ndarray, frequency, columns):
+    """Every row of ``table`` straight from the exact evaluator: row r is ``positions[r]``;
+    ``frequency`` is ``frequency_table(key)``."""
+    frequency, slow = frequency
+    c = columns
+    work = table.shape[0] * frequency.shape[1] * _PAIR_COST
+    EXACT_FILLERS[backend](
+        table,
+        positions,
+        frequency,
+        c.sin_col,
+        c.cos_col,
+        c.step,
+        c.n_sin,
+        c.n_cos,
+        c.pad_col,
+        threads_for(None, work),
+    )
+    if slow.size:  # |w| >= 2**32: the exact big-integer path, the same for both backends
+        values = np.empty((positions.shape[0], 2, frequency.shape[1]))
+        fill_slow_columns(positions, frequency, slow, values)
+        for i in slow:
+            if i < c.n_sin:
+                table[:, c.sin_col + i * c.step] = values[:, 1, i]
+            if i < c.n_cos:
+                table[:, c.cos_col + i * c.step] = values[:, 0, i]
+    return table
 
 
 def _fill(backend: str, table: np.ndarray, tables: tuple, columns, threads: int) -> np.ndarray:
@@ -208,14 +238,17 @@ def sinusoidal_positional_encoding(
     table = check.output(out, (seq_len, d_model), dtype, _TABLE_SIZES)
     if seq_len == 0:
         return table
-    columns, key, (n_coarse, n_mid, n_fine), (coarse, mid, fine) = _plan(
+    columns, frequency, (n_coarse, n_mid, n_fine), (coarse, mid, fine) = _plan(
         backend, convention, d_model, base, seq_len
     )
     if offset:
         # float(offset) is exact (< 2**53), and a float scalar keeps NumPy off its slow
         # Python-int promotion path (6 us for one row).
+        if seq_len <= n_coarse:  # no fewer anchors than rows: every row its own anchor
+            positions = np.arange(seq_len, dtype=np.float64) + float(offset)
+            return _fill_exact(backend, table, positions, frequency, columns)
         positions = np.arange(n_coarse, dtype=np.float64) * (n_mid * n_fine) + float(offset)
-        coarse = _exact(backend, positions, key)
+        coarse = _exact(backend, positions, frequency)
     n_threads = min(threads_for(threads, seq_len * d_model), -(-seq_len // n_fine))
     return _fill(backend, table, (coarse, mid, fine), columns, n_threads)
 
@@ -249,15 +282,6 @@ def frequencies(
 
 
 # --------------------------------------------------------------------------- encodings
-
-
-@_cache.cached
-def _identity_table(h: int) -> np.ndarray:
-    """One row of unit vectors at angle 0: rotating by it is exact (x*1 + y*0 == x)."""
-    table = np.zeros((1, 2, h))
-    table[:, 0] = 1.0
-    table.flags.writeable = False
-    return table
 
 
 def encode(
@@ -309,12 +333,9 @@ def encode(
     if positions.size == 0:
         return table
     columns = convention.column_map(d_model)
-    key = _frequency_key(convention, d_model, base)
-    # Every row is its own anchor: exact sin/cos per position, then a rotation by angle 0.
-    coarse = _exact(backend, positions.reshape(-1), key, threads=None)
-    identity = _identity_table(columns.frequencies)
-    rows = table.reshape(-1, d_model)  # a view: the table is C-contiguous
-    _fill(backend, rows, (coarse, identity, identity), columns, 1)
+    # Every row is its own anchor: exact sin/cos per position, straight into its columns.
+    frequency = frequency_table(_frequency_key(convention, d_model, base))
+    _fill_exact(backend, table.reshape(-1, d_model), positions.reshape(-1), frequency, columns)
     return table
 
 
@@ -348,7 +369,7 @@ def shift_matrix(k: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
         )
     matrix = check.allocate((d_model, d_model), F64, ("d_model", "d_model"), zeros=True)
     key = _frequency_key(get_convention("vaswani"), d_model, check.base(base))
-    cos_k, sin_k = _exact(BACKEND, np.array([float(k)]), key)[0]
+    cos_k, sin_k = _exact(BACKEND, np.array([float(k)]), frequency_table(key))[0]
     i = np.arange(d_model // 2)
     matrix[2 * i, 2 * i] = cos_k
     matrix[2 * i, 2 * i + 1] = sin_k

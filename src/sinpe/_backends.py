@@ -20,13 +20,16 @@ else:
     KERNEL_ERROR = ""
 
 NAMES = ("auto", "cython", "numpy")
-# Each backend's two private functions, one signature per kind: the table filler (rotations)
-# and the exact evaluator the rotation tables, offsets and ``encode`` start from.
+# Each backend's private functions, one signature per kind: the table filler (rotations), the
+# exact evaluator the rotation tables and offsets start from, and the exact row filler (every
+# row its own anchor: ``encode``, a few rows far out).
 FILLERS = {"numpy": _numpy.fill_table}
 EVALUATORS = {"numpy": _angles.evaluate}
+EXACT_FILLERS = {"numpy": _numpy.fill_exact}
 if kernel is not None:
     FILLERS["cython"] = kernel.fill_table
     EVALUATORS["cython"] = kernel.exact_cos_sin
+    EXACT_FILLERS["cython"] = kernel.fill_exact
 HAVE_OPENMP = bool(kernel is not None and kernel.HAVE_OPENMP)
 
 

@@ -28,3 +28,15 @@ def exact_cos_sin(
     out: npt.NDArray[np.float64],
     threads: int,
 ) -> None: ...
+def fill_exact(
+    out: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    positions: npt.NDArray[np.float64],
+    table: npt.NDArray[np.float64],
+    sin_col: int,
+    cos_col: int,
+    step: int,
+    n_sin: int,
+    n_cos: int,
+    pad_col: int,
+    threads: int,
+) -> None: ...

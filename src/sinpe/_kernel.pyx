@@ -329,3 +329,95 @@ cdef inline void fill_block(
             row[t.pad_col] = 0
         r += 1
         f_cos += 2 * h
+
+
+def fill_exact(
+    cnp.ndarray out,
+    cnp.ndarray positions,
+    cnp.ndarray table,
+    Py_ssize_t sin_col, Py_ssize_t cos_col, Py_ssize_t step,
+    Py_ssize_t n_sin, Py_ssize_t n_cos, Py_ssize_t pad_col,
+    int threads,
+):
+    """Fill row ``r`` of ``out`` (float32 or float64) with the exact cos/sin of
+    ``positions[r] * w`` straight from the evaluator, in the column map's places: every row
+    its own anchor (``encode``, a few rows at a far offset). Columns of frequencies with
+    ``|w| >= 2**32`` are left to ``_api`` (the slow exact path). Trusted like ``fill_table``.
+    """
+    cdef Exact e
+    if SINPE_DEBUG:
+        _check_fill_exact_arguments(out, positions, table, sin_col, cos_col, step, n_sin, n_cos,
+                                    pad_col, threads)
+    e.p = <const double*>cnp.PyArray_DATA(positions)
+    e.table = <const double*>cnp.PyArray_DATA(table)
+    e.h = cnp.PyArray_DIM(table, 1)
+    e.sin_col, e.cos_col, e.step = sin_col, cos_col, step
+    e.n_sin, e.n_cos, e.pad_col = n_sin, n_cos, pad_col
+    cdef Py_ssize_t n_rows = cnp.PyArray_DIM(out, 0)
+    cdef Py_ssize_t width = cnp.PyArray_DIM(out, 1)
+    if cnp.PyArray_ITEMSIZE(out) == 8:
+        _fill_exact(<double*>cnp.PyArray_DATA(out), n_rows, width, &e, threads)
+    else:
+        _fill_exact(<float*>cnp.PyArray_DATA(out), n_rows, width, &e, threads)
+
+
+def _check_fill_exact_arguments(out, positions, table, sin_col, cos_col, step, n_sin, n_cos,
+                                pad_col, threads):
+    """Debug builds only: everything ``fill_exact`` trusts."""
+    n_rows, width = out.shape
+    h = table.shape[1]
+    if not (positions.dtype == "float64" and positions.shape == (n_rows,)
+            and positions.flags.c_contiguous and table.dtype == "float64"
+            and table.shape == (8, h) and table.flags.c_contiguous):
+        raise ValueError("debug: fill_exact positions or table do not fit")
+    if out.dtype not in ("float32", "float64") or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("debug: out must be a writable C-contiguous float32/float64 table")
+    if not (0 <= n_cos <= n_sin <= h) or not (threads >= 1):
+        raise ValueError(f"debug: n_sin={n_sin}, n_cos={n_cos}, h={h}, threads={threads}")
+    for name, first, count in (("sin", sin_col, n_sin), ("cos", cos_col, n_cos)):
+        if count and not (0 <= first and first + step * (count - 1) < width and step >= 1):
+            raise ValueError(f"debug: {name} columns {first}+{step}*i, i<{count}, exceed {width}")
+    if not (-1 <= pad_col < width):
+        raise ValueError(f"debug: pad_col={pad_col} outside {width} columns")
+
+
+cdef struct Exact:
+    const double* p  # one position per row
+    const double* table  # (8, h): _angles.prepare_frequency_table
+    Py_ssize_t h
+    Py_ssize_t sin_col, cos_col, step, n_sin, n_cos, pad_col
+
+
+cdef int _fill_exact(real_out* out, Py_ssize_t n_rows, Py_ssize_t width, const Exact* e,
+                     int threads) except -1:
+    cdef Py_ssize_t r
+    cdef Py_ssize_t stride = (2 * e.h + 7) // 8 * 8  # doubles: each thread's row 64-byte apart
+    cdef double* scratch
+    if n_rows == 0 or width == 0:
+        return 0
+    threads = team_size(threads)  # 1 in a forked child of a process that ran a team
+    scratch = <double*>malloc(threads * stride * sizeof(double) + 64)
+    if scratch == NULL:
+        raise MemoryError(f"no memory for {threads} rows of {2 * e.h} doubles")
+    with nogil:
+        if threads > 1:
+            for r in prange(n_rows, num_threads=threads, schedule="static"):
+                exact_row(out + r * width, e.p[r], e, scratch + threadid() * stride)
+        else:
+            for r in range(n_rows):
+                exact_row(out + r * width, e.p[r], e, scratch)
+    free(scratch)
+    return 0
+
+
+cdef inline void exact_row(real_out* row, double p, const Exact* e, double* cos_sin) noexcept nogil:
+    """One row: the evaluator writes [cos | sin] of p*w into ``cos_sin`` (2*h doubles), then
+    each value goes to its column, rounded once to the row's type."""
+    cdef Py_ssize_t i
+    exact_cos_sin_rows(&p, 1, e.table, e.h, cos_sin)
+    for i in range(e.n_sin):
+        row[e.sin_col + i * e.step] = <real_out>cos_sin[e.h + i]
+    for i in range(e.n_cos):
+        row[e.cos_col + i * e.step] = <real_out>cos_sin[i]
+    if e.pad_col >= 0:
+        row[e.pad_col] = 0

@@ -1,11 +1,13 @@
-"""The NumPy filler: the same scheme as ``_kernel.pyx`` (read its header), written with
+"""The NumPy fillers: the same schemes as ``_kernel.pyx`` (read its header), written with
 broadcasting, rounding every operation in the same order so both backends agree bit for bit."""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["fill_table"]
+from ._angles import evaluate
+
+__all__ = ["fill_exact", "fill_table"]
 
 
 def _unit(values: np.ndarray) -> np.ndarray:
@@ -62,5 +64,28 @@ def fill_table(
             view[..., cos_part] = _unit(
                 bc[..., :n_cos] * fc[..., :n_cos] - bs[..., :n_cos] * fs[..., :n_cos]
             )
+    if pad_col >= 0:
+        out[:, pad_col] = 0
+
+
+def fill_exact(
+    out: np.ndarray,
+    positions: np.ndarray,
+    table: np.ndarray,
+    sin_col: int,
+    cos_col: int,
+    step: int,
+    n_sin: int,
+    n_cos: int,
+    pad_col: int,
+    threads: int,
+) -> None:
+    """Row ``r`` of ``out`` = the exact cos/sin of ``positions[r] * w`` in the column map's
+    places, rounded once to ``out``'s type; same contract as the kernel's ``fill_exact``."""
+    values = np.empty((positions.shape[0], 2, table.shape[1]))
+    evaluate(positions, table, values, threads)
+    out[:, sin_col : sin_col + step * n_sin : step] = values[:, 1, :n_sin]
+    if n_cos:
+        out[:, cos_col : cos_col + step * n_cos : step] = values[:, 0, :n_cos]
     if pad_col >= 0:
         out[:, pad_col] = 0
