@@ -76,3 +76,29 @@ def two_tables_threaded(seq_len, d_model, dtype="float64"):
     for worker in workers:
         worker.join()
     return tables
+
+
+def textbook_at(positions, d_model):
+    """The textbook formula at arbitrary positions (what ``encode`` replaces); inexact at
+    large positions."""
+    import numpy as np
+
+    position = np.asarray(positions, dtype=np.float64)[:, None]
+    div_term = np.exp(np.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+    table = np.zeros((len(position), d_model))
+    table[:, 0::2] = np.sin(position * div_term)
+    table[:, 1::2] = np.cos(position * div_term[: d_model // 2])
+    return table
+
+
+def diffusers_timesteps(timesteps, dim, max_period=10000.0, downscale_freq_shift=1.0):
+    """diffusers' get_timestep_embedding transcribed to NumPy float64 (default flags)."""
+    import numpy as np
+
+    half = dim // 2
+    exponent = -math.log(max_period) * np.arange(half, dtype=np.float64)
+    emb = (
+        np.asarray(timesteps, dtype=np.float64)[:, None]
+        * np.exp(exponent / (half - downscale_freq_shift))[None, :]
+    )
+    return np.concatenate([np.sin(emb), np.cos(emb)], axis=-1)

@@ -30,3 +30,12 @@ def test_gil_script_reports_both_timings(capsys):
     assert gil.main(["--rounds", "1"]) in (0, 1)
     out = capsys.readouterr().out
     assert "one after the other" in out and "two Python threads" in out
+
+
+def test_first_call_script_prints_every_contender(capsys):
+    import first_call
+
+    assert first_call.main(["--runs", "1", "--shapes", "64x32"]) == 0
+    out = capsys.readouterr().out
+    for name in ("np.ones f64", "sinpe f64", "sinpe f32", "textbook f64"):
+        assert f"64x32  {name}" in out
