@@ -220,3 +220,27 @@ def test_generated_constants_are_up_to_date(script):
 
     result = subprocess.run([sys.executable, str(tool), "--check"], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_frequency_constants_are_the_big_integer_ones():
+    """The vectorised w/(2 pi) triple (exact products, certified renormalisation) is bit for
+    bit the one exact big-integer arithmetic defines, across the whole range of w."""
+    rng = np.random.default_rng(5)
+    w = np.concatenate(
+        [
+            2.0 ** rng.uniform(-720, 31.9, 3000) * rng.choice([-1.0, 1.0], 3000),
+            sinpe.frequencies(4096),
+            sinpe.frequencies(383, base=500000.0),
+            [0.0, 2.0**-1074, 2.0**-700, 2.0**-701, 1.0, 2.0**31, 2.0**32, 2.0**100],
+        ]
+    )
+    table = _angles.prepare_frequency_table(w)
+    for i, wi in enumerate(w):
+        if abs(wi) < _angles.FAST_W_LIMIT:
+            expected = _angles._turns_per_radian(float(wi))
+            got = tuple(table[_angles.ROW_C0 : _angles.ROW_C2 + 1, i])
+            assert got == expected, (wi, got, expected)
+            c0_hi, c0_lo = _angles._split(table[_angles.ROW_C0, i])
+            assert (table[_angles.ROW_C0_HI, i], table[_angles.ROW_C0_LO, i]) == (c0_hi, c0_lo)
+        else:
+            assert not table[1:, i].any()

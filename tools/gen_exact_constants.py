@@ -42,6 +42,13 @@ def generate():
     two_pi_hi, two_pi_lo = double_double(2 * mp.pi)
     two_pi_hi_hi, two_pi_hi_lo = veltkamp_split(two_pi_hi)
     inv_2pi = int(mpmath.floor(mpf(2) ** INV_2PI_BITS / (2 * mp.pi)))
+    # 1/(2*pi) as nine chunks: K_0 rounded to a multiple of 2**-25, K_j the remainder rounded
+    # to a multiple of 2**-25(j+1), so that w's 27-bit head times K_j is exact.
+    chunks, rest = [], 1 / (2 * mp.pi)
+    for j in range(9):
+        grid = mpf(2) ** (-25 * (j + 1))
+        chunks.append(float(mpmath.nint(rest / grid) * grid))
+        rest -= mpf(chunks[-1])
     rows = []
     for j in range(TABLE_SIZE):
         turn = mpf(2 * j) / TABLE_SIZE  # cospi/sinpi: exact at the quarter turns
@@ -76,6 +83,11 @@ def generate():
         "INV_2PI = int(",
         *(f'    "{digits[i : i + 64]}"' for i in range(0, len(digits), 64)),
         "    16,",
+        ")",
+        "# 1/(2*pi) = sum(INV_2PI_CHUNKS) + t, |t| < 2**-228; chunk j is on the grid",
+        "# 2**-25(j+1), so a 27-bit head times it is exact (_angles.prepare_frequency_table).",
+        "INV_2PI_CHUNKS = (",
+        *(f'    float.fromhex("{c.hex()}"),' for c in chunks),
         ")",
         "# Row j: cos_hi, cos_lo, sin_hi, sin_lo of 2*pi*j/256.",
         'TURN_TABLE_HEX = """\\',

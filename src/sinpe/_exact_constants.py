@@ -18,6 +18,19 @@ INV_2PI = int(
     "6a78e45857b986c2",
     16,
 )
+# 1/(2*pi) = sum(INV_2PI_CHUNKS) + t, |t| < 2**-228; chunk j is on the grid
+# 2**-25(j+1), so a 27-bit head times it is exact (_angles.prepare_frequency_table).
+INV_2PI_CHUNKS = (
+    float.fromhex("0x1.45f3080000000p-3"),
+    float.fromhex("-0x1.2363780000000p-27"),
+    float.fromhex("0x1.529fc00000000p-54"),
+    float.fromhex("0x1.3abe900000000p-77"),
+    float.fromhex("-0x1.5964480000000p-103"),
+    float.fromhex("0x1.b6c5200000000p-131"),
+    float.fromhex("0x1.664f100000000p-152"),
+    float.fromhex("0x1.c821000000000p-177"),
+    float.fromhex("-0x1.ae9c540000000p-202"),
+)
 # Row j: cos_hi, cos_lo, sin_hi, sin_lo of 2*pi*j/256.
 TURN_TABLE_HEX = """\
 0x1.0000000000000p+0 0x0.0p+0 0x0.0p+0 0x0.0p+0
