@@ -14,7 +14,7 @@ import pytest
 
 import sinpe
 import sinpe._backends as backends
-from sinpe import _angles
+from sinpe import _angles, _turns
 
 CTX = mpmath.MPContext()
 CTX.prec = 1400  # p * w up to 2**953: every bit of the reduction is kept
@@ -234,13 +234,13 @@ def test_frequency_constants_are_the_big_integer_ones():
             [0.0, 2.0**-1074, 2.0**-700, 2.0**-701, 1.0, 2.0**31, 2.0**32, 2.0**100],
         ]
     )
-    table = _angles.prepare_frequency_table(w)
+    table = _turns.prepare_frequency_table(w)
     for i, wi in enumerate(w):
-        if abs(wi) < _angles.FAST_W_LIMIT:
-            expected = _angles._turns_per_radian(float(wi))
-            got = tuple(table[_angles.ROW_C0 : _angles.ROW_C2 + 1, i])
+        if abs(wi) < _turns.FAST_W_LIMIT:
+            expected = _turns._turns_per_radian(float(wi))
+            got = tuple(table[_turns.ROW_C0 : _turns.ROW_C2 + 1, i])
             assert got == expected, (wi, got, expected)
-            c0_hi, c0_lo = _angles._split(table[_angles.ROW_C0, i])
-            assert (table[_angles.ROW_C0_HI, i], table[_angles.ROW_C0_LO, i]) == (c0_hi, c0_lo)
+            c0_hi, c0_lo = _turns._split(table[_turns.ROW_C0, i])
+            assert (table[_turns.ROW_C0_HI, i], table[_turns.ROW_C0_LO, i]) == (c0_hi, c0_lo)
         else:
             assert not table[1:, i].any()

@@ -2,7 +2,7 @@
  * _exact.h: cos(p*w) and sin(p*w) to within half an ulp (plus 2^-65.3) for
  * double positions p and frequencies w, with double arithmetic only.
  *
- * Twin: _angles.py performs the same double operations in the same
+ * Twin: _angles.py (with _turns.py) performs the same double operations in the same
  * order and returns bit-identical arrays.  It also computes the frequency
  * table this header consumes and the exact slow path for |w| >= 2^32.
  *
@@ -22,7 +22,7 @@
  * (the correctly rounded value: 1 - cos < 2^-81) and sin = RN(p w), so
  * |y - f| <= ulp(y)/2 + |p w|^3/6 (relative accuracy, signed zeros kept).
  *
- * 1. Frequency constants (_angles.prepare_frequency_table, once per w):
+ * 1. Frequency constants (_turns.prepare_frequency_table, once per w):
  *    c = w / (2 pi) turns per unit of p, c0 = RN(c), c1 = RN(c - c0),
  *    c2 = RN(c - c0 - c1), from a 1344-bit 1/(2 pi):
  *    |c - c0 - c1 - c2| <= ulp(c2)/2 <= 2^-159 |c|.
@@ -38,7 +38,7 @@
  *    roundings of at most 2^-75; t_hi + t_lo = u + tail exactly (two_sum).
  *      eps_t <= 3 * 2^-75 (tail) + 2^-77 (m2) + 2^53 ulp(c2)/2 (c truncated,
  *            <= 2^-77) = 3.5 * 2^-75 < 2^-73.19 turns;  2 pi eps_t < 2^-70.54.
- *    Slow path (|w| >= 2^32, _angles.slow_path_turns, big integers): t
+ *    Slow path (|w| >= 2^32, _turns.slow_path_turns, big integers): t
  *    to 2^-191, t_hi = RN(t), t_lo = RN(t - t_hi): eps_t < 2^-106 turns.
  *    Either way |t_hi| <= 1 + 2^-21 and |t_lo| <= ulp(t_hi)/2 <= 2^-52.
  *
@@ -783,7 +783,7 @@ static inline int sinpe__cpu_has_avx2_fma(void)
 /* ------------------------------------------------------------------------ */
 
 /* See sinpe_exact_cos_sin_plain: p has n_p finite positions, |p| < 2^53;
- * table is _angles.prepare_frequency_table(w), SINPE_TABLE_ROWS x n_w. */
+ * table is _turns.prepare_frequency_table(w), SINPE_TABLE_ROWS x n_w. */
 static inline void sinpe_exact_cos_sin(const double *p, ptrdiff_t n_p, const double *table,
                                        ptrdiff_t n_w, double *out)
 {

@@ -193,7 +193,7 @@ def exact_cos_sin(cnp.ndarray positions, cnp.ndarray table, cnp.ndarray out, int
     for the columns with ``|w| < 2**32`` (the others are left to ``_angles``).
 
     ``positions`` 1-D float64 C-contiguous, ``|p| < 2**53``; ``table`` from
-    ``_angles.prepare_frequency_table`` (8, n_w); ``out`` (n, 2, n_w) float64 C-contiguous.
+    ``_turns.prepare_frequency_table`` (8, n_w); ``out`` (n, 2, n_w) float64 C-contiguous.
     Trusted, like ``fill_table``; rows are split across ``threads`` in equal runs.
     """
     cdef Py_ssize_t n = cnp.PyArray_DIM(positions, 0)
@@ -383,7 +383,7 @@ def _check_fill_exact_arguments(out, positions, table, sin_col, cos_col, step, n
 
 cdef struct Exact:
     const double* p  # one position per row
-    const double* table  # (8, h): _angles.prepare_frequency_table
+    const double* table  # (8, h): _turns.prepare_frequency_table
     Py_ssize_t h
     Py_ssize_t sin_col, cos_col, step, n_sin, n_cos, pad_col
 
