@@ -56,6 +56,7 @@ import math
 import numpy as np
 
 from ._cache import cached
+from ._turns import _fast_two_sum, _product_error, _split, _two_sum
 
 __all__ = ["frequency_vector"]
 
@@ -85,7 +86,6 @@ _TABLE_BITS = 8  # both exp2 tables have 2**8 entries: 2**(k/2**16) = 2**m * coa
 _TABLE_MASK = (1 << _TABLE_BITS) - 1
 _BLOCK_BITS = 13  # indices are processed in blocks of 2**13 (cache-sized work arrays)
 _BLOCK = 1 << _BLOCK_BITS
-_VELTKAMP = 2.0**27 + 1.0  # splits a float into two 26-bit halves whose products are exact
 # Splits the step c so that its head has 53 - 13 = 40 bits: o * head is exact for o < 2**13.
 _BLOCK_SPLIT = 2.0**_BLOCK_BITS + 1.0
 _X_SATURATE = 1600.0  # e**1600 * 2**-1074 > 2**1024 and e**-1600 * 2**1024 < 2**-1075
@@ -100,32 +100,6 @@ _SUBNORMAL_EXPONENT = 1074  # subnormals are the integer multiples of 2**-1074
 # A rounding residual smaller than this (relative) is far below the method's error bound
 # (2**-89): the exact value is then taken to be the midpoint itself.
 _TIE_NOISE = 2.0**-80
-
-
-def _split(a, factor=_VELTKAMP):
-    """Veltkamp split: a == head + tail exactly; for factor 2**s + 1 the head has 53 - s
-    significant bits and the tail fits in s - 1 bits (plus sign)."""
-    scaled = a * factor
-    head = scaled - (scaled - a)
-    return head, a - head
-
-
-def _two_sum(a, b):
-    """Knuth: a + b == s + err exactly, s = fl(a + b)."""
-    s = a + b
-    b_virtual = s - a
-    return s, (a - (s - b_virtual)) + (b - b_virtual)
-
-
-def _fast_two_sum(a, b):
-    """Dekker: a + b == s + err exactly, s = fl(a + b); needs |a| >= |b| (or a == 0)."""
-    s = a + b
-    return s, b - (s - a)
-
-
-def _product_error(product, a_head, a_tail, b_head, b_tail):
-    """a*b - fl(a*b), exactly, from the Veltkamp halves of a and b (Dekker)."""
-    return ((a_head * b_head - product) + a_head * b_tail + a_tail * b_head) + a_tail * b_tail
 
 
 def _two_prod(a, b):

@@ -243,15 +243,7 @@ def _check_arguments(out, coarse, mid, fine, sin_col, cos_col, step, n_sin, n_co
             raise ValueError(f"debug: {name} table {table.dtype} {table.shape} does not fit h={h}")
     if n_rows > coarse.shape[0] * mid.shape[0] * fine.shape[0]:
         raise ValueError(f"debug: tables cover fewer than {n_rows} rows")
-    if out.dtype not in ("float32", "float64") or not out.flags.c_contiguous or not out.flags.writeable:
-        raise ValueError("debug: out must be a writable C-contiguous float32/float64 table")
-    if not (0 <= n_cos <= n_sin <= h) or not (threads >= 1):
-        raise ValueError(f"debug: n_sin={n_sin}, n_cos={n_cos}, h={h}, threads={threads}")
-    for name, first, count in (("sin", sin_col, n_sin), ("cos", cos_col, n_cos)):
-        if count and not (0 <= first and first + step * (count - 1) < width and step >= 1):
-            raise ValueError(f"debug: {name} columns {first}+{step}*i, i<{count}, exceed {width}")
-    if not (-1 <= pad_col < width):
-        raise ValueError(f"debug: pad_col={pad_col} outside {width} columns")
+    _check_out_and_columns(out, h, sin_col, cos_col, step, n_sin, n_cos, pad_col, threads)
 
 
 cdef struct Tables:
@@ -361,6 +353,21 @@ def fill_exact(
         _fill_exact(<float*>cnp.PyArray_DATA(out), n_rows, width, &e, threads)
 
 
+def _check_out_and_columns(out, h, sin_col, cos_col, step, n_sin, n_cos, pad_col, threads):
+    """Debug builds only: ``out`` is a writable C-contiguous float table and the column map
+    stays inside its rows, for ``h`` frequencies."""
+    if out.dtype not in ("float32", "float64") or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("debug: out must be a writable C-contiguous float32/float64 table")
+    width = out.shape[1]
+    if not (0 <= n_cos <= n_sin <= h) or not (threads >= 1):
+        raise ValueError(f"debug: n_sin={n_sin}, n_cos={n_cos}, h={h}, threads={threads}")
+    for name, first, count in (("sin", sin_col, n_sin), ("cos", cos_col, n_cos)):
+        if count and not (0 <= first and first + step * (count - 1) < width and step >= 1):
+            raise ValueError(f"debug: {name} columns {first}+{step}*i, i<{count}, exceed {width}")
+    if not (-1 <= pad_col < width):
+        raise ValueError(f"debug: pad_col={pad_col} outside {width} columns")
+
+
 def _check_fill_exact_arguments(out, positions, table, sin_col, cos_col, step, n_sin, n_cos,
                                 pad_col, threads):
     """Debug builds only: everything ``fill_exact`` trusts."""
@@ -370,15 +377,7 @@ def _check_fill_exact_arguments(out, positions, table, sin_col, cos_col, step, n
             and positions.flags.c_contiguous and table.dtype == "float64"
             and table.shape == (8, h) and table.flags.c_contiguous):
         raise ValueError("debug: fill_exact positions or table do not fit")
-    if out.dtype not in ("float32", "float64") or not out.flags.c_contiguous or not out.flags.writeable:
-        raise ValueError("debug: out must be a writable C-contiguous float32/float64 table")
-    if not (0 <= n_cos <= n_sin <= h) or not (threads >= 1):
-        raise ValueError(f"debug: n_sin={n_sin}, n_cos={n_cos}, h={h}, threads={threads}")
-    for name, first, count in (("sin", sin_col, n_sin), ("cos", cos_col, n_cos)):
-        if count and not (0 <= first and first + step * (count - 1) < width and step >= 1):
-            raise ValueError(f"debug: {name} columns {first}+{step}*i, i<{count}, exceed {width}")
-    if not (-1 <= pad_col < width):
-        raise ValueError(f"debug: pad_col={pad_col} outside {width} columns")
+    _check_out_and_columns(out, h, sin_col, cos_col, step, n_sin, n_cos, pad_col, threads)
 
 
 cdef struct Exact:

@@ -31,18 +31,23 @@ _SLOW_TURN_BITS = 192  # bits of the turn fraction the slow exact path keeps
 # --------------------------------------------------------------------------- error-free steps
 
 
-def _split(a):
-    """Veltkamp: a = hi + lo exactly, each with at most 26 significant bits."""
-    g = a * _SPLITTER
+def _split(a, factor=_SPLITTER):
+    """Veltkamp: a = hi + lo exactly; for factor 2**s + 1 the head has 53 - s significant
+    bits and the tail fits in s - 1 bits (plus sign): 26 + 26 for the default."""
+    g = a * factor
     hi = g - (g - a)
     return hi, a - hi
+
+
+def _product_error(p, a_hi, a_lo, b_hi, b_lo):
+    """Dekker: a*b - p exactly, for p = fl(a*b) and the Veltkamp halves of a and b."""
+    return (((a_hi * b_hi - p) + a_hi * b_lo) + a_lo * b_hi) + a_lo * b_lo
 
 
 def _two_prod(a, a_hi, a_lo, b, b_hi, b_lo):
     """Dekker: a*b = p + e exactly (no under/overflow), given splits of a, b."""
     p = a * b
-    e = (((a_hi * b_hi - p) + a_hi * b_lo) + a_lo * b_hi) + a_lo * b_lo
-    return p, e
+    return p, _product_error(p, a_hi, a_lo, b_hi, b_lo)
 
 
 def _two_sum(a, b):
