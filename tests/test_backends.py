@@ -182,3 +182,31 @@ def test_debug_build_checks_the_trusted_arguments():
     ):
         with pytest.raises(ValueError, match="debug"):
             backends.kernel.fill_table(**{**good, **bad})
+
+
+@pytest.mark.skipif(
+    backends.kernel is None or not backends.kernel.DEBUG, reason="debug builds only"
+)
+def test_debug_build_checks_the_exact_fillers_arguments():
+    from sinpe import _angles
+
+    table, _ = _angles.frequency_table(conventions.VASWANI.frequency_key(8, 10000.0))
+    positions = np.arange(5, dtype=np.float64)
+    good = dict(
+        out=np.empty((5, 8)),
+        positions=positions,
+        table=table,
+        sin_col=0,
+        cos_col=1,
+        step=2,
+        n_sin=4,
+        n_cos=4,
+        pad_col=-1,
+        threads=1,
+    )
+    backends.kernel.fill_exact(**good)
+    for bad in (dict(positions=positions[:4]), dict(n_sin=5), dict(step=3), dict(pad_col=8)):
+        with pytest.raises(ValueError, match="debug"):
+            backends.kernel.fill_exact(**{**good, **bad})
+    with pytest.raises(ValueError, match="debug"):
+        backends.kernel.exact_cos_sin(positions, table, np.empty((4, 2, 4)), 1)
