@@ -31,8 +31,8 @@ __all__ = [
     "HAVE_OPENMP",
 ]
 
-# Every frequency must be below this: then position * frequency < 2**953 and Dekker's split
-# stays finite, so the product is exact (see _angles._two_product).
+# Every frequency must be below this (position * frequency < 2**953): the range the exact
+# evaluator's big-integer path is tested on (``_turns.slow_path_turns``).
 MAX_FREQUENCY = 2.0**900
 _TABLE_SIZES = ("seq_len", "d_model")  # what sets each dimension of a table, for errors
 
