@@ -121,7 +121,7 @@ _FAST_SPAN = int(np.float64(FAST_W_LIMIT).view(np.uint64)) - int(_FAST_LOW_BITS)
 # _SPLITTER = 2**27 + 1 is the table's split, 26 + 27 bits, the same as _split.
 _HEAD_SPLITTER = np.array(2.0**26 + 1.0)
 _TABLE_SPLITTER = np.array(_SPLITTER)
-# One matrix product, _MATRIX @ [head; tail; 2**E], gives 16 rows:
+# The product _MATRIX @ [head; tail; 2**E] gives 16 rows:
 #   rows  0..8   g_j = (head*K_j + tail*K_{j-1}) (K_{-1} = 0) for j = 0, 2, 4, 6, 8,
 #                1, 3, 5, 7.  Even rows come first so that both groups are
 #                contiguous.
@@ -129,17 +129,19 @@ _TABLE_SPLITTER = np.array(_SPLITTER)
 #                1.5*2**52*u_j*2**E, where u_j = 2**-(27+25j) is the grid of
 #                row j-1.  So (g_j + it) - it rounds g_j to that grid.
 #   rows 13..15  the certificate margins D_k*2**E, D = (2**-98, 2**-151, 2**-201).
-# Every entry is an exact sum of exact products (see _turn_expansion).  So any
-# evaluation order, with or without FMA, gives the same bits, assuming a
-# classical dot product (no Strassen-type algorithm).  The product also yields
-# full-width rows, which avoids broadcasting a column: that costs about 2 us
-# per call on this machine.
+# Every entry is an exact sum of exact products (see _turn_expansion), so any
+# evaluation order gives the same bits.  It is formed as three broadcast
+# multiply-adds rather than by np.dot: the first BLAS call of a process costs
+# 100-150 us (OpenBLAS starting up), a third of a first table's constants.
 _G_ROWS = (0, 2, 4, 6, 8, 1, 3, 5, 7)
 _MATRIX = np.array(
     [[INV_2PI_CHUNKS[j], INV_2PI_CHUNKS[j - 1] if j else 0.0, 0.0] for j in _G_ROWS]
     + [[0.0, 0.0, 1.5 * 2.0 ** (25 - 25 * j)] for j in (1, 3, 5, 7)]
     + [[0.0, 0.0, d] for d in (2.0**-98, 2.0**-151, 2.0**-201)]
 )
+_HEAD_K = np.ascontiguousarray(_MATRIX[:9, 0, None])  # rows 0..8 use head and tail only,
+_TAIL_K = np.ascontiguousarray(_MATRIX[:9, 1, None])  # rows 9..15 only 2**E
+_SCALE_K = np.ascontiguousarray(_MATRIX[9:, 2, None])
 
 
 def _turn_expansion(w: np.ndarray, v: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -161,7 +163,10 @@ def _turn_expansion(w: np.ndarray, v: np.ndarray, r: np.ndarray) -> np.ndarray:
     # and so is the sum: both lie on the grid 2**-(52+25j) * 2**E, and
     # |g_j| <= 1.125*2**-25j * 2**E, under 2**53 units of that grid.
     # tail*K_8 (< 2**-227 * 2**E) is dropped.
-    g = np.dot(_MATRIX, v)
+    g = np.empty((16, w.size))  # _MATRIX @ v, each product and each sum exact
+    np.multiply(_HEAD_K, head, out=g[:9])
+    g[:9] += _TAIL_K * tail
+    np.multiply(_SCALE_K, v[2], out=g[9:])
     # Carry: the odd rows g_j overlap their neighbours.  Split each into hi, on
     # row j-1's grid u_j, and lo = g_j - hi with |lo| <= u_j/2.  All exact.
     odd, carry = g[5:9], g[9:13]
