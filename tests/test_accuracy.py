@@ -47,6 +47,15 @@ def test_float64_bound_small_and_huge_positions(backend, offset, d_model):
     check(table, offset, d_model, list(range(0, 64, 5)) + [63], F64_BOUND)
 
 
+@pytest.mark.parametrize("seq_len", [1, 2, 3])
+def test_the_last_positions_below_2_53(backend, seq_len):
+    """Rows that end exactly at 2**53 - 1 (few rows: each its own anchor)."""
+    offset = 2**53 - seq_len
+    table = pe(seq_len, 7, offset=offset, backend=backend)
+    assert table.shape == (seq_len, 7)
+    check(table, offset, 7, list(range(seq_len)), F64_BOUND)
+
+
 @pytest.mark.parametrize("offset", [0, 2**24 + 1, 2**45, 2**53 - 300])
 def test_float32_bound_at_every_scale(backend, offset):
     table = pe(300, 33, offset=offset, dtype=np.float32, backend=backend)

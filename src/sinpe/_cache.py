@@ -55,8 +55,11 @@ class _Cache:
 
     def lookup(self, key, make, args):
         """The value kept for ``key``, or ``make(*args)``, kept if it fits."""
-        entry = self._entries.get(key)
-        if entry is not None:
+        try:  # a hit raises nothing and costs no method call
+            entry = self._entries[key]
+        except KeyError:
+            pass
+        else:
             entry[2] = True
             self._hits += 1  # statistics only: a lost increment under a race is harmless
             return entry[0]
