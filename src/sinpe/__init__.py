@@ -1,6 +1,6 @@
 """sinpe: fast, exact sinusoidal positional encoding tables."""
 
-from . import conventions
+from . import conventions, rope_scaling
 from ._api import (
     BACKEND,
     HAVE_OPENMP,
@@ -13,6 +13,7 @@ from ._api import (
     shift_matrix,
     sinusoidal_positional_encoding,
 )
+from ._rope import rope, rope_at, rope_frequencies
 from ._threads import thread_limit
 from ._version import __version__
 
@@ -26,6 +27,10 @@ __all__ = [
     "encode",
     "encode_2d",
     "frequencies",
+    "rope",
+    "rope_at",
+    "rope_frequencies",
+    "rope_scaling",
     "set_cache_limit",
     "shift_matrix",
     "sinusoidal_positional_encoding",

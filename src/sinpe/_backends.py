@@ -22,14 +22,16 @@ else:
 NAMES = ("auto", "cython", "numpy")
 # Each backend's private functions, one signature per kind: the table filler (rotations), the
 # exact evaluator the rotation tables and offsets start from, and the exact row filler (every
-# row its own anchor: ``encode``, a few rows far out).
+# row its own anchor: ``encode``, a few rows far out), and the RoPE row filler (``_rope.h``).
 FILLERS = {"numpy": _numpy.fill_table}
 EVALUATORS = {"numpy": _angles.evaluate}
 EXACT_FILLERS = {"numpy": _numpy.fill_exact}
+ROPE_FILLERS = {"numpy": _numpy.fill_rope}
 if kernel is not None:
     FILLERS["cython"] = kernel.fill_table
     EVALUATORS["cython"] = kernel.exact_cos_sin
     EXACT_FILLERS["cython"] = kernel.fill_exact
+    ROPE_FILLERS["cython"] = kernel.fill_rope
 HAVE_OPENMP = bool(kernel is not None and kernel.HAVE_OPENMP)
 
 

@@ -58,7 +58,7 @@ import numpy as np
 from ._cache import cached
 from ._turns import _fast_two_sum, _product_error, _split, _two_sum
 
-__all__ = ["frequency_vector"]
+__all__ = ["frequency_vector", "power_vector_from_log"]
 
 from ._frequency_constants import (
     _ATANH_HI,
@@ -232,9 +232,8 @@ def _log_dd(base):
     return _dd_add(ln2_hi, ln2_err + e * _LN2_3, log_m_hi, log_m_lo)
 
 
-def _exponent_step(base, numerator, denominator):
-    """dd c (Python floats) with x_i = i*c = -numerator * i * log(base) / denominator."""
-    log_hi, log_lo = _log_dd(base)
+def _exponent_step(log_hi, log_lo, numerator, denominator):
+    """dd c (Python floats) with x_i = i*c = -numerator * i * (log_hi + log_lo) / denominator."""
     n = float(numerator)  # exact: numerator is a small integer
     num_hi, num_err = _two_prod(n, log_hi)
     num_lo = num_err + n * log_lo
@@ -252,10 +251,11 @@ def _exponent_step(base, numerator, denominator):
     return -math.ldexp(q_hi, -d_exponent), -math.ldexp(q_lo, -d_exponent)
 
 
-def _unrounded_blocks(size, base, numerator, denominator, scale):
+def _unrounded_blocks(size, log_base, numerator, denominator, scale):
     """Yield (start, stop, m_hi, m_lo, exponent) with the values for i in range(start, stop)
-    equal to (m_hi + m_lo) * 2**exponent before the final rounding (steps 2 to 4)."""
-    step_hi, step_lo = _exponent_step(base, numerator, denominator)
+    equal to (m_hi + m_lo) * 2**exponent before the final rounding (steps 2 to 4);
+    ``log_base`` is log(base) as a dd pair."""
+    step_hi, step_lo = _exponent_step(*log_base, numerator, denominator)
     scale_mantissa, scale_exponent = math.frexp(scale)
     table = _scaled_coarse_table(scale_mantissa)
     # o*c for the offsets o inside a block, shared by all blocks.
@@ -285,10 +285,24 @@ def frequency_vector(
     bound); overflow gives +-inf and underflow +-0 or a subnormal, without warnings.
     Arguments are trusted: base > 0, denominator > 0 and scale finite.
     """
+    return _power_vector(count, _log_dd(float(base)), numerator, denominator, scale)
+
+
+@cached
+def power_vector_from_log(
+    count: int, log_hi: float, log_lo: float, numerator: int, denominator: float
+) -> np.ndarray:
+    """``exp(-numerator * i * (log_hi + log_lo) / denominator)`` for ``i in range(count)``,
+    rounded once, read-only: ``frequency_vector`` for a base known only through its logarithm
+    as a double-double (RoPE's dynamic base, say). Same method and bound (step 1 aside)."""
+    return _power_vector(count, (float(log_hi), float(log_lo)), numerator, denominator, 1.0)
+
+
+def _power_vector(count, log_base, numerator, denominator, scale) -> np.ndarray:
     size = max(int(count), 0)
     w = np.empty(size)
     with np.errstate(over="ignore", under="ignore"):  # the caller refuses infinite values
-        blocks = _unrounded_blocks(size, float(base), numerator, float(denominator), float(scale))
+        blocks = _unrounded_blocks(size, log_base, numerator, float(denominator), float(scale))
         for start, stop, m_hi, m_lo, exponent in blocks:
             w[start:stop] = _round_scaled(m_hi, m_lo, exponent)
     w.flags.writeable = False

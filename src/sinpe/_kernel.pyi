@@ -40,3 +40,16 @@ def fill_exact(
     pad_col: int,
     threads: int,
 ) -> None: ...
+def fill_rope(
+    cos_out: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    sin_out: npt.NDArray[np.float32] | npt.NDArray[np.float64],
+    positions: npt.NDArray[np.float64],
+    anchor_index: npt.NDArray[np.intp],
+    anchors: npt.NDArray[np.float64],
+    mid: npt.NDArray[np.float64],
+    fine: npt.NDArray[np.float64],
+    table: npt.NDArray[np.float64],
+    layout: int,
+    factor: float,
+    threads: int,
+) -> None: ...

@@ -34,7 +34,9 @@ modulo 4096 (a false store-to-load dependence, ~10% slower where it hits).
 """
 
 cimport numpy as cnp
+import numpy as np
 from libc.stdint cimport uintptr_t
+from libc.math cimport floor
 from libc.stdlib cimport free, malloc
 from cython.parallel cimport prange, threadid
 
@@ -70,6 +72,19 @@ cdef extern from "_rotate.h":
     void rotate_pairs_f32 "sinpe_rotate_f32"(
         float* row, const double* a_cos, const double* a_sin,
         const double* f_cos, const double* f_sin, Py_ssize_t pairs) noexcept nogil
+
+cdef extern from "_rope.h":
+    int ROPE_FINE "SINPE_ROPE_FINE"
+    int ROPE_COMPACT "SINPE_ROPE_COMPACT"
+    double ROPE_BLOCK "SINPE_ROPE_BLOCK"
+    void rope_rotate "sinpe_rope_rotate"(
+        double* c, double* s, const double* a_cos, const double* a_sin,
+        const double* f_cos, const double* f_sin, double factor, Py_ssize_t h) noexcept nogil
+    void rope_scale "sinpe_rope_scale"(double* v, double factor, Py_ssize_t n) noexcept nogil
+    void rope_write_f64 "sinpe_rope_write_f64"(
+        double* row, const double* v, Py_ssize_t h, int layout) noexcept nogil
+    void rope_write_f32 "sinpe_rope_write_f32"(
+        float* row, const double* v, Py_ssize_t h, int layout) noexcept nogil
 
 HAVE_OPENMP = bool(SINPE_HAVE_OPENMP)
 # What the hot loop runs on this CPU. Asking here, at import, settles the CPU check before
@@ -136,6 +151,25 @@ cdef inline void rotate_strided(
             sin_out[i * step] = <real_out>unit(a_sin[i] * f_cos[i] + a_cos[i] * f_sin[i])
         for i in range(n_cos):
             cos_out[i * step] = <real_out>unit(a_cos[i] * f_cos[i] - a_sin[i] * f_sin[i])
+
+
+cdef inline void rotate_blocks(
+    real_out* row, const double* a_cos, const double* a_sin,
+    const double* f_cos, const double* f_sin,
+    Py_ssize_t sin_col, Py_ssize_t cos_col, Py_ssize_t n_sin, Py_ssize_t n_cos, double* values,
+) noexcept nogil:
+    """Block layouts (step 1): the vector loops of ``_rope.h`` with factor 1 (exact), which
+    round as ``rotate_strided`` does; ``values`` is scratch for 2*n_sin doubles."""
+    cdef double* c = values
+    cdef double* s = values + n_sin
+    if real_out is double:  # straight into the row; an odd width's last sine apart
+        rope_rotate(row + cos_col, row + sin_col, a_cos, a_sin, f_cos, f_sin, 1.0, n_cos)
+        if n_sin > n_cos:
+            row[sin_col + n_cos] = unit(a_sin[n_cos] * f_cos[n_cos] + a_cos[n_cos] * f_sin[n_cos])
+    else:
+        rope_rotate(c, s, a_cos, a_sin, f_cos, f_sin, 1.0, n_sin)  # c[n_cos:] unused
+        rope_write_f32(row + sin_col, s, n_sin, ROPE_COMPACT)
+        rope_write_f32(row + cos_col, c, n_cos, ROPE_COMPACT)
 
 
 cdef inline void multiply_anchor(
@@ -263,7 +297,8 @@ cdef int _fill(real_out* out, Py_ssize_t n_rows, Py_ssize_t width, const Tables*
     # table (``_angles.TABLE_PLACEMENT``): the row loop then loads from only the two page
     # offsets the fine table uses, which keeps it clear of a store to ``out`` that lags a load
     # by a few hundred bytes modulo 4096 (a false dependence that stalls the loads).
-    cdef Py_ssize_t stride = (2 * t.h + 511) // 512 * 512  # doubles: whole pages
+    # (2*h anchor doubles, then 2*h for the values of a block-layout row)
+    cdef Py_ssize_t stride = (4 * t.h + 511) // 512 * 512  # doubles: whole pages
     cdef uintptr_t placement = <uintptr_t>t.fine & 4095
     cdef void* block_of_memory
     cdef double* scratch
@@ -314,6 +349,9 @@ cdef inline void fill_block(
             if t.n_sin > t.n_cos:  # odd width: one last sine column
                 rotate_strided(row, a_cos + t.n_cos, a_sin + t.n_cos, f_cos + t.n_cos,
                                f_cos + h + t.n_cos, 2 * t.n_cos, 0, 1, t.n_sin - t.n_cos, 0)
+        elif t.step == 1:  # block layouts: [sin | cos] or [cos | sin]
+            rotate_blocks(row, a_cos, a_sin, f_cos, f_cos + h, t.sin_col, t.cos_col, t.n_sin,
+                          t.n_cos, a_cos + 2 * h)
         else:
             rotate_strided(row, a_cos, a_sin, f_cos, f_cos + h,
                            t.sin_col, t.cos_col, t.step, t.n_sin, t.n_cos)
@@ -420,3 +458,154 @@ cdef inline void exact_row(real_out* row, double p, const Exact* e, double* cos_
         row[e.cos_col + i * e.step] = <real_out>cos_sin[i]
     if e.pad_col >= 0:
         row[e.pad_col] = 0
+
+
+# --------------------------------------------------------------------------- RoPE rows
+
+
+def fill_rope(
+    cnp.ndarray cos_out,
+    cnp.ndarray sin_out,
+    cnp.ndarray positions,
+    cnp.ndarray anchor_index,
+    cnp.ndarray anchors,
+    cnp.ndarray mid,
+    cnp.ndarray fine,
+    cnp.ndarray table,
+    int layout,
+    double factor,
+    int threads,
+):
+    """Fill row ``r`` of ``cos_out`` and ``sin_out`` (float32 or float64, same shape) with
+    ``factor`` times the cos and sin of ``positions[r] * w``, in ``layout`` (``_rope.h``).
+
+    An integer position has its anchor ``e^{iAw}`` (A = floor(p/1024)*1024) in row
+    ``anchor_index[r]`` of ``anchors`` (n_a, 2, h); ``mid`` (64, 2, h) and ``fine`` (16, 2, h)
+    are e^{i16jw} and e^{ikw}. ``anchor_index[r] < 0`` marks a non-integer position, which the
+    evaluator takes (``table`` from ``prepare_frequency_table``; every |w| < 2**32). Trusted,
+    like ``fill_table``; rows are split across ``threads`` in equal runs.
+    """
+    cdef Rope e
+    if SINPE_DEBUG:
+        _check_rope_arguments(cos_out, sin_out, positions, anchor_index, anchors, mid, fine,
+                              table, layout, threads)
+    e.p = <const double*>cnp.PyArray_DATA(positions)
+    e.anchor = <const Py_ssize_t*>cnp.PyArray_DATA(anchor_index)
+    e.anchors = <const double*>cnp.PyArray_DATA(anchors)
+    e.mid = <const double*>cnp.PyArray_DATA(mid)
+    e.fine = <const double*>cnp.PyArray_DATA(fine)
+    e.table = <const double*>cnp.PyArray_DATA(table)
+    e.h = cnp.PyArray_DIM(table, 1)
+    e.factor = factor
+    e.layout = layout
+    e.width = cnp.PyArray_DIM(cos_out, 1)
+    cdef Py_ssize_t n_rows = cnp.PyArray_DIM(cos_out, 0)
+    if cnp.PyArray_ITEMSIZE(cos_out) == 8:
+        _fill_rope(<double*>cnp.PyArray_DATA(cos_out), <double*>cnp.PyArray_DATA(sin_out),
+                   n_rows, &e, threads)
+    else:
+        _fill_rope(<float*>cnp.PyArray_DATA(cos_out), <float*>cnp.PyArray_DATA(sin_out),
+                   n_rows, &e, threads)
+
+
+def _check_rope_arguments(cos_out, sin_out, positions, anchor_index, anchors, mid, fine, table,
+                          layout, threads):
+    """Debug builds only: everything ``fill_rope`` trusts."""
+    n_rows = cos_out.shape[0]
+    h = table.shape[1]
+    width = {0: 2 * h, 1: 2 * h, 2: h}.get(layout, -1)
+    fits = (
+        cos_out.dtype in ("float32", "float64") and sin_out.dtype == cos_out.dtype
+        and cos_out.shape == sin_out.shape == (n_rows, width)
+        and cos_out.flags.c_contiguous and sin_out.flags.c_contiguous
+        and cos_out.flags.writeable and sin_out.flags.writeable
+        and positions.dtype == "float64" and positions.shape == (n_rows,)
+        and positions.flags.c_contiguous
+        and anchor_index.dtype == np.intp and anchor_index.shape == (n_rows,)
+        and anchor_index.flags.c_contiguous
+        and table.dtype == "float64" and table.ndim == 2 and table.shape[0] == 8
+        and table.flags.c_contiguous and threads >= 1
+        and (not n_rows or int(anchor_index.max()) < anchors.shape[0])
+    )
+    for name, t, rows in (("anchors", anchors, None), ("mid", mid, 64), ("fine", fine, 16)):
+        fits = fits and (t.dtype == "float64" and t.ndim == 3 and t.flags.c_contiguous
+                         and t.shape[1:] == (2, h) and (rows is None or t.shape[0] == rows))
+    if fits and n_rows:
+        integer = anchor_index >= 0
+        p = positions[integer]
+        fits = bool(np.all(p == np.floor(p)) and np.all(np.abs(positions) < 2.0**53))
+    if not fits:
+        raise ValueError("debug: fill_rope arguments do not fit")
+
+
+cdef struct Rope:
+    const double* p  # one position per row
+    const Py_ssize_t* anchor  # its anchor's row, or -1 for a non-integer position
+    const double* anchors  # (n_a, 2, h)
+    const double* mid  # (64, 2, h)
+    const double* fine  # (16, 2, h)
+    const double* table  # (8, h): _turns.prepare_frequency_table
+    Py_ssize_t h, width
+    double factor
+    int layout
+
+
+cdef int _fill_rope(real_out* cos_out, real_out* sin_out, Py_ssize_t n_rows, const Rope* e,
+                    int threads) except -1:
+    cdef Py_ssize_t stride = (4 * e.h + 7) // 8 * 8  # doubles: each thread's scratch apart
+    cdef Py_ssize_t run, first, per_run
+    cdef double* scratch
+    if n_rows == 0 or e.h == 0:
+        return 0
+    threads = team_size(threads)  # 1 in a forked child of a process that ran a team
+    scratch = <double*>malloc(threads * stride * sizeof(double) + 64)
+    if scratch == NULL:
+        raise MemoryError(f"no memory for {threads} rows of {4 * e.h} doubles")
+    per_run = (n_rows + threads - 1) // threads
+    with nogil:
+        if threads > 1:
+            for run in prange(threads, num_threads=threads, schedule="static"):
+                first = run * per_run
+                rope_rows(cos_out, sin_out, e, first, min(first + per_run, n_rows),
+                          scratch + run * stride)
+        else:
+            rope_rows(cos_out, sin_out, e, 0, n_rows, scratch)
+    free(scratch)
+    return 0
+
+
+cdef void rope_rows(real_out* cos_out, real_out* sin_out, const Rope* e, Py_ssize_t first,
+                    Py_ssize_t stop, double* scratch) noexcept nogil:
+    """Rows ``first .. stop - 1``; the anchor times mid[j] is formed only when it changes."""
+    cdef Py_ssize_t h = e.h
+    cdef double* a_cos = scratch
+    cdef double* a_sin = scratch + h
+    cdef double* c = scratch + 2 * h  # [cos | sin] of the row, h each
+    cdef double* s = scratch + 3 * h
+    cdef Py_ssize_t r, q, j, k, u
+    cdef Py_ssize_t last_q = -1, last_j = -1
+    cdef double p
+    cdef const double* row
+    for r in range(first, stop):
+        p = e.p[r]
+        q = e.anchor[r]
+        if q < 0:
+            exact_cos_sin_rows(&p, 1, e.table, h, c)  # cos into c, sin into s (= c + h)
+            rope_scale(c, e.factor, 2 * h)
+        else:
+            u = <Py_ssize_t>(p - floor(p / ROPE_BLOCK) * ROPE_BLOCK)  # exact: 0 <= u < 1024
+            j = u // ROPE_FINE
+            k = u - j * ROPE_FINE
+            if q != last_q or j != last_j:
+                row = e.anchors + 2 * h * q
+                multiply_anchor(a_cos, a_sin, row, row + h, e.mid + 2 * h * j,
+                                e.mid + 2 * h * j + h, h)
+                last_q, last_j = q, j
+            row = e.fine + 2 * h * k
+            rope_rotate(c, s, a_cos, a_sin, row, row + h, e.factor, h)
+        if real_out is double:
+            rope_write_f64(cos_out + r * e.width, c, h, e.layout)
+            rope_write_f64(sin_out + r * e.width, s, h, e.layout)
+        else:
+            rope_write_f32(cos_out + r * e.width, c, h, e.layout)
+            rope_write_f32(sin_out + r * e.width, s, h, e.layout)

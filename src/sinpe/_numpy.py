@@ -7,7 +7,7 @@ import numpy as np
 
 from ._angles import evaluate
 
-__all__ = ["fill_exact", "fill_table"]
+__all__ = ["fill_exact", "fill_rope", "fill_table"]
 
 
 def _unit(values: np.ndarray) -> np.ndarray:
@@ -89,3 +89,64 @@ def fill_exact(
         out[:, cos_col : cos_col + step * n_cos : step] = values[:, 0, :n_cos]
     if pad_col >= 0:
         out[:, pad_col] = 0
+
+
+ROPE_FINE, ROPE_MID = 16, 64  # the grid of ``_rope.h``: anchors every 1024 positions
+ROPE_BLOCK = float(ROPE_FINE * ROPE_MID)
+_ROPE_ROWS = 2048  # rows per step: bounds the temporaries whatever the table's length
+
+
+def _rope_layout(out: np.ndarray, values: np.ndarray, layout: int) -> None:
+    """Write ``values`` (n, h) into ``out`` in the layout's places (see ``_rope.h``)."""
+    h = values.shape[1]
+    if layout == 0:  # half
+        out[:, :h] = values
+        out[:, h:] = values
+    elif layout == 1:  # interleaved
+        out[:, 0::2] = values
+        out[:, 1::2] = values
+    else:  # compact
+        out[:] = values
+
+
+def fill_rope(
+    cos_out: np.ndarray,
+    sin_out: np.ndarray,
+    positions: np.ndarray,
+    anchor_index: np.ndarray,
+    anchors: np.ndarray,
+    mid: np.ndarray,
+    fine: np.ndarray,
+    table: np.ndarray,
+    layout: int,
+    factor: float,
+    threads: int,
+) -> None:
+    """The NumPy twin of the kernel's ``fill_rope``: same values, same bits (``_rope.h``)."""
+    h = table.shape[1]
+    if h == 0:
+        return
+    for start in range(0, positions.shape[0], _ROPE_ROWS):
+        rows = slice(start, start + _ROPE_ROWS)
+        p, q = positions[rows], anchor_index[rows]
+        cos = np.empty((p.shape[0], h))
+        sin = np.empty((p.shape[0], h))
+        integer = q >= 0
+        if integer.any():
+            pi, qi = p[integer], q[integer]
+            u = (pi - np.floor(pi / ROPE_BLOCK) * ROPE_BLOCK).astype(np.intp)
+            j, k = u // ROPE_FINE, u % ROPE_FINE
+            c_cos, c_sin, m_cos, m_sin = anchors[qi, 0], anchors[qi, 1], mid[j, 0], mid[j, 1]
+            a_sin = c_sin * m_cos + c_cos * m_sin
+            a_cos = c_cos * m_cos - c_sin * m_sin
+            f_cos, f_sin = fine[k, 0], fine[k, 1]
+            sin[integer] = factor * _unit(a_sin * f_cos + a_cos * f_sin)
+            cos[integer] = factor * _unit(a_cos * f_cos - a_sin * f_sin)
+        if not integer.all():
+            other = ~integer
+            values = np.empty((int(other.sum()), 2, h))
+            evaluate(p[other], table, values, 1)
+            cos[other] = factor * values[:, 0]
+            sin[other] = factor * values[:, 1]
+        _rope_layout(cos_out[rows], cos, layout)
+        _rope_layout(sin_out[rows], sin, layout)

@@ -1,0 +1,406 @@
+"""RoPE: each rope type against a transcription of transformers' formula (exact, mpmath),
+tables against mpmath at every scale, layouts, rope == rope_at bit for bit, bad input."""
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+import sinpe
+
+CTX = mpmath.MPContext()
+CTX.prec = 320
+
+LLAMA31 = {
+    "rope_type": "llama3",
+    "factor": 8.0,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 8192,
+}
+YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+YARN_DEEPSEEK = {
+    "type": "yarn",
+    "factor": 40,
+    "original_max_position_embeddings": 4096,
+    "beta_fast": 32,
+    "beta_slow": 1,
+    "mscale": 1.0,
+    "mscale_all_dim": 0.707,
+    "truncate": False,
+}
+LONGROPE = {
+    "rope_type": "longrope",
+    "short_factor": [1.0 + 0.05 * i for i in range(8)],
+    "long_factor": [1.0 + 1.5 * i for i in range(8)],
+    "original_max_position_embeddings": 4096,
+    "max_position_embeddings": 131072,
+}
+DYNAMIC = {"rope_type": "dynamic", "factor": 2.0, "max_position_embeddings": 2048}
+
+
+# --------------------------------------------------------------------------- transcription
+
+
+def hf_formula(scaling, dim, base, seq_len):
+    """transformers 5's ``_compute_*_parameters``, transcribed, in exact (320-bit) arithmetic:
+    the real-number inverse frequencies and attention factor for these float64 parameters."""
+    mpf, log = CTX.mpf, CTX.log
+    p = dict(scaling or {})
+    kind = p.get("rope_type", p.get("type", "default"))
+    base = mpf(base)
+    if kind in ("llama3", "yarn", "longrope"):
+        p.setdefault("original_max_position_embeddings", p.get("max_position_embeddings"))
+    pos_freqs = [base ** (mpf(i) / dim) for i in range(0, dim, 2)]
+    attention = mpf(1)
+    if kind == "default":
+        inv = [1 / x for x in pos_freqs]
+    elif kind == "linear":
+        inv = [1 / x / mpf(p["factor"]) for x in pos_freqs]
+    elif kind == "dynamic":
+        factor, limit = mpf(p["factor"]), p["max_position_embeddings"]
+        length = limit if seq_len is None else max(seq_len, limit)
+        new_base = base * ((factor * length / limit) - (factor - 1)) ** (mpf(dim) / (dim - 2))
+        inv = [1 / new_base ** (mpf(i) / dim) for i in range(0, dim, 2)]
+    elif kind == "yarn":
+        original = p["original_max_position_embeddings"]
+        factor = p.get("factor")
+        if factor is None:
+            factor = p["max_position_embeddings"] / original
+        factor = mpf(factor)
+
+        def get_mscale(scale, mscale=1):
+            return mpf(1) if scale <= 1 else mpf("0.1") * mscale * log(scale) + 1
+
+        attention = p.get("attention_factor")
+        if attention is None:
+            if p.get("mscale") and p.get("mscale_all_dim"):
+                attention = get_mscale(factor, mpf(p["mscale"])) / get_mscale(
+                    factor, mpf(p["mscale_all_dim"])
+                )
+            else:
+                attention = get_mscale(factor)
+        beta_fast = p.get("beta_fast") or 32
+        beta_slow = p.get("beta_slow") or 1
+
+        def correction_dim(rotations):
+            return (dim * log(original / (mpf(rotations) * 2 * CTX.pi))) / (2 * log(base))
+
+        low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+        if p.get("truncate", True):
+            low, high = CTX.floor(low), CTX.ceil(high)
+        low, high = max(low, 0), min(high, dim - 1)
+        if low == high:
+            high += mpf(0.001)
+        inv = []
+        for i, x in enumerate(pos_freqs):
+            ramp = min(max((i - low) / (high - low), 0), 1)
+            extrapolation = 1 - ramp
+            inv.append((1 / (factor * x)) * (1 - extrapolation) + (1 / x) * extrapolation)
+    elif kind == "longrope":
+        original = p["original_max_position_embeddings"]
+        factor = p.get("factor")
+        if factor is None:
+            factor = p["max_position_embeddings"] / original
+        factor = mpf(factor)
+        attention = p.get("attention_factor")
+        if attention is None:
+            attention = 1 if factor <= 1 else CTX.sqrt(1 + log(factor) / log(original))
+        ext = p["long_factor"] if seq_len and seq_len > original else p["short_factor"]
+        inv = [1 / (mpf(e) * x) for e, x in zip(ext, pos_freqs)]
+    elif kind == "llama3":
+        factor = mpf(p["factor"])
+        low_ff, high_ff = mpf(p["low_freq_factor"]), mpf(p["high_freq_factor"])
+        old = p["original_max_position_embeddings"]
+        low_wavelen, high_wavelen = old / low_ff, old / high_ff
+        inv = []
+        for x in pos_freqs:
+            w = 1 / x
+            wavelen = 2 * CTX.pi / w
+            llama = w / factor if wavelen > low_wavelen else w
+            smooth = (old / wavelen - low_ff) / (high_ff - low_ff)
+            if not wavelen < high_wavelen and not wavelen > low_wavelen:
+                llama = (1 - smooth) * llama / factor + smooth * llama
+            inv.append(llama)
+    elif kind == "proportional":
+        angles = int(p.get("partial_rotary_factor", 1.0) * dim // 2)
+        inv = [1 / base ** (mpf(i) / dim) for i in range(0, 2 * angles, 2)]
+        inv += [mpf(0)] * (dim // 2 - angles)
+        inv = [v / mpf(p.get("factor", 1.0)) for v in inv]
+    return inv, attention
+
+
+CASES = [
+    ("default", None, 64, 10000.0, None),
+    ("linear", {"rope_type": "linear", "factor": 4.0}, 64, 10000.0, None),
+    ("dynamic below", DYNAMIC, 64, 10000.0, 1000),
+    ("dynamic above", DYNAMIC, 64, 10000.0, 5000),
+    ("yarn", YARN, 128, 1000000.0, None),
+    ("yarn deepseek", YARN_DEEPSEEK, 64, 10000.0, None),
+    ("yarn no truncate", {**YARN, "truncate": False}, 128, 1000000.0, None),
+    (
+        "yarn factor from lengths",
+        {**YARN, "factor": None, "max_position_embeddings": 131072},
+        128,
+        1000000.0,
+        None,
+    ),
+    ("yarn attention", {**YARN, "attention_factor": 0.8, "beta_fast": 16}, 64, 10000.0, None),
+    ("longrope short", LONGROPE, 16, 10000.0, 4096),
+    ("longrope long", LONGROPE, 16, 10000.0, 4097),
+    ("longrope none", LONGROPE, 16, 10000.0, None),
+    ("llama3", LLAMA31, 128, 500000.0, None),
+    ("proportional", {"rope_type": "proportional", "partial_rotary_factor": 0.25}, 64, 1e6, None),
+]
+
+
+@pytest.mark.parametrize("name, scaling, dim, base, seq_len", CASES, ids=[c[0] for c in CASES])
+def test_inverse_frequencies_match_the_exact_formula(name, scaling, dim, base, seq_len):
+    inv_freq, attention = sinpe.rope_frequencies(dim, base=base, scaling=scaling, seq_len=seq_len)
+    exact, exact_attention = hf_formula(scaling, dim, base, seq_len)
+    assert inv_freq.shape == (dim // 2,) and inv_freq.dtype == np.float64
+    assert not inv_freq.flags.writeable
+    exact = np.array([float(v) for v in exact])
+    ulps = np.abs(inv_freq - exact) / np.spacing(np.maximum(np.abs(exact), 1e-300))
+    assert ulps.max() <= 4, (name, ulps.max())
+    assert attention == pytest.approx(float(exact_attention), rel=1e-15, abs=0)
+
+
+def test_the_types_do_what_they_say():
+    w = sinpe.rope_frequencies(128, base=500000.0)[0]
+    llama = sinpe.rope_frequencies(128, base=500000.0, scaling=LLAMA31)[0]
+    wavelen = 2 * np.pi / w
+    assert np.array_equal(llama[wavelen < 8192 / 4], w[wavelen < 8192 / 4])  # high: untouched
+    assert np.array_equal(llama[wavelen > 8192], w[wavelen > 8192] / 8)  # low: divided
+    medium = (wavelen >= 2048) & (wavelen <= 8192)
+    assert medium.any() and np.all((llama[medium] < w[medium]) & (llama[medium] > w[medium] / 8))
+    # dynamic keeps the base within its maximum and lowers every frequency beyond it
+    below = sinpe.rope_frequencies(64, scaling=DYNAMIC, seq_len=2048)[0]
+    above = sinpe.rope_frequencies(64, scaling=DYNAMIC, seq_len=4096)[0]
+    assert np.array_equal(below, sinpe.rope_frequencies(64)[0])
+    assert above[0] == 1.0 and np.all(above[1:] < below[1:])
+    # longrope switches one past the original length
+    at = sinpe.rope_frequencies(16, scaling=LONGROPE, seq_len=4096)[0]
+    past = sinpe.rope_frequencies(16, scaling=LONGROPE, seq_len=4097)[0]
+    plain = sinpe.rope_frequencies(16)[0]
+    assert np.allclose(at * LONGROPE["short_factor"], plain, rtol=1e-15)
+    assert np.allclose(past * LONGROPE["long_factor"], plain, rtol=1e-15)
+
+
+# --------------------------------------------------------------------------- tables
+
+POSITIONS = [0, 1, 100, 1023, 1024, 8191, 32767, 131071, 2**20, 2**40 + 5, 2**53 - 1]
+TABLE_CASES = [
+    ("default", None, 10000.0),
+    ("yarn", YARN_DEEPSEEK, 10000.0),
+    ("llama3", LLAMA31, 500000.0),
+    ("longrope", LONGROPE, 10000.0),
+]
+
+
+def exact_cos_sin(positions, inv_freq, attention):
+    cos = np.empty((len(positions), len(inv_freq)))
+    sin = np.empty_like(cos)
+    for r, p in enumerate(positions):
+        for i, w in enumerate(inv_freq):
+            x = CTX.mpf(p) * CTX.mpf(float(w))
+            cos[r, i] = float(attention * CTX.cos(x))
+            sin[r, i] = float(attention * CTX.sin(x))
+    return cos, sin
+
+
+@pytest.mark.parametrize("name, scaling, base", TABLE_CASES, ids=[c[0] for c in TABLE_CASES])
+@pytest.mark.parametrize("dtype, bound", [(np.float64, 1e-15), (np.float32, 6e-8)])
+def test_every_entry_within_the_bound_at_every_scale(backend, name, scaling, base, dtype, bound):
+    seq_len = 2**53 - 1 if name == "longrope" else None
+    cos, sin = sinpe.rope_at(
+        POSITIONS, 16, base=base, scaling=scaling, layout="compact", dtype=dtype, backend=backend
+    )
+    inv_freq, attention = sinpe.rope_frequencies(16, base=base, scaling=scaling, seq_len=seq_len)
+    exact_cos, exact_sin = exact_cos_sin(POSITIONS, inv_freq, attention)
+    limit = bound * max(1.0, attention)
+    assert cos.dtype == dtype and cos.shape == (len(POSITIONS), 8)
+    assert np.abs(cos - exact_cos).max() <= limit
+    assert np.abs(sin - exact_sin).max() <= limit
+
+
+@pytest.mark.parametrize("offset", [0, 5, 1000, 2**31 + 7, 2**53 - 3000])
+def test_runs_within_the_bound(backend, offset):
+    cos, sin = sinpe.rope(
+        3000, 8, offset=offset, scaling=YARN_DEEPSEEK, layout="compact", backend=backend
+    )
+    inv_freq, attention = sinpe.rope_frequencies(8, scaling=YARN_DEEPSEEK)
+    rows = [0, 1, 15, 16, 1023, 1024, 2047, 2999]
+    exact_cos, exact_sin = exact_cos_sin([offset + r for r in rows], inv_freq, attention)
+    assert np.abs(cos[rows] - exact_cos).max() <= 1e-15 * attention
+    assert np.abs(sin[rows] - exact_sin).max() <= 1e-15 * attention
+
+
+def test_fractional_positions_are_exact(backend):
+    positions = [0.5, -3.25, 1e6 + 0.125, 2.0**40 + 0.5, -(2.0**52) + 0.5]
+    cos, sin = sinpe.rope_at(positions, 8, layout="compact", backend=backend)
+    inv_freq, _ = sinpe.rope_frequencies(8)
+    exact_cos, exact_sin = exact_cos_sin(positions, inv_freq, 1)
+    assert np.abs(cos - exact_cos).max() <= 1e-15
+    assert np.abs(sin - exact_sin).max() <= 1e-15
+
+
+def test_the_usual_float32_computation_drifts_where_sinpe_does_not():
+    """LlamaRotaryEmbedding's float32 angle, emulated in NumPy, against sinpe and the truth."""
+    p = 131071
+    inv_freq, _ = sinpe.rope_frequencies(128, base=500000.0, scaling=LLAMA31)
+    usual = np.cos(np.float32(p) * inv_freq.astype(np.float32))
+    cos, _ = sinpe.rope_at(
+        [p], 128, base=500000.0, scaling=LLAMA31, layout="compact", dtype=np.float32
+    )
+    exact, _ = exact_cos_sin([p], inv_freq, 1)
+    assert np.abs(usual - exact[0]).max() > 1e-3
+    assert np.abs(cos[0] - exact[0]).max() <= 6e-8
+
+
+# --------------------------------------------------------------------------- layouts, identity
+
+
+def test_layouts_place_each_value_twice_or_once(backend):
+    compact = sinpe.rope(50, 12, offset=7, layout="compact", backend=backend)
+    half = sinpe.rope(50, 12, offset=7, layout="half", backend=backend)
+    inter = sinpe.rope(50, 12, offset=7, layout="interleaved", backend=backend)
+    for k in (0, 1):
+        assert compact[k].shape == (50, 6) and half[k].shape == inter[k].shape == (50, 12)
+        assert np.array_equal(half[k], np.concatenate([compact[k], compact[k]], axis=1))
+        assert np.array_equal(inter[k], np.repeat(compact[k], 2, axis=1))
+        assert half[k].flags.c_contiguous and inter[k].flags.c_contiguous
+    cos, sin = sinpe.rope(1, 6, layout="compact", backend=backend)
+    assert np.array_equal(cos, [[1.0, 1.0, 1.0]]) and np.array_equal(sin, [[0.0, 0.0, 0.0]])
+
+
+@pytest.mark.parametrize("offset", [0, 1, 1023, 5000, 2**45 + 17])
+@pytest.mark.parametrize("layout", sinpe._rope.LAYOUTS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rope_equals_rope_at_bit_for_bit(backend, offset, layout, dtype):
+    n = 2100
+    kwargs = dict(scaling=LLAMA31, base=500000.0, layout=layout, dtype=dtype, backend=backend)
+    table = sinpe.rope(n, 32, offset=offset, **kwargs)
+    at = sinpe.rope_at(np.arange(offset, offset + n), 32, **kwargs)
+    shuffled = np.random.default_rng(offset).permutation(np.arange(offset, offset + n))
+    scattered = sinpe.rope_at(shuffled, 32, **kwargs)
+    for k in (0, 1):
+        assert np.array_equal(table[k], at[k])
+        assert np.array_equal(table[k][shuffled - offset], scattered[k])
+
+
+def test_backends_and_threads_agree():
+    if "cython" not in sinpe._backends.FILLERS:
+        pytest.skip("compiled kernel not built")
+    positions = np.concatenate([np.arange(3000.0), [0.5, 1e9 + 0.25, -7.0, 2.0**50]])
+    for layout in sinpe._rope.LAYOUTS:
+        a = sinpe.rope_at(positions, 24, scaling=YARN, layout=layout, backend="cython")
+        b = sinpe.rope_at(positions, 24, scaling=YARN, layout=layout, backend="numpy")
+        c = sinpe.rope(9000, 24, scaling=YARN, layout=layout, threads=2, offset=3)
+        d = sinpe.rope(9000, 24, scaling=YARN, layout=layout, threads=1, offset=3)
+        for k in (0, 1):
+            assert np.array_equal(a[k], b[k]) and np.array_equal(c[k], d[k])
+
+
+def test_position_ids_of_any_shape():
+    ids = np.array([[0, 1, 2], [10, 11, 12]])
+    cos, sin = sinpe.rope_at(ids, 8)
+    assert cos.shape == sin.shape == (2, 3, 8)
+    flat = sinpe.rope_at(ids.reshape(-1), 8)
+    assert np.array_equal(cos.reshape(6, 8), flat[0])
+    scalar_cos, _ = sinpe.rope_at(5, 8)
+    assert scalar_cos.shape == (8,)
+    empty_cos, _ = sinpe.rope_at(np.empty((0, 4)), 8, layout="compact")
+    assert empty_cos.shape == (0, 4, 4)
+    assert sinpe.rope(0, 8)[0].shape == (0, 8)
+
+
+def test_current_length_picks_longrope_and_dynamic_frequencies():
+    # rope's current length is offset + seq_len; rope_at's is max(positions) + 1
+    short = sinpe.rope_at([4095], 16, scaling=LONGROPE, layout="compact")
+    long = sinpe.rope_at([4096], 16, scaling=LONGROPE, layout="compact")
+    inv_short, af = sinpe.rope_frequencies(16, scaling=LONGROPE, seq_len=4096)
+    inv_long, _ = sinpe.rope_frequencies(16, scaling=LONGROPE, seq_len=4097)
+    assert np.allclose(short[0][0], af * np.cos(4095 * inv_short), rtol=0, atol=1e-12)
+    assert np.allclose(long[0][0], af * np.cos(4096 * inv_long), rtol=0, atol=1e-12)
+    table = sinpe.rope(1, 16, offset=4096, scaling=LONGROPE, layout="compact")
+    assert np.array_equal(table[0], long[0])
+    dyn = sinpe.rope(1, 64, offset=9999, scaling=DYNAMIC, layout="compact")[0]
+    inv, _ = sinpe.rope_frequencies(64, scaling=DYNAMIC, seq_len=10000)
+    assert np.allclose(dyn[0], np.cos(9999 * inv), rtol=0, atol=1e-11)
+
+
+def test_base_comes_from_rope_theta_or_the_argument():
+    params = {"rope_type": "default", "rope_theta": 500000.0}
+    a = sinpe.rope_frequencies(8, scaling=params)[0]
+    assert np.array_equal(a, sinpe.rope_frequencies(8, base=500000.0)[0])
+    assert np.array_equal(a, sinpe.rope_frequencies(8, base=500000, scaling=params)[0])
+    with pytest.raises(ValueError, match="rope_theta"):
+        sinpe.rope_frequencies(8, base=10000.0, scaling=params)
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(scaling={"rope_type": "ntk"}), ValueError, "known types: default, dynamic"),
+        (dict(scaling={"rope_type": "linear"}), ValueError, "'factor'"),
+        (dict(scaling={"rope_type": "linear", "factor": 0}), ValueError, "factor"),
+        (dict(scaling={"rope_type": "linear", "factor": float("nan")}), ValueError, "factor"),
+        (dict(scaling={"rope_type": "linear", "factor": "2"}), TypeError, "factor"),
+        (
+            dict(scaling={"rope_type": "dynamic", "factor": 2.0}),
+            ValueError,
+            "max_position_embeddings",
+        ),
+        (
+            dict(scaling={"rope_type": "llama3", "factor": 8.0}),
+            ValueError,
+            "original_max_position_embeddings",
+        ),
+        (dict(scaling={**LLAMA31, "high_freq_factor": 0.5}), ValueError, "high_freq_factor"),
+        (
+            dict(scaling={**LONGROPE, "long_factor": [1.0] * 3}, seq_len=10**6),
+            ValueError,
+            "long_factor.*8 entries",
+        ),
+        (dict(scaling={**LONGROPE, "short_factor": "abc"}), TypeError, "short_factor"),
+        (dict(scaling={**YARN, "truncate": "no"}), TypeError, "truncate"),
+        (dict(scaling=[("rope_type", "linear")]), TypeError, "mapping"),
+        (dict(head_dim=15), ValueError, "head_dim must be even"),
+        (dict(head_dim=0), ValueError, "head_dim"),
+        (dict(head_dim=8.0), TypeError, "head_dim"),
+        (dict(base=-1.0), ValueError, "base"),
+        (dict(seq_len=-1), ValueError, "seq_len"),
+    ],
+)
+def test_bad_scaling_names_what_is_wrong(kwargs, error, match):
+    kwargs = {"head_dim": 16, **kwargs}
+    with pytest.raises(error, match=match):
+        sinpe.rope_frequencies(kwargs.pop("head_dim"), **kwargs)
+
+
+def test_bad_table_arguments():
+    with pytest.raises(ValueError, match="layout must be one of"):
+        sinpe.rope(4, 8, layout="neox")
+    with pytest.raises(TypeError, match="layout"):
+        sinpe.rope(4, 8, layout=1)
+    with pytest.raises(TypeError, match="dtype"):
+        sinpe.rope(4, 8, dtype=np.int32)
+    with pytest.raises(ValueError, match="2\\*\\*53"):
+        sinpe.rope(4, 8, offset=2**53 - 2)
+    with pytest.raises(ValueError, match="positions"):
+        sinpe.rope_at([1.0, np.nan], 8)
+    with pytest.raises(ValueError, match="below 2\\*\\*32"):
+        sinpe.rope(4, 8, scaling={"rope_type": "linear", "factor": 1e-12})
+    with pytest.raises(ValueError, match="backend"):
+        sinpe.rope(4, 8, backend="torch")
+
+
+def test_dynamic_needs_a_head_dim_of_four():
+    with pytest.raises(ValueError, match="head_dim >= 4"):
+        sinpe.rope_frequencies(2, scaling=DYNAMIC, seq_len=10**5)
+    assert math.isfinite(sinpe.rope_frequencies(4, scaling=DYNAMIC, seq_len=10**5)[0][1])
