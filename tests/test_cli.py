@@ -139,3 +139,137 @@ def test_one_version_everywhere():
     result = sinpe_cli("--version")
     assert result.stdout.strip() == f"sinpe {sinpe.__version__}"
     assert version("sinpe") == sinpe.__version__
+
+
+LLAMA_CONFIG = {
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "max_position_embeddings": 131072,
+    "rope_theta": 500000.0,
+    "rope_scaling": {
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+        "rope_type": "llama3",
+    },
+}
+PHI3_CONFIG = {  # longrope, partial rotary, original length outside the scaling mapping
+    "hidden_size": 3072,
+    "num_attention_heads": 32,
+    "partial_rotary_factor": 0.5,
+    "max_position_embeddings": 131072,
+    "original_max_position_embeddings": 4096,
+    "rope_theta": 10000.0,
+    "rope_scaling": {
+        "type": "longrope",
+        "short_factor": [1.0 + 0.01 * i for i in range(24)],
+        "long_factor": [1.0 + 0.5 * i for i in range(24)],
+    },
+}
+V5_CONFIG = {  # transformers 5: rope_parameters holds rope_theta
+    "head_dim": 64,
+    "max_position_embeddings": 2048,
+    "rope_parameters": {
+        "rope_type": "yarn",
+        "factor": 4.0,
+        "rope_theta": 1e6,
+        "original_max_position_embeddings": 512,
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "config, args, expected",
+    [
+        (
+            LLAMA_CONFIG,
+            ("--seq-len", 300, "--offset", 9000),
+            dict(head_dim=128, base=500000.0, scaling=LLAMA_CONFIG["rope_scaling"], offset=9000),
+        ),
+        (
+            PHI3_CONFIG,
+            ("--seq-len", 10, "--offset", 5000, "--layout", "compact"),
+            dict(
+                head_dim=48,
+                base=10000.0,
+                layout="compact",
+                offset=5000,
+                scaling={
+                    **PHI3_CONFIG["rope_scaling"],
+                    "original_max_position_embeddings": 4096,
+                    "max_position_embeddings": 131072,
+                },
+            ),
+        ),
+        (
+            V5_CONFIG,
+            (
+                "--dtype",
+                "float64",
+            ),
+            dict(
+                head_dim=64,
+                base=1e6,
+                dtype="float64",
+                scaling={
+                    "rope_type": "yarn",
+                    "factor": 4.0,
+                    "original_max_position_embeddings": 512,
+                },
+            ),
+        ),
+    ],
+)
+def test_rope_writes_exactly_the_api_result(tmp_path, config, args, expected):
+    import json
+
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    result = sinpe_cli("rope", tmp_path / "config.json", *args, "-o", tmp_path / "rope")
+    assert result.returncode == 0, result.stderr
+    saved = np.load(tmp_path / "rope.npz")
+    seq_len = dict(zip(args[::2], args[1::2])).get("--seq-len", config["max_position_embeddings"])
+    kwargs = {"dtype": "float32", **expected}
+    cos, sin = sinpe.rope(seq_len, **kwargs)
+    assert saved["cos"].dtype == cos.dtype and np.array_equal(saved["cos"], cos)
+    assert np.array_equal(saved["sin"], sin)
+    inv_freq, factor = sinpe.rope_frequencies(
+        kwargs["head_dim"],
+        base=kwargs["base"],
+        scaling=kwargs["scaling"],
+        seq_len=kwargs.get("offset", 0) + seq_len,
+    )
+    assert np.array_equal(saved["inv_freq"], inv_freq) and saved["attention_factor"] == factor
+
+
+def test_rope_summary(tmp_path):
+    import json
+
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA_CONFIG))
+    result = sinpe_cli("rope", tmp_path / "config.json")
+    assert result.returncode == 0, result.stderr
+    assert "rope_type llama3, rotary dim 128, base 500000" in result.stdout
+    assert "attention factor 1" in result.stdout and "131072 positions" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (None, "No such file"),
+        ("{", "not valid JSON"),
+        ("[1, 2]", "JSON object"),
+        ('{"rope_theta": 10000.0, "max_position_embeddings": 8}', "head_dim"),
+        ('{"head_dim": 64}', "--seq-len"),
+        (
+            '{"head_dim": 64, "max_position_embeddings": 8, "rope_scaling": {"rope_type": "x"}}',
+            "unknown rope_type",
+        ),
+    ],
+)
+def test_rope_bad_config_is_one_line_and_exit_2(tmp_path, text, message):
+    path = tmp_path / "config.json"
+    if text is not None:
+        path.write_text(text)
+    result = sinpe_cli("rope", path)
+    assert result.returncode == 2
+    assert message in result.stderr and result.stderr.count("\n") == 1

@@ -1,14 +1,16 @@
-"""The ``sinpe`` command: ``table``, ``plot``, ``bench``, ``info``."""
+"""The ``sinpe`` command: ``table``, ``rope``, ``plot``, ``bench``, ``info``."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+from collections.abc import Mapping
 
 import numpy as np
 
-from . import __version__, _backends, conventions
+from . import __version__, _backends, _rope, conventions
 from . import _api as api
 from ._threads import thread_limit, usable_cores
 
@@ -35,6 +37,16 @@ def _build_parser() -> argparse.ArgumentParser:
         "--convention", default="vaswani", help=f"one of: {', '.join(conventions.names())}"
     )
     table.add_argument("-o", "--output", help="write with numpy.save to this .npy file")
+
+    rope = sub.add_parser("rope", help="RoPE cos/sin tables from a model's config.json (.npz)")
+    rope.add_argument("config", help="a model's config.json")
+    rope.add_argument(
+        "--seq-len", type=int, help="rows (default: the config's max_position_embeddings)"
+    )
+    rope.add_argument("--offset", type=int, default=0)
+    rope.add_argument("--layout", choices=_rope.LAYOUTS, default="half")
+    rope.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    rope.add_argument("-o", "--output", help="write cos, sin, inv_freq, attention_factor (.npz)")
 
     plot = sub.add_parser("plot", help="heatmap and position-similarity picture (PNG)")
     plot.add_argument("seq_len", type=int, nargs="?", default=128)
@@ -68,6 +80,77 @@ def _table(args) -> int:
     )
     with np.printoptions(precision=6, suppress=True, edgeitems=3, threshold=50, linewidth=100):
         print(table)
+    return 0
+
+
+def rope_arguments(config: Mapping) -> dict:
+    """``head_dim``, ``base`` and ``scaling`` for :func:`sinpe.rope` from a transformers
+    ``config.json`` (``rope_theta``, ``rope_scaling`` or ``rope_parameters``, ``head_dim`` or
+    ``hidden_size / num_attention_heads``, ``partial_rotary_factor``,
+    ``max_position_embeddings``), read as transformers reads them."""
+    if not isinstance(config, Mapping):
+        raise ValueError("the config must be a JSON object")
+    scaling = config.get("rope_parameters") or config.get("rope_scaling") or {}
+    if not isinstance(scaling, Mapping):
+        raise ValueError("rope_scaling / rope_parameters must be a JSON object")
+    if scaling and all(isinstance(v, Mapping) for v in scaling.values()):
+        raise ValueError(
+            "per-layer rope_parameters (" + ", ".join(scaling) + ") are not supported: "
+            "write one of them as the config's rope_parameters"
+        )
+    scaling = dict(scaling)
+    rope_type = scaling.get("rope_type", scaling.get("type", "default"))
+    base = scaling.pop("rope_theta", None) or config.get("rope_theta", 10000.0)
+    partial = scaling.get("partial_rotary_factor", config.get("partial_rotary_factor", 1.0))
+    head_dim = config.get("head_dim")
+    if head_dim is None:
+        try:
+            head_dim = config["hidden_size"] // config["num_attention_heads"]
+        except (KeyError, TypeError):
+            raise ValueError(
+                "the config has neither head_dim nor hidden_size and num_attention_heads"
+            ) from None
+    if rope_type == "proportional":  # keeps head_dim; the factor picks the rotated angles
+        scaling["partial_rotary_factor"] = partial
+    else:
+        head_dim = int(head_dim * partial)
+    limit = config.get("max_position_embeddings")
+    if limit is not None:
+        scaling.setdefault("max_position_embeddings", limit)
+    if "original_max_position_embeddings" in config and rope_type in ("llama3", "yarn", "longrope"):
+        # transformers prefers the top-level value (Phi-3) for these types
+        scaling["original_max_position_embeddings"] = config["original_max_position_embeddings"]
+    scaling.setdefault("rope_type", rope_type)
+    return {"head_dim": head_dim, "base": base, "scaling": scaling, "max_position": limit}
+
+
+def _rope_command(args) -> int:
+    try:
+        with open(args.config, encoding="utf-8") as handle:
+            config = json.load(handle)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{args.config} is not valid JSON ({exc})") from None
+    found = rope_arguments(config)
+    seq_len = args.seq_len if args.seq_len is not None else found["max_position"]
+    if seq_len is None:
+        raise ValueError("the config has no max_position_embeddings: pass --seq-len")
+    kwargs = dict(head_dim=found["head_dim"], base=found["base"], scaling=found["scaling"])
+    inv_freq, attention = _rope.rope_frequencies(**kwargs, seq_len=args.offset + seq_len)
+    if not args.output:
+        spec = _rope.parse(found["scaling"])
+        print(
+            f"rope_type {spec.rope_type}, rotary dim {kwargs['head_dim']}, base {kwargs['base']:g}"
+        )
+        print(f"inverse frequencies {inv_freq.min():.6g} .. {inv_freq.max():.6g}")
+        print(f"attention factor {attention:.17g}")
+        print(f"tables: {seq_len} positions from {args.offset}, layout {args.layout}")
+        return 0
+    cos, sin = _rope.rope(
+        seq_len, **kwargs, offset=args.offset, layout=args.layout, dtype=args.dtype
+    )
+    path = args.output if args.output.endswith(".npz") else args.output + ".npz"
+    np.savez(path, cos=cos, sin=sin, inv_freq=inv_freq, attention_factor=attention)
+    print(f"wrote {path}: cos and sin {cos.shape} {cos.dtype}, attention factor {attention:.6g}")
     return 0
 
 
@@ -154,7 +237,13 @@ def _info(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``sinpe`` console script and ``python -m sinpe``."""
     args = _build_parser().parse_args(argv)
-    handler = {"table": _table, "plot": _plot, "bench": _bench, "info": _info}[args.command]
+    handler = {
+        "table": _table,
+        "rope": _rope_command,
+        "plot": _plot,
+        "bench": _bench,
+        "info": _info,
+    }[args.command]
     try:
         return handler(args)
     except (TypeError, ValueError, MemoryError, OSError) as exc:
