@@ -102,3 +102,67 @@ def diffusers_timesteps(timesteps, dim, max_period=10000.0, downscale_freq_shift
         * np.exp(exponent / (half - downscale_freq_shift))[None, :]
     )
     return np.concatenate([np.sin(emb), np.cos(emb)], axis=-1)
+
+
+# RoPE: Llama-3.1's scaling (rope_theta 500000, head_dim 128), the shape of the RoPE targets.
+LLAMA31_ROPE = {
+    "rope_type": "llama3",
+    "factor": 8.0,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 8192,
+    "rope_theta": 500000.0,
+}
+ROPE_SHAPE = (8192, 128)
+
+
+def sinpe_rope(seq_len, head_dim, layout="half", dtype="float32", threads=1, backend="cython"):
+    from sinpe import rope
+
+    return rope(
+        seq_len,
+        head_dim,
+        scaling=LLAMA31_ROPE,
+        layout=layout,
+        dtype=dtype,
+        threads=threads,
+        backend=backend,
+    )
+
+
+def ones_pair(rows, width, dtype="float32"):
+    """Two np.ones tables: the write limit of a (cos, sin) pair."""
+    return ones(rows, width, dtype), ones(rows, width, dtype)
+
+
+def torch_llama_rope():
+    """``LlamaRotaryEmbedding.forward`` as transformers computes it (float32 angle, cos and
+    sin of ``cat(freqs, freqs)``, times the attention scaling), one CPU thread, for inverse
+    frequencies fixed at construction (as the module's buffer is); None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    from sinpe import rope_frequencies
+
+    inv_freq, scaling = rope_frequencies(ROPE_SHAPE[1], scaling=LLAMA31_ROPE)
+    inv_freq = torch.tensor(inv_freq, dtype=torch.float32)
+
+    def forward(seq_len, head_dim):
+        position_ids = torch.arange(seq_len)[None, :]
+        inv_freq_expanded = inv_freq[None, :, None].float().expand(1, -1, 1)
+        position_ids_expanded = position_ids[:, None, :].float()
+        freqs = (inv_freq_expanded @ position_ids_expanded).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos() * scaling, emb.sin() * scaling
+
+    return forward
+
+
+def float32_llama_rope(positions, inv_freq):
+    """The same float32 computation in NumPy (for the drift measurement without torch)."""
+    import numpy as np
+
+    angle = np.asarray(positions, dtype=np.float32)[:, None] * inv_freq.astype(np.float32)
+    return np.cos(angle), np.sin(angle)

@@ -1,6 +1,7 @@
 """RoPE: each rope type against a transcription of transformers' formula (exact, mpmath),
 tables against mpmath at every scale, layouts, rope == rope_at bit for bit, bad input."""
 
+import itertools
 import math
 
 import mpmath
@@ -294,11 +295,16 @@ def test_backends_and_threads_agree():
     if "cython" not in sinpe._backends.FILLERS:
         pytest.skip("compiled kernel not built")
     positions = np.concatenate([np.arange(3000.0), [0.5, 1e9 + 0.25, -7.0, 2.0**50]])
-    for layout in sinpe._rope.LAYOUTS:
-        a = sinpe.rope_at(positions, 24, scaling=YARN, layout=layout, backend="cython")
-        b = sinpe.rope_at(positions, 24, scaling=YARN, layout=layout, backend="numpy")
-        c = sinpe.rope(9000, 24, scaling=YARN, layout=layout, threads=2, offset=3)
-        d = sinpe.rope(9000, 24, scaling=YARN, layout=layout, threads=1, offset=3)
+    # yarn: attention factor != 1 (clamped and scaled); llama3: 1 (float32 skips the clamp)
+    cases = [(YARN, 1e6, 24), (LLAMA31, 500000.0, 40), (LLAMA31, 500000.0, 36)]
+    for (scaling, base, dim), layout, dtype in itertools.product(
+        cases, sinpe._rope.LAYOUTS, [np.float32, np.float64]
+    ):
+        kwargs = dict(scaling=scaling, base=base, layout=layout, dtype=dtype)
+        a = sinpe.rope_at(positions, dim, backend="cython", **kwargs)
+        b = sinpe.rope_at(positions, dim, backend="numpy", **kwargs)
+        c = sinpe.rope(9000, dim, threads=2, offset=3, **kwargs)
+        d = sinpe.rope(9000, dim, threads=1, offset=3, backend="numpy", **kwargs)
         for k in (0, 1):
             assert np.array_equal(a[k], b[k]) and np.array_equal(c[k], d[k])
 

@@ -36,7 +36,6 @@ modulo 4096 (a false store-to-load dependence, ~10% slower where it hits).
 cimport numpy as cnp
 import numpy as np
 from libc.stdint cimport uintptr_t
-from libc.math cimport floor
 from libc.stdlib cimport free, malloc
 from cython.parallel cimport prange, threadid
 
@@ -82,9 +81,13 @@ cdef extern from "_rope.h":
         const double* f_cos, const double* f_sin, double factor, Py_ssize_t h) noexcept nogil
     void rope_scale "sinpe_rope_scale"(double* v, double factor, Py_ssize_t n) noexcept nogil
     void rope_write_f64 "sinpe_rope_write_f64"(
-        double* row, const double* v, Py_ssize_t h, int layout) noexcept nogil
+        double* row, const double* v, Py_ssize_t first, Py_ssize_t h, int layout) noexcept nogil
     void rope_write_f32 "sinpe_rope_write_f32"(
-        float* row, const double* v, Py_ssize_t h, int layout) noexcept nogil
+        float* row, const double* v, Py_ssize_t first, Py_ssize_t h, int layout) noexcept nogil
+    Py_ssize_t rope_fused "sinpe_rope_fused"(
+        int is_double, void* cos_row, void* sin_row, Py_ssize_t width, Py_ssize_t n_rows,
+        const double* a_cos, const double* a_sin, const double* fine, double factor,
+        Py_ssize_t h, int layout) noexcept nogil
 
 HAVE_OPENMP = bool(SINPE_HAVE_OPENMP)
 # What the hot loop runs on this CPU. Asking here, at import, settles the CPU check before
@@ -168,8 +171,8 @@ cdef inline void rotate_blocks(
             row[sin_col + n_cos] = unit(a_sin[n_cos] * f_cos[n_cos] + a_cos[n_cos] * f_sin[n_cos])
     else:
         rope_rotate(c, s, a_cos, a_sin, f_cos, f_sin, 1.0, n_sin)  # c[n_cos:] unused
-        rope_write_f32(row + sin_col, s, n_sin, ROPE_COMPACT)
-        rope_write_f32(row + cos_col, c, n_cos, ROPE_COMPACT)
+        rope_write_f32(row + sin_col, s, 0, n_sin, ROPE_COMPACT)
+        rope_write_f32(row + cos_col, c, 0, n_cos, ROPE_COMPACT)
 
 
 cdef inline void multiply_anchor(
@@ -552,15 +555,21 @@ cdef struct Rope:
 
 cdef int _fill_rope(real_out* cos_out, real_out* sin_out, Py_ssize_t n_rows, const Rope* e,
                     int threads) except -1:
-    cdef Py_ssize_t stride = (4 * e.h + 7) // 8 * 8  # doubles: each thread's scratch apart
+    # Each thread's scratch (anchor row, then the values of a row: 4*h doubles) in its own
+    # run of whole pages, at the fine table's offset into a page, as in ``_fill``: the row
+    # loop then loads from few page offsets, clear of its own stores modulo 4096.
+    cdef Py_ssize_t stride = (4 * e.h + 511) // 512 * 512  # doubles: whole pages
+    cdef uintptr_t placement = <uintptr_t>e.fine & 4095
     cdef Py_ssize_t run, first, per_run
+    cdef void* block_of_memory
     cdef double* scratch
     if n_rows == 0 or e.h == 0:
         return 0
     threads = team_size(threads)  # 1 in a forked child of a process that ran a team
-    scratch = <double*>malloc(threads * stride * sizeof(double) + 64)
-    if scratch == NULL:
+    block_of_memory = malloc(threads * stride * sizeof(double) + 8192)
+    if block_of_memory == NULL:
         raise MemoryError(f"no memory for {threads} rows of {4 * e.h} doubles")
+    scratch = <double*>((<uintptr_t>block_of_memory + 4095) // 4096 * 4096 + placement)
     per_run = (n_rows + threads - 1) // threads
     with nogil:
         if threads > 1:
@@ -570,7 +579,7 @@ cdef int _fill_rope(real_out* cos_out, real_out* sin_out, Py_ssize_t n_rows, con
                           scratch + run * stride)
         else:
             rope_rows(cos_out, sin_out, e, 0, n_rows, scratch)
-    free(scratch)
+    free(block_of_memory)
     return 0
 
 
@@ -582,30 +591,58 @@ cdef void rope_rows(real_out* cos_out, real_out* sin_out, const Rope* e, Py_ssiz
     cdef double* a_sin = scratch + h
     cdef double* c = scratch + 2 * h  # [cos | sin] of the row, h each
     cdef double* s = scratch + 3 * h
-    cdef Py_ssize_t r, q, j, k, u
+    cdef Py_ssize_t r, q, j, k, u, done, run, t
     cdef Py_ssize_t last_q = -1, last_j = -1
     cdef double p
     cdef const double* row
-    for r in range(first, stop):
+    cdef real_out* cos_row
+    cdef real_out* sin_row
+    r = first
+    while r < stop:
         p = e.p[r]
         q = e.anchor[r]
+        cos_row = cos_out + r * e.width
+        sin_row = sin_out + r * e.width
         if q < 0:
             exact_cos_sin_rows(&p, 1, e.table, h, c)  # cos into c, sin into s (= c + h)
             rope_scale(c, e.factor, 2 * h)
-        else:
-            u = <Py_ssize_t>(p - floor(p / ROPE_BLOCK) * ROPE_BLOCK)  # exact: 0 <= u < 1024
-            j = u // ROPE_FINE
-            k = u - j * ROPE_FINE
-            if q != last_q or j != last_j:
-                row = e.anchors + 2 * h * q
-                multiply_anchor(a_cos, a_sin, row, row + h, e.mid + 2 * h * j,
-                                e.mid + 2 * h * j + h, h)
-                last_q, last_j = q, j
-            row = e.fine + 2 * h * k
-            rope_rotate(c, s, a_cos, a_sin, row, row + h, e.factor, h)
-        if real_out is double:
-            rope_write_f64(cos_out + r * e.width, c, h, e.layout)
-            rope_write_f64(sin_out + r * e.width, s, h, e.layout)
-        else:
-            rope_write_f32(cos_out + r * e.width, c, h, e.layout)
-            rope_write_f32(sin_out + r * e.width, s, h, e.layout)
+            write_rope_row(cos_row, sin_row, c, s, 0, h, e.layout)
+            r += 1
+            continue
+        u = (<long long>p) & 1023  # p mod 1024 (two's complement: floor-mod for p < 0)
+        j = u // ROPE_FINE
+        k = u - j * ROPE_FINE
+        if q != last_q or j != last_j:
+            row = e.anchors + 2 * h * q
+            multiply_anchor(a_cos, a_sin, row, row + h, e.mid + 2 * h * j,
+                            e.mid + 2 * h * j + h, h)
+            last_q, last_j = q, j
+        # the following rows at p + 1, p + 2, ... with the same anchor and mid: fine rows
+        # k + 1, k + 2, ... (a table's rows, and runs inside rope_at's positions)
+        run = 1
+        while (r + run < stop and k + run < ROPE_FINE and e.anchor[r + run] == q
+               and e.p[r + run] == p + run):
+            run += 1
+        row = e.fine + 2 * h * k
+        # straight into the tables where vector lanes allow; the rest through c and s
+        done = rope_fused(real_out is double, cos_row, sin_row, e.width, run, a_cos, a_sin,
+                          row, e.factor, h, e.layout)
+        if done < h:
+            for t in range(run):
+                rope_rotate(c + done, s + done, a_cos + done, a_sin + done,
+                            row + 2 * h * t + done, row + 2 * h * t + h + done, e.factor,
+                            h - done)
+                write_rope_row(cos_row + t * e.width, sin_row + t * e.width, c, s, done, h,
+                               e.layout)
+        r += run
+
+
+cdef inline void write_rope_row(real_out* cos_row, real_out* sin_row, const double* c,
+                                const double* s, Py_ssize_t first, Py_ssize_t h,
+                                int layout) noexcept nogil:
+    if real_out is double:
+        rope_write_f64(cos_row, c, first, h, layout)
+        rope_write_f64(sin_row, s, first, h, layout)
+    else:
+        rope_write_f32(cos_row, c, first, h, layout)
+        rope_write_f32(sin_row, s, first, h, layout)

@@ -26,6 +26,9 @@ _DEFAULT_BASE = 10000.0
 _EMPTY = np.empty(0)
 # An exact sin/cos pair costs about as much as writing this many elements (see _api).
 _PAIR_COST = 24
+ROPE_SPAN_BITS = 10  # anchors every 2**10 = ROPE_BLOCK positions
+ROPE_SPAN = 1 << ROPE_SPAN_BITS
+assert ROPE_SPAN == ROPE_BLOCK
 
 
 def _arguments(head_dim, base, scaling) -> tuple[int, float, RopeScaling]:
@@ -108,12 +111,14 @@ def _fill(backend, plan, positions, layout, dtype, threads, run=False):
         return cos, sin
     # Integer positions start from the anchor at floor(p / 1024) * 1024 (one exact row per
     # distinct anchor); the others are marked -1 and evaluated exactly.
-    blocks = np.floor(positions / ROPE_BLOCK) * ROPE_BLOCK  # exact
-    if run:  # anchors every 1024 from the first row's
+    if run:  # anchors every 1024 from the first row's: integer arithmetic on the offsets
         integer_rows = n
-        anchor_positions = np.arange(blocks[0], blocks[-1] + 1.0, ROPE_BLOCK)
-        index = ((blocks - blocks[0]) / ROPE_BLOCK).astype(np.intp)
+        start = int(positions[0])
+        first = start - start % ROPE_SPAN
+        index = (np.arange(start - first, start - first + n, dtype=np.intp)) >> ROPE_SPAN_BITS
+        anchor_positions = np.arange(int(index[-1]) + 1, dtype=np.float64) * ROPE_BLOCK + first
     else:
+        blocks = np.floor(positions / ROPE_BLOCK) * ROPE_BLOCK  # exact
         integer = positions == np.floor(positions)
         integer_rows = int(np.count_nonzero(integer))
         anchor_positions, inverse = np.unique(blocks[integer], return_inverse=True)
