@@ -125,6 +125,36 @@ CALLS = {
     "shift_matrix": (sinpe.shift_matrix, dict(k=3, d_model=6, base=10000.0)),
     "frequencies": (sinpe.frequencies, dict(d_model=6, base=10000.0, convention="vaswani")),
     "set_cache_limit": (lambda nbytes: frequencies_under_cache_limit(nbytes), dict(nbytes=1 << 20)),
+    "rope": (
+        sinpe.rope,
+        dict(
+            seq_len=5,
+            head_dim=6,
+            base=None,
+            scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64},
+            offset=0,
+            layout="half",
+            dtype=np.float64,
+            threads=None,
+            backend="auto",
+        ),
+    ),
+    "rope_at": (
+        sinpe.rope_at,
+        dict(
+            positions=[0, 1.5, -3],
+            head_dim=6,
+            base=10000.0,
+            scaling=None,
+            layout="interleaved",
+            dtype=np.float32,
+            backend="auto",
+        ),
+    ),
+    "rope_frequencies": (
+        sinpe.rope_frequencies,
+        dict(head_dim=6, base=10000.0, scaling={"type": "linear", "factor": 2}, seq_len=None),
+    ),
     "diffusers": (
         lambda d_model=7, **kw: sinpe.sinusoidal_positional_encoding(
             5, d_model, convention=conventions.diffusers(**kw)
@@ -149,6 +179,20 @@ PEAK_BYTES = 16 << 20  # every valid table here is tiny; a giant intermediate wo
 
 
 def check_result(name, result, kwargs):
+    if name.startswith("rope"):
+        first, second = result
+        if name == "rope_frequencies":
+            assert first.ndim == 1 and (first >= 0).all() and second > 0
+            return
+        factor = sinpe.rope_frequencies(
+            kwargs["head_dim"], base=kwargs["base"], scaling=kwargs["scaling"]
+        )[1]
+        for table in (first, second):
+            assert table.dtype == np.dtype(kwargs["dtype"] or np.float64)
+            assert np.isfinite(table).all() and np.abs(table).max(initial=0) <= factor
+        twin = CALLS[name][0](**{**kwargs, "backend": "numpy"})
+        assert np.array_equal(first, twin[0]) and np.array_equal(second, twin[1])
+        return
     assert isinstance(result, np.ndarray)
     assert np.isfinite(result).all()
     if name in ("frequencies", "set_cache_limit"):

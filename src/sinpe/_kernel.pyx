@@ -14,7 +14,8 @@ so with three small tables of correctly rounded unit vectors (the exact evaluato
 ``_exact.h`` and its NumPy twin in ``_angles.py``: <= 0.5 ulp + 2**-65.3 each) every row
 is two complex multiplies: ``anchor = coarse[q] * mid[j]`` once per block of F rows (kept in
 a per-thread scratch row), then ``row = anchor * fine[k]``: four multiplies and two adds per sin/cos pair,
-no transcendental call, and the inner loop is contiguous, so the C compiler vectorises it.
+no transcendental call, and the inner loop is contiguous: SSE2/AVX2 loops in ``_rotate.h`` for
+the interleaved layout, ``_rope.h``'s for block layouts (``[sin | cos]``) and RoPE rows.
 
 Error bound (u = 2**-53): table entries are within 0.51u; one rotation of unit vectors with
 input errors e1, e2 gives <= sqrt(2)*(e1 + e2) + 2u (two products and one sum rounded), so the

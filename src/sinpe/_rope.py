@@ -74,12 +74,17 @@ def _length_key(spec: RopeScaling, length):
 
 
 def _make_rope_plan(backend, spec, head_dim, base, length):
-    inv_freq, attention = inverse_frequencies(spec, head_dim, base, length)
+    try:
+        inv_freq, attention = inverse_frequencies(spec, head_dim, base, length)
+    except ValueError as exc:
+        if "head_dim" in str(exc) or "scaling" in str(exc) or "base" in str(exc):
+            raise
+        raise ValueError(f"head_dim={head_dim} is too large ({exc})") from None
     largest = float(np.abs(inv_freq).max())
     if not largest < FAST_W_LIMIT:
         raise ValueError(
-            f"scaling gives inverse frequencies up to {largest:.3g}; RoPE tables need every "
-            "inverse frequency finite and below 2**32"
+            f"base={base!r} with scaling {spec.rope_type!r} gives inverse frequencies up to "
+            f"{largest:.3g}; RoPE tables need every inverse frequency finite and below 2**32"
         )
     if not (math.isfinite(attention) and attention > 0):
         raise ValueError(f"scaling gives attention factor {attention!r}; it must be finite and > 0")

@@ -295,6 +295,10 @@ def _yarn(s, head_dim, base, seq_len):
     beta_slow = s.get("beta_slow") or 1
     original = s.get("original_max_position_embeddings")
     log_base = _dd_log(base)
+    if log_base[0] == 0.0:
+        raise ValueError(
+            "base must not be 1 for rope_type 'yarn': its correction range divides by log(base)"
+        )
 
     def correction_dim(rotations):  # dim * log(original / (rotations * 2 pi)) / (2 log base)
         log_ratio = _dd_add(*_dd_log(original), *(-v for v in _dd_log(rotations)))
