@@ -15,7 +15,14 @@ SHAPES = [
     (2048, 512, "float32"),
     (8192, 1024, "float64"),
     (32768, 1024, "float64"),
+    (2048, 512, "float16"),
 ]
+try:
+    import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy)
+
+    SHAPES.append((2048, 512, "bfloat16"))
+except ImportError:
+    pass
 
 
 def shape_id(shape):

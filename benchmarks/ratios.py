@@ -30,7 +30,16 @@ TARGETS = [
     (2048, 512, "float32", None, 2.0),
     (8192, 1024, "float64", 1, 1.35),
     (32768, 1024, "float64", None, 1.1),
+    # half precision, against np.ones of the same dtype (bfloat16 rows need ml_dtypes)
+    (2048, 512, "float16", None, 2.0),
+    (2048, 512, "bfloat16", None, 2.0),
+    (8192, 1024, "float16", 1, 1.5),
+    (8192, 1024, "bfloat16", 1, 1.5),
 ]
+try:
+    import ml_dtypes  # noqa: F401  (registers the bfloat16 dtype with NumPy)
+except ImportError:
+    TARGETS = [row for row in TARGETS if row[2] != "bfloat16"]
 
 
 QUIET_SCALING = 1.8

@@ -273,3 +273,16 @@ def test_rope_bad_config_is_one_line_and_exit_2(tmp_path, text, message):
     result = sinpe_cli("rope", path)
     assert result.returncode == 2
     assert message in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_tables_from_the_command_line(tmp_path, dtype):
+    if dtype == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    result = sinpe_cli("table", 7, 10, "--dtype", dtype, "-o", tmp_path / "pe.npy")
+    assert result.returncode == 0, result.stderr
+    saved = np.load(tmp_path / "pe.npy")
+    expected = sinpe.sinusoidal_positional_encoding(7, 10, dtype=dtype)
+    if dtype == "bfloat16":  # .npy has no bfloat16: its bit patterns, as uint16
+        assert saved.dtype == np.uint16 and "bit patterns" in result.stdout
+    assert np.array_equal(saved.view(np.uint16), expected.view(np.uint16))

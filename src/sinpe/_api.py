@@ -14,6 +14,7 @@ from ._backends import BACKEND, EVALUATORS, EXACT_FILLERS, FILLERS, HAVE_OPENMP
 from ._backends import resolve as _backend
 from ._checks import F64, MAX_POSITION
 from ._frequencies import frequency_vector
+from ._half import round_into
 from ._threads import threads_for
 from .conventions import Convention
 from .conventions import get as get_convention
@@ -125,9 +126,9 @@ def _fill_exact(backend: str, table: np.ndarray, positions: np.ndarray, frequenc
         fill_slow_columns(positions, frequency, slow, values)
         for i in slow:
             if i < c.n_sin:
-                table[:, c.sin_col + i * c.step] = values[:, 1, i]
+                round_into(table[:, c.sin_col + i * c.step], values[:, 1, i])
             if i < c.n_cos:
-                table[:, c.cos_col + i * c.step] = values[:, 0, i]
+                round_into(table[:, c.cos_col + i * c.step], values[:, 0, i])
     return table
 
 
@@ -187,11 +188,12 @@ def sinusoidal_positional_encoding(
         Frequency base, finite and ``> 0``: ``w_i = base**(-2i/d_model)``.
     offset : int, default 0
         Position of the first row; every position ``offset + r`` must be below ``2**53``.
-    dtype : float32, float64 or None, default None
-        ``None``: the dtype of ``out`` when given, else float64. float32 tables are computed
-        in float64 and rounded once.
+    dtype : float64, float32, float16, bfloat16 or None, default None
+        ``None``: the dtype of ``out`` when given, else float64. Narrower tables are computed
+        in float64 and each value rounded once (bfloat16: ``ml_dtypes``, the ``[bfloat16]``
+        extra).
     out : numpy.ndarray, optional
-        Writable, C-contiguous array of shape ``(seq_len, d_model)``, float32 or float64 (and
+        Writable, C-contiguous array of shape ``(seq_len, d_model)`` of one of those dtypes (and
         ``dtype`` when given); it is filled and returned. A rejected ``out`` is left untouched.
     backend : {"auto", "cython", "numpy"}, default "auto"
         ``"auto"`` is ``sinpe.BACKEND``.
@@ -384,7 +386,9 @@ def shift_matrix(k: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
     return matrix
 
 
-def encode_2d(height: int, width: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
+def encode_2d(
+    height: int, width: int, d_model: int, *, base: float = 10000.0, dtype=None
+) -> np.ndarray:
     """MAE's 2-D grid encoding (``get_2d_sincos_pos_embed``, used by ViT/MAE/DiT).
 
     Row ``y * width + x``: the first ``d_model/2`` columns encode ``x``, the last ``d_model/2``
@@ -397,11 +401,13 @@ def encode_2d(height: int, width: int, d_model: int, *, base: float = 10000.0) -
     d_model : int
         A positive multiple of 4.
     base : float, default 10000.0
+    dtype : float64, float32, float16, bfloat16 or None, default None (float64)
+        Each value rounded once from float64.
 
     Returns
     -------
     numpy.ndarray
-        ``(height * width, d_model)`` float64.
+        ``(height * width, d_model)``.
     """
     height = check.integer("height", height, 0)
     width = check.integer("width", width, 0)
@@ -411,11 +417,14 @@ def encode_2d(height: int, width: int, d_model: int, *, base: float = 10000.0) -
     for name, size in (("height", height), ("width", width)):
         if size > MAX_POSITION:
             raise ValueError(f"{name} must be <= 2**53 (positions below 2**53), got {size}")
-    table = check.allocate((height * width, d_model), F64, ("height*width", "d_model"))
+    dtype = check.dtype(dtype) or F64
+    table = check.allocate((height * width, d_model), dtype, ("height*width", "d_model"))
     half = d_model // 2
-    # Each half is the 'hf-marian' layout at width d_model/2: [sin | cos], w_i = base**(-2i/half).
-    along_x = sinusoidal_positional_encoding(width, half, base=base, convention="hf-marian")
-    along_y = sinusoidal_positional_encoding(height, half, base=base, convention="hf-marian")
+    # Each half is the 'hf-marian' layout at width d_model/2: [sin | cos], w_i = base**(-2i/half);
+    # made in the table's dtype (each value rounded once), then copied.
+    marian = dict(base=base, convention="hf-marian", dtype=dtype)
+    along_x = sinusoidal_positional_encoding(width, half, **marian)
+    along_y = sinusoidal_positional_encoding(height, half, **marian)
     table[:, :half] = np.tile(along_x, (height, 1))
     table[:, half:] = np.repeat(along_y, width, axis=0)
     return table

@@ -8,10 +8,12 @@ import operator
 
 import numpy as np
 
+from . import _half
+
 MAX_POSITION = 2**53  # every position must be below this (exactly representable in float64)
 F64 = np.dtype(np.float64)
-FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
-_DTYPE_NAMES = "float32 or float64"
+FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.float16))
+_DTYPE_NAMES = "float64, float32, float16 or bfloat16"
 
 
 def integer(name: str, value, minimum: int) -> int:
@@ -57,11 +59,21 @@ def dtype(value) -> np.dtype | None:
         result = np.dtype(value)
     except Exception:  # np.dtype parses strings: TypeError, ValueError, even SyntaxError
         result = None
-    if result is None or result not in FLOAT_DTYPES:  # (np.dtype(None) is float64: test first)
+    if result is None and "bfloat16" in str(value).lower():  # before ml_dtypes is imported
+        result = _half.bfloat16()
+        if result is None:
+            raise TypeError(f"{_half.BFLOAT16_HINT}; got dtype={value!r:.60}")
+    if result is None or not table_dtype(result):  # (np.dtype(None) is float64: test first)
         raise TypeError(
-            f"dtype must be {_DTYPE_NAMES} (any NumPy spelling) or None, got {value!r:.60}"
+            f"dtype must be {_DTYPE_NAMES} (any NumPy or ml_dtypes spelling) or None, "
+            f"got {value!r:.60}"
         )
     return result
+
+
+def table_dtype(value: np.dtype) -> bool:
+    """A dtype sinpe writes tables in: float64, float32, float16 or (ml_dtypes) bfloat16."""
+    return value in FLOAT_DTYPES or (value.name == "bfloat16" and value.itemsize == 2)
 
 
 def allocate(shape: tuple, dtype: np.dtype, names: tuple, zeros: bool = False) -> np.ndarray:
@@ -75,7 +87,7 @@ def allocate(shape: tuple, dtype: np.dtype, names: tuple, zeros: bool = False) -
 
 def output(out, shape: tuple, dtype: np.dtype | None, names: tuple) -> np.ndarray:
     """``out`` checked against the table it must hold, or a new array; ``dtype=None`` takes
-    ``out``'s dtype (float32 or float64), else float64."""
+    ``out``'s dtype (any table dtype), else float64."""
     if out is None:
         return allocate(shape, F64 if dtype is None else dtype, names)
     if not isinstance(out, np.ndarray):
@@ -83,7 +95,7 @@ def output(out, shape: tuple, dtype: np.dtype | None, names: tuple) -> np.ndarra
     problems = []
     if out.shape != shape:
         problems.append(f"shape {out.shape} (expected {shape})")
-    if dtype is None and out.dtype not in FLOAT_DTYPES:
+    if dtype is None and not table_dtype(out.dtype):
         problems.append(f"dtype {out.dtype} (expected {_DTYPE_NAMES})")
     elif dtype is not None and out.dtype != dtype:
         problems.append(f"dtype {out.dtype} (expected {dtype}; pass dtype= to match)")

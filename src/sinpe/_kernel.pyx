@@ -38,6 +38,7 @@ cimport numpy as cnp
 import numpy as np
 from libc.stdint cimport uintptr_t
 from libc.stdlib cimport free, malloc
+from libc.string cimport memset
 from cython.parallel cimport prange, threadid
 
 cnp.import_array()
@@ -90,6 +91,29 @@ cdef extern from "_rope.h":
         const double* a_cos, const double* a_sin, const double* fine, double factor,
         Py_ssize_t h, int layout) noexcept nogil
 
+cdef extern from "_half.h":
+    int HALF_F16 "SINPE_F16"
+    int HALF_BF16 "SINPE_BF16"
+    int half_simd "sinpe_half_simd"() noexcept nogil
+    void half_row "sinpe_half_row"(unsigned short* out, const double* v, Py_ssize_t n,
+                                   int format) noexcept nogil
+
+# What a table's elements are: float64, float32, or the bits of float16 / bfloat16 (the
+# formats of _half.h: 1 and 2).
+cdef enum:
+    KIND_F64 = 0
+    KIND_F32 = 3
+
+
+cdef inline int output_kind(cnp.ndarray out):
+    cdef int itemsize = cnp.PyArray_ITEMSIZE(out)
+    if itemsize == 8:
+        return KIND_F64
+    if itemsize == 4:
+        return KIND_F32
+    return HALF_F16 if cnp.PyArray_TYPE(out) == cnp.NPY_FLOAT16 else HALF_BF16
+
+
 HAVE_OPENMP = bool(SINPE_HAVE_OPENMP)
 # What the hot loop runs on this CPU. Asking here, at import, settles the CPU check before
 # any thread can fill a table, so the kernel has no shared mutable state at all (it is
@@ -97,6 +121,9 @@ HAVE_OPENMP = bool(SINPE_HAVE_OPENMP)
 SIMD = ("c", "sse2", "avx2")[sinpe_simd()]
 # What the exact evaluator runs on this CPU (same bits either way).
 EXACT_SIMD = "avx2-fma" if exact_simd() == 2 else "c"
+# What rounds float16/bfloat16 output on this CPU (same bits either way); asked here, at
+# import, for the same reason as SIMD.
+HALF_SIMD = "avx2-f16c" if half_simd() else "c"
 DEBUG = bool(SINPE_DEBUG)  # a SINPE_DEBUG_BUILD=1 build: trusted arguments are checked too
 C_ASSERTS = bool(SINPE_C_ASSERTS)  # C assert() live (NDEBUG undefined): debug builds only
 
@@ -196,8 +223,9 @@ def fill_table(
     Py_ssize_t n_sin, Py_ssize_t n_cos, Py_ssize_t pad_col,
     int threads,
 ):
-    """Fill ``out`` (rows x columns, float32 or float64) with rotations
-    ``coarse[q] * mid[j] * fine[k]``.
+    """Fill ``out`` (rows x columns, float64, float32, float16 or bfloat16) with rotations
+    ``coarse[q] * mid[j] * fine[k]``; half-precision rows are made in float64 (a block of F
+    rows of scratch per thread) and rounded once (``_half.h``).
 
     Tables are C-contiguous ``(rows, 2, h)`` float64 ``[cos, sin]`` with ``h >= n_sin >= n_cos``;
     ``threads`` >= 1 is the team size. Arguments are trusted: ``_api`` made the tables and
@@ -219,11 +247,7 @@ def fill_table(
     t.n_sin, t.n_cos, t.pad_col = n_sin, n_cos, pad_col
     cdef Py_ssize_t n_rows = cnp.PyArray_DIM(out, 0)
     cdef Py_ssize_t width = cnp.PyArray_DIM(out, 1)
-    # Dispatch by hand: a fused ``def`` would look the signature up on every call.
-    if cnp.PyArray_ITEMSIZE(out) == 8:
-        _fill(<double*>cnp.PyArray_DATA(out), n_rows, width, &t, threads)
-    else:
-        _fill(<float*>cnp.PyArray_DATA(out), n_rows, width, &t, threads)
+    _fill(cnp.PyArray_DATA(out), n_rows, width, &t, threads, output_kind(out))
 
 
 def exact_cos_sin(cnp.ndarray positions, cnp.ndarray table, cnp.ndarray out, int threads):
@@ -292,8 +316,8 @@ cdef struct Tables:
     Py_ssize_t sin_col, cos_col, step, n_sin, n_cos, pad_col
 
 
-cdef int _fill(real_out* out, Py_ssize_t n_rows, Py_ssize_t width, const Tables* t,
-               int threads) except -1:
+cdef int _fill(void* out, Py_ssize_t n_rows, Py_ssize_t width, const Tables* t,
+               int threads, int kind) except -1:
     cdef Py_ssize_t n_blocks = (n_rows + t.n_fine - 1) // t.n_fine
     cdef Py_ssize_t block
     # One anchor row (2*h doubles) per thread, each in its own run of whole 4096-byte pages
@@ -301,16 +325,17 @@ cdef int _fill(real_out* out, Py_ssize_t n_rows, Py_ssize_t width, const Tables*
     # table (``_angles.TABLE_PLACEMENT``): the row loop then loads from only the two page
     # offsets the fine table uses, which keeps it clear of a store to ``out`` that lags a load
     # by a few hundred bytes modulo 4096 (a false dependence that stalls the loads).
-    # (2*h anchor doubles, then 2*h for the values of a block-layout row)
-    cdef Py_ssize_t stride = (4 * t.h + 511) // 512 * 512  # doubles: whole pages
+    # (2*h anchor doubles, then 2*h for the values of a block-layout row, then for half
+    # precision a block of F float64 rows)
+    cdef Py_ssize_t rows = t.n_fine * width if kind != KIND_F64 and kind != KIND_F32 else 0
+    cdef Py_ssize_t stride = (4 * t.h + rows + 511) // 512 * 512  # doubles: whole pages
     cdef uintptr_t placement = <uintptr_t>t.fine & 4095
     cdef void* block_of_memory
     cdef double* scratch
     if n_rows == 0 or width == 0:
         return 0
     if t.h == 0:  # no frequency at all (width-1 block layouts): only the zero column
-        for block in range(n_rows):
-            out[block * width + t.pad_col] = 0
+        memset(out, 0, n_rows * width * (8 if kind == KIND_F64 else 4 if kind == KIND_F32 else 2))
         return 0
     block_of_memory = malloc(threads * stride * sizeof(double) + 8192)
     if block_of_memory == NULL:
@@ -320,20 +345,40 @@ cdef int _fill(real_out* out, Py_ssize_t n_rows, Py_ssize_t width, const Tables*
     with nogil:
         if threads > 1:  # a parallel region costs microseconds: only enter it when it pays
             for block in prange(n_blocks, num_threads=threads, schedule="static"):
-                fill_block(out, n_rows, width, t, scratch + threadid() * stride, block)
+                table_block(out, n_rows, width, t, scratch + threadid() * stride, block, kind)
         else:
             for block in range(n_blocks):
-                fill_block(out, n_rows, width, t, scratch, block)
+                table_block(out, n_rows, width, t, scratch, block, kind)
     free(block_of_memory)
     return 0
 
 
+cdef inline void table_block(
+    void* out, Py_ssize_t n_rows, Py_ssize_t width, const Tables* t, double* scratch,
+    Py_ssize_t block, int kind,
+) noexcept nogil:
+    """Block ``block`` of ``out`` in its element kind: float rows directly; half-precision
+    rows made in float64 in ``scratch`` (after the anchor) and rounded once."""
+    cdef Py_ssize_t first = block * t.n_fine
+    cdef Py_ssize_t r
+    cdef double* rows = scratch + 4 * t.h
+    if kind == KIND_F64:
+        fill_block(<double*>out, n_rows, width, t, scratch, block, 0)
+    elif kind == KIND_F32:
+        fill_block(<float*>out, n_rows, width, t, scratch, block, 0)
+    else:
+        fill_block(rows, n_rows, width, t, scratch, block, first)
+        for r in range(first, min(first + t.n_fine, n_rows)):
+            half_row(<unsigned short*>out + r * width, rows + (r - first) * width, width, kind)
+
+
 cdef inline void fill_block(
     real_out* out, Py_ssize_t n_rows, Py_ssize_t width, const Tables* t, double* a_cos,
-    Py_ssize_t block,
+    Py_ssize_t block, Py_ssize_t out_first,
 ) noexcept nogil:
     """Rows ``block*F .. block*F + F - 1``: the anchor coarse[q] * mid[j] once, then a rotation
-    by fine[k] per row. ``a_cos`` is this thread's scratch row (2*h doubles)."""
+    by fine[k] per row. ``a_cos`` is this thread's scratch row (2*h doubles); ``out`` holds
+    rows from ``out_first`` on."""
     cdef Py_ssize_t h = t.h
     cdef Py_ssize_t q = block // t.n_mid
     cdef Py_ssize_t j = block - q * t.n_mid
@@ -347,7 +392,7 @@ cdef inline void fill_block(
     cdef real_out* row
     multiply_anchor(a_cos, a_sin, c_row, c_row + h, m_row, m_row + h, h)
     while r < r_end:
-        row = out + r * width
+        row = out + (r - out_first) * width
         if interleaved:
             rotate_interleaved(row, a_cos, a_sin, f_cos, f_cos + h, t.n_cos)
             if t.n_sin > t.n_cos:  # odd width: one last sine column
@@ -389,17 +434,17 @@ def fill_exact(
     e.n_sin, e.n_cos, e.pad_col = n_sin, n_cos, pad_col
     cdef Py_ssize_t n_rows = cnp.PyArray_DIM(out, 0)
     cdef Py_ssize_t width = cnp.PyArray_DIM(out, 1)
-    if cnp.PyArray_ITEMSIZE(out) == 8:
-        _fill_exact(<double*>cnp.PyArray_DATA(out), n_rows, width, &e, threads)
-    else:
-        _fill_exact(<float*>cnp.PyArray_DATA(out), n_rows, width, &e, threads)
+    _fill_exact(cnp.PyArray_DATA(out), n_rows, width, &e, threads, output_kind(out))
+
+
+_TABLE_DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 
 def _check_out_and_columns(out, h, sin_col, cos_col, step, n_sin, n_cos, pad_col, threads):
     """Debug builds only: ``out`` is a writable C-contiguous float table and the column map
     stays inside its rows, for ``h`` frequencies."""
-    if out.dtype not in ("float32", "float64") or not out.flags.c_contiguous or not out.flags.writeable:
-        raise ValueError("debug: out must be a writable C-contiguous float32/float64 table")
+    if out.dtype.name not in _TABLE_DTYPES or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError(f"debug: out must be a writable C-contiguous {_TABLE_DTYPES} table")
     width = out.shape[1]
     if not (0 <= n_cos <= n_sin <= h) or not (threads >= 1):
         raise ValueError(f"debug: n_sin={n_sin}, n_cos={n_cos}, h={h}, threads={threads}")
@@ -429,10 +474,12 @@ cdef struct Exact:
     Py_ssize_t sin_col, cos_col, step, n_sin, n_cos, pad_col
 
 
-cdef int _fill_exact(real_out* out, Py_ssize_t n_rows, Py_ssize_t width, const Exact* e,
-                     int threads) except -1:
+cdef int _fill_exact(void* out, Py_ssize_t n_rows, Py_ssize_t width, const Exact* e,
+                     int threads, int kind) except -1:
     cdef Py_ssize_t r
-    cdef Py_ssize_t stride = (2 * e.h + 7) // 8 * 8  # doubles: each thread's row 64-byte apart
+    # doubles per thread, rows 64 bytes apart: [cos | sin] (2*h), then a float64 row for
+    # half precision
+    cdef Py_ssize_t stride = (2 * e.h + width + 7) // 8 * 8
     cdef double* scratch
     if n_rows == 0 or width == 0:
         return 0
@@ -443,12 +490,24 @@ cdef int _fill_exact(real_out* out, Py_ssize_t n_rows, Py_ssize_t width, const E
     with nogil:
         if threads > 1:
             for r in prange(n_rows, num_threads=threads, schedule="static"):
-                exact_row(out + r * width, e.p[r], e, scratch + threadid() * stride)
+                exact_table_row(out, r, width, e, scratch + threadid() * stride, kind)
         else:
             for r in range(n_rows):
-                exact_row(out + r * width, e.p[r], e, scratch)
+                exact_table_row(out, r, width, e, scratch, kind)
     free(scratch)
     return 0
+
+
+cdef inline void exact_table_row(void* out, Py_ssize_t r, Py_ssize_t width, const Exact* e,
+                                 double* scratch, int kind) noexcept nogil:
+    cdef double* row = scratch + 2 * e.h
+    if kind == KIND_F64:
+        exact_row(<double*>out + r * width, e.p[r], e, scratch)
+    elif kind == KIND_F32:
+        exact_row(<float*>out + r * width, e.p[r], e, scratch)
+    else:
+        exact_row(row, e.p[r], e, scratch)
+        half_row(<unsigned short*>out + r * width, row, width, kind)
 
 
 cdef inline void exact_row(real_out* row, double p, const Exact* e, double* cos_sin) noexcept nogil:
@@ -504,12 +563,8 @@ def fill_rope(
     e.layout = layout
     e.width = cnp.PyArray_DIM(cos_out, 1)
     cdef Py_ssize_t n_rows = cnp.PyArray_DIM(cos_out, 0)
-    if cnp.PyArray_ITEMSIZE(cos_out) == 8:
-        _fill_rope(<double*>cnp.PyArray_DATA(cos_out), <double*>cnp.PyArray_DATA(sin_out),
-                   n_rows, &e, threads)
-    else:
-        _fill_rope(<float*>cnp.PyArray_DATA(cos_out), <float*>cnp.PyArray_DATA(sin_out),
-                   n_rows, &e, threads)
+    _fill_rope(cnp.PyArray_DATA(cos_out), cnp.PyArray_DATA(sin_out), n_rows, &e, threads,
+               output_kind(cos_out))
 
 
 def _check_rope_arguments(cos_out, sin_out, positions, anchor_index, anchors, mid, fine, table,
@@ -519,7 +574,7 @@ def _check_rope_arguments(cos_out, sin_out, positions, anchor_index, anchors, mi
     h = table.shape[1]
     width = {0: 2 * h, 1: 2 * h, 2: h}.get(layout, -1)
     fits = (
-        cos_out.dtype in ("float32", "float64") and sin_out.dtype == cos_out.dtype
+        cos_out.dtype.name in _TABLE_DTYPES and sin_out.dtype == cos_out.dtype
         and cos_out.shape == sin_out.shape == (n_rows, width)
         and cos_out.flags.c_contiguous and sin_out.flags.c_contiguous
         and cos_out.flags.writeable and sin_out.flags.writeable
@@ -554,12 +609,14 @@ cdef struct Rope:
     int layout
 
 
-cdef int _fill_rope(real_out* cos_out, real_out* sin_out, Py_ssize_t n_rows, const Rope* e,
-                    int threads) except -1:
-    # Each thread's scratch (anchor row, then the values of a row: 4*h doubles) in its own
-    # run of whole pages, at the fine table's offset into a page, as in ``_fill``: the row
-    # loop then loads from few page offsets, clear of its own stores modulo 4096.
-    cdef Py_ssize_t stride = (4 * e.h + 511) // 512 * 512  # doubles: whole pages
+cdef int _fill_rope(void* cos_out, void* sin_out, Py_ssize_t n_rows, const Rope* e,
+                    int threads, int kind) except -1:
+    # Each thread's scratch (anchor row, then the values of a row: 4*h doubles; for half
+    # precision then 2 x 16 float64 rows) in its own run of whole pages, at the fine table's
+    # offset into a page, as in ``_fill``: the row loop then loads from few page offsets,
+    # clear of its own stores modulo 4096.
+    cdef Py_ssize_t rows = 2 * ROPE_FINE * e.width if kind != KIND_F64 and kind != KIND_F32 else 0
+    cdef Py_ssize_t stride = (4 * e.h + rows + 511) // 512 * 512  # doubles: whole pages
     cdef uintptr_t placement = <uintptr_t>e.fine & 4095
     cdef Py_ssize_t run, first, per_run
     cdef void* block_of_memory
@@ -576,17 +633,43 @@ cdef int _fill_rope(real_out* cos_out, real_out* sin_out, Py_ssize_t n_rows, con
         if threads > 1:
             for run in prange(threads, num_threads=threads, schedule="static"):
                 first = run * per_run
-                rope_rows(cos_out, sin_out, e, first, min(first + per_run, n_rows),
-                          scratch + run * stride)
+                rope_run(cos_out, sin_out, e, first, min(first + per_run, n_rows),
+                         scratch + run * stride, kind)
         else:
-            rope_rows(cos_out, sin_out, e, 0, n_rows, scratch)
+            rope_run(cos_out, sin_out, e, 0, n_rows, scratch, kind)
     free(block_of_memory)
     return 0
 
 
+cdef void rope_run(void* cos_out, void* sin_out, const Rope* e, Py_ssize_t first,
+                   Py_ssize_t stop, double* scratch, int kind) noexcept nogil:
+    """Rows ``first .. stop - 1`` in the tables' element kind: float rows directly,
+    half-precision rows 16 at a time in float64 (after the 4*h doubles ``rope_rows`` uses)
+    and rounded once."""
+    cdef double* cos_rows = scratch + 4 * e.h
+    cdef double* sin_rows = cos_rows + ROPE_FINE * e.width
+    cdef Py_ssize_t start, end, r
+    if kind == KIND_F64:
+        rope_rows(<double*>cos_out, <double*>sin_out, e, first, stop, scratch, 0)
+    elif kind == KIND_F32:
+        rope_rows(<float*>cos_out, <float*>sin_out, e, first, stop, scratch, 0)
+    else:
+        start = first
+        while start < stop:
+            end = min(start + ROPE_FINE, stop)
+            rope_rows(cos_rows, sin_rows, e, start, end, scratch, start)
+            for r in range(start, end):
+                half_row(<unsigned short*>cos_out + r * e.width,
+                         cos_rows + (r - start) * e.width, e.width, kind)
+                half_row(<unsigned short*>sin_out + r * e.width,
+                         sin_rows + (r - start) * e.width, e.width, kind)
+            start = end
+
+
 cdef void rope_rows(real_out* cos_out, real_out* sin_out, const Rope* e, Py_ssize_t first,
-                    Py_ssize_t stop, double* scratch) noexcept nogil:
-    """Rows ``first .. stop - 1``; the anchor times mid[j] is formed only when it changes."""
+                    Py_ssize_t stop, double* scratch, Py_ssize_t out_first) noexcept nogil:
+    """Rows ``first .. stop - 1`` (``cos_out``, ``sin_out`` hold rows from ``out_first`` on);
+    the anchor times mid[j] is formed only when it changes."""
     cdef Py_ssize_t h = e.h
     cdef double* a_cos = scratch
     cdef double* a_sin = scratch + h
@@ -602,8 +685,8 @@ cdef void rope_rows(real_out* cos_out, real_out* sin_out, const Rope* e, Py_ssiz
     while r < stop:
         p = e.p[r]
         q = e.anchor[r]
-        cos_row = cos_out + r * e.width
-        sin_row = sin_out + r * e.width
+        cos_row = cos_out + (r - out_first) * e.width
+        sin_row = sin_out + (r - out_first) * e.width
         if q < 0:
             exact_cos_sin_rows(&p, 1, e.table, h, c)  # cos into c, sin into s (= c + h)
             rope_scale(c, e.factor, 2 * h)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _half
 from ._angles import evaluate
 
 __all__ = ["fill_exact", "fill_rope", "fill_table"]
@@ -32,6 +33,11 @@ def fill_table(
 
     ``threads`` is accepted for signature parity and unused.
     """
+    if _half.is_half(out.dtype):  # made in float64, rounded once (the kernel: a block at a time)
+        values = np.empty(out.shape)
+        fill_table(values, coarse, mid, fine, sin_col, cos_col, step, n_sin, n_cos, pad_col, 1)
+        _half.round_into(out, values)
+        return
     n_rows = out.shape[0]
     n_fine, n_mid = fine.shape[0], mid.shape[0]
     if n_rows == 0 or out.shape[1] == 0:
@@ -82,6 +88,11 @@ def fill_exact(
 ) -> None:
     """Row ``r`` of ``out`` = the exact cos/sin of ``positions[r] * w`` in the column map's
     places, rounded once to ``out``'s type; same contract as the kernel's ``fill_exact``."""
+    if _half.is_half(out.dtype):
+        values = np.empty(out.shape)
+        fill_exact(values, positions, table, sin_col, cos_col, step, n_sin, n_cos, pad_col, 1)
+        _half.round_into(out, values)
+        return
     values = np.empty((positions.shape[0], 2, table.shape[1]))
     evaluate(positions, table, values, threads)
     out[:, sin_col : sin_col + step * n_sin : step] = values[:, 1, :n_sin]
@@ -123,6 +134,12 @@ def fill_rope(
     threads: int,
 ) -> None:
     """The NumPy twin of the kernel's ``fill_rope``: same values, same bits (``_rope.h``)."""
+    if _half.is_half(cos_out.dtype):
+        cos, sin = np.empty(cos_out.shape), np.empty(sin_out.shape)
+        fill_rope(cos, sin, positions, anchor_index, anchors, mid, fine, table, layout, factor, 1)
+        _half.round_into(cos_out, cos)
+        _half.round_into(sin_out, sin)
+        return
     h = table.shape[1]
     if h == 0:
         return

@@ -187,8 +187,8 @@ def rope(
         ``rotate_half``, GPT-NeoX); ``"interleaved"``: ``(n, head_dim)``, columns
         ``[f0, f0, f1, f1, ...]`` (GPT-J, Meta's ``freqs_cis``); ``"compact"``: ``(n,
         head_dim/2)`` (flash-attn; vLLM's ``cos_sin_cache`` is ``concatenate([cos, sin], -1)``).
-    dtype : float32 or float64, default float64
-        float32 values are rounded once from float64.
+    dtype : float64, float32, float16 or bfloat16, default float64
+        Narrower values are rounded once from float64 (bfloat16: ``ml_dtypes``).
     threads : int, optional
         As for :func:`sinpe.sinusoidal_positional_encoding`.
     backend : {"auto", "cython", "numpy"}, default "auto"

@@ -32,7 +32,9 @@ def _build_parser() -> argparse.ArgumentParser:
     table.add_argument("d_model", type=int)
     table.add_argument("--offset", type=int, default=0)
     table.add_argument("--base", type=float, default=10000.0)
-    table.add_argument("--dtype", choices=["float32", "float64"], default="float64")
+    table.add_argument(
+        "--dtype", choices=["float64", "float32", "float16", "bfloat16"], default="float64"
+    )
     table.add_argument(
         "--convention", default="vaswani", help=f"one of: {', '.join(conventions.names())}"
     )
@@ -45,7 +47,9 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     rope.add_argument("--offset", type=int, default=0)
     rope.add_argument("--layout", choices=_rope.LAYOUTS, default="half")
-    rope.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    rope.add_argument(
+        "--dtype", choices=["float64", "float32", "float16", "bfloat16"], default="float32"
+    )
     rope.add_argument("-o", "--output", help="write cos, sin, inv_freq, attention_factor (.npz)")
 
     plot = sub.add_parser("plot", help="heatmap and position-similarity picture (PNG)")
@@ -60,6 +64,14 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_BITS_NOTE = " (bfloat16 as its bit patterns, uint16: .view(ml_dtypes.bfloat16) after loading)"
+
+
+def _savable(array: np.ndarray) -> np.ndarray:
+    """.npy/.npz have no bfloat16: such an array is written as its bit patterns (uint16)."""
+    return array.view(np.uint16) if array.dtype.name == "bfloat16" else array
+
+
 def _table(args) -> int:
     table = api.sinusoidal_positional_encoding(
         args.seq_len,
@@ -71,8 +83,9 @@ def _table(args) -> int:
     )
     if args.output:
         path = args.output if args.output.endswith(".npy") else args.output + ".npy"
-        np.save(path, table)  # numpy.save would append .npy itself: name the file it writes
-        print(f"wrote {path}: shape {table.shape}, {table.dtype}")
+        np.save(path, _savable(table))  # numpy.save would append .npy: name the file it writes
+        note = _BITS_NOTE if table.dtype.name == "bfloat16" else ""
+        print(f"wrote {path}: shape {table.shape}, {table.dtype}{note}")
         return 0
     print(
         f"shape {table.shape}, dtype {table.dtype}, backend {api.BACKEND}, "
@@ -149,8 +162,13 @@ def _rope_command(args) -> int:
         seq_len, **kwargs, offset=args.offset, layout=args.layout, dtype=args.dtype
     )
     path = args.output if args.output.endswith(".npz") else args.output + ".npz"
-    np.savez(path, cos=cos, sin=sin, inv_freq=inv_freq, attention_factor=attention)
-    print(f"wrote {path}: cos and sin {cos.shape} {cos.dtype}, attention factor {attention:.6g}")
+    np.savez(
+        path, cos=_savable(cos), sin=_savable(sin), inv_freq=inv_freq, attention_factor=attention
+    )
+    note = _BITS_NOTE if cos.dtype.name == "bfloat16" else ""
+    print(
+        f"wrote {path}: cos and sin {cos.shape} {cos.dtype}{note}, attention factor {attention:.6g}"
+    )
     return 0
 
 

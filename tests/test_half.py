@@ -1,0 +1,295 @@
+"""float16 and bfloat16 tables: every value the exact value rounded once (to nearest, ties to
+even), checked against a rounding reference in exact rational arithmetic and against mpmath,
+on halfway cases found on purpose; the float32 route is shown to round twice there."""
+
+import math
+import os
+import subprocess
+import sys
+import tracemalloc
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+
+import sinpe
+from sinpe import _half
+
+BF16 = _half.bfloat16()
+HALF_DTYPES = [np.dtype(np.float16)] + ([BF16] if BF16 is not None else [])
+ids = [d.name for d in HALF_DTYPES]
+half_dtypes = pytest.mark.parametrize("dtype", HALF_DTYPES, ids=ids)
+FORMATS = {"float16": (10, -14, 15), "bfloat16": (7, -126, 127)}
+CTX = mpmath.MPContext()
+CTX.prec = 320
+
+
+def reference(value, dtype) -> float:
+    """``value`` (a Fraction or float, exact) rounded to nearest-even in the format: a
+    textbook implementation in rational arithmetic, independent of sinpe's."""
+    mantissa_bits, min_exponent, max_exponent = FORMATS[dtype.name]
+    x = Fraction(value)
+    if x == 0:
+        return math.copysign(0.0, float(value)) if isinstance(value, float) else 0.0
+    sign = -1 if x < 0 else 1
+    x = abs(x)
+    e = math.floor(math.log2(x))
+    while Fraction(2) ** e > x:  # fix float log2 near powers of two
+        e -= 1
+    while Fraction(2) ** (e + 1) <= x:
+        e += 1
+    spacing = Fraction(2) ** (max(e, min_exponent) - mantissa_bits)
+    units = x / spacing
+    low = math.floor(units)
+    rest = units - low
+    n = low + 1 if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and low % 2) else low
+    result = n * spacing
+    largest = (2 - Fraction(2) ** -mantissa_bits) * Fraction(2) ** max_exponent
+    if result > largest:
+        return sign * math.inf
+    return sign * float(result)
+
+
+def sinpe_rounded(values, dtype):
+    out = np.empty(len(values), dtype=dtype)
+    _half.round_into(out, np.asarray(values, dtype=np.float64))
+    return out.astype(np.float64)
+
+
+def halfway_points(dtype, count, seed):
+    """float64 values within a few float64 ulps of a halfway point of the format, both sides,
+    over its normal and subnormal range."""
+    mantissa_bits, min_exponent, max_exponent = FORMATS[dtype.name]
+    rng = np.random.default_rng(seed)
+    exponents = rng.integers(min_exponent - mantissa_bits, max_exponent, size=count)
+    mantissas = rng.integers(0, 2**mantissa_bits, size=count)
+    points = []
+    for e, m in zip(exponents, mantissas):
+        e = max(int(e), min_exponent)
+        spacing = 2.0 ** (e - mantissa_bits)
+        base = 2.0**e + int(m) * spacing if e > min_exponent else int(m) * spacing
+        mid = base + spacing / 2
+        for k in (-3, -1, 0, 1, 3):
+            points.append(mid + k * math.ulp(mid))
+    points = np.array(points)
+    return np.concatenate([points, -points])
+
+
+# --------------------------------------------------------------------------- the rounding
+
+
+@half_dtypes
+def test_rounding_matches_exact_rational_rounding(dtype):
+    rng = np.random.default_rng(1)
+    specials = [
+        0.0,
+        -0.0,
+        1.0,
+        1 + 2**-8 + 2**-30,
+        65504.0,
+        65519.99,
+        65520.0,
+        1e300,
+        -1e300,
+        2.0**-24,
+        2.0**-25,
+        3 * 2.0**-26,
+        2.0**-133,
+        2.0**-134,
+        3 * 2.0**-135,
+        1e-300,
+        5e-324,
+        3.4e38,
+        3.3961776e38,
+        3.3961775e38,
+    ]
+    magnitudes = rng.uniform(-140, 20, 4000)
+    values = np.concatenate(
+        [specials, rng.choice([-1, 1], 4000) * 2.0**magnitudes, halfway_points(dtype, 400, 2)]
+    )
+    ours = sinpe_rounded(values, dtype)
+    expected = np.array([reference(float(v), dtype) for v in values])
+    same = (ours == expected) | (np.isnan(ours) & np.isnan(expected))
+    assert same.all(), values[~same][:5]
+    assert np.array_equal(np.signbit(ours), np.signbit(expected))
+
+
+def test_float16_matches_numpys_single_rounding():
+    """NumPy's float64 -> float16 cast rounds once: the same bits as sinpe's rounding."""
+    rng = np.random.default_rng(3)
+    values = np.concatenate(
+        [
+            rng.choice([-1, 1], 20000) * 2.0 ** rng.uniform(-30, 17, 20000),
+            halfway_points(np.dtype(np.float16), 500, 4),
+        ]
+    )
+    out = np.empty(values.shape, np.float16)
+    with np.errstate(over="ignore"):
+        _half.round_into(out, values)
+        expected = values.astype(np.float16)
+    assert np.array_equal(out.view(np.uint16), expected.view(np.uint16))
+
+
+def test_the_float32_route_rounds_twice():
+    """The issue's example and its float16 twin: through float32 lands on the wrong neighbour."""
+    f16 = np.dtype(np.float16)
+    x = 1 + 2**-11 + 2**-40  # just above a float16 halfway point; float32 rounds it onto it
+    assert sinpe_rounded([x], f16)[0] == 1 + 2**-10 == reference(x, f16)
+    assert float(np.float32(x).astype(np.float16)) == 1.0
+    if BF16 is not None:
+        y = 1 + 2**-8 + 2**-30
+        assert sinpe_rounded([y], BF16)[0] == 1.0078125 == reference(y, BF16)
+        assert float(np.array([y]).astype(BF16)[0]) == 1.0  # ml_dtypes: via float32
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def half_ulp(value: float, dtype) -> float:
+    mantissa_bits, min_exponent, _ = FORMATS[dtype.name]
+    e = math.floor(math.log2(abs(value))) if value else min_exponent
+    return 2.0 ** (max(e, min_exponent) - mantissa_bits - 1)
+
+
+@half_dtypes
+@pytest.mark.parametrize("offset", [0, 1000, 2**40 + 3, 2**53 - 40])
+def test_tables_are_the_float64_table_rounded_once(backend, dtype, offset):
+    """Each value is the float64 table's value rounded once, so within half an ulp of the
+    format plus 1e-15 of the exact value (mpmath)."""
+    kwargs = dict(offset=offset, backend=backend)
+    table = sinpe.sinusoidal_positional_encoding(40, 9, dtype=dtype, **kwargs)
+    full = sinpe.sinusoidal_positional_encoding(40, 9, **kwargs)
+    assert table.dtype == dtype and table.shape == (40, 9)
+    w = sinpe.frequencies(9)
+    for r in range(0, 40, 3):
+        for c in range(9):
+            x = CTX.mpf(offset + r) * CTX.mpf(float(w[c // 2]))
+            value = float(CTX.sin(x) if c % 2 == 0 else CTX.cos(x))
+            got = float(table[r, c])
+            assert got == reference(float(full[r, c]), dtype)
+            assert abs(got - value) <= half_ulp(value, dtype) + 1e-15
+
+
+@half_dtypes
+def test_halfway_cases_on_purpose(backend, dtype):
+    """Positions whose sine lies within a few float64 ulps of a halfway point of the format:
+    sinpe rounds its float64 value once (within half an ulp + 1e-15 of the exact value); the
+    float32 route lands on the other neighbour in many of them."""
+    mantissa_bits = FORMATS[dtype.name][0]
+    rng = np.random.default_rng(5)
+    targets = []
+    for _ in range(300):
+        e = -int(rng.integers(1, 6))
+        m = int(rng.integers(0, 2**mantissa_bits))
+        targets.append(2.0**e + (m + 0.5) * 2.0 ** (e - mantissa_bits))  # a halfway point
+    centres = np.arcsin(np.array(targets))  # sin(p) lands within ~1e-16 of the point
+    # and a few float64 ulps of p either side, so that most values are not the point itself
+    positions = np.concatenate([centres + k * np.spacing(centres) for k in (-2, -1, 0, 1, 2)])
+    targets = targets * 5
+    got = sinpe.encode(positions, 2, dtype=dtype, backend=backend)[:, 0].astype(np.float64)
+    full = sinpe.encode(positions, 2, backend=backend)[:, 0]
+    float32_route = sinpe.encode(positions, 2, dtype=np.float32, backend=backend)[:, 0]
+    float32_route = float32_route.astype(dtype).astype(np.float64)
+    wrong_route = 0
+    for p, value, value64, via32, target in zip(positions, got, full, float32_route, targets):
+        true = float(CTX.sin(CTX.mpf(float(p))))
+        assert abs(true - target) < 2e-15  # really next to a halfway point
+        assert value == reference(float(value64), dtype), (p, value)
+        assert abs(value - true) <= half_ulp(true, dtype) + 1e-15
+        wrong_route += via32 != value
+    assert wrong_route > 100  # float64 -> float32 -> half: the wrong neighbour, often
+
+
+@half_dtypes
+def test_every_table_function_writes_half_precision(backend, dtype):
+    f64 = dict(backend=backend)
+    cases = [
+        (
+            sinpe.sinusoidal_positional_encoding(50, 12, dtype=dtype, **f64),
+            sinpe.sinusoidal_positional_encoding(50, 12, **f64),
+        ),
+        (
+            sinpe.encode([[0.5, 7], [1e9, -3]], 10, dtype=dtype, **f64),
+            sinpe.encode([[0.5, 7], [1e9, -3]], 10, **f64),
+        ),
+        (
+            sinpe.rope(30, 16, offset=5000, dtype=dtype, **f64)[1],
+            sinpe.rope(30, 16, offset=5000, **f64)[1],
+        ),
+        (
+            sinpe.rope_at([3, 1e6 + 0.5], 8, layout="compact", dtype=dtype, **f64)[0],
+            sinpe.rope_at([3, 1e6 + 0.5], 8, layout="compact", **f64)[0],
+        ),
+        (sinpe.encode_2d(3, 4, 8, dtype=dtype), sinpe.encode_2d(3, 4, 8)),
+    ]
+    for half, full in cases:
+        assert half.dtype == dtype and half.shape == full.shape
+        expected = np.empty(full.shape, dtype)
+        _half.round_into(expected, full)  # rounded once from the float64 table
+        assert np.array_equal(half.view(np.uint16), expected.view(np.uint16))
+    sinpe.sinusoidal_positional_encoding(50, 12, dtype=dtype, **f64)
+
+
+@half_dtypes
+def test_out_arrays_of_half_precision(backend, dtype):
+    out = np.zeros((20, 6), dtype)
+    result = sinpe.sinusoidal_positional_encoding(20, 6, out=out, backend=backend)
+    assert result is out
+    expected = sinpe.sinusoidal_positional_encoding(20, 6, dtype=dtype, backend=backend)
+    assert np.array_equal(out.view(np.uint16), expected.view(np.uint16))
+    with pytest.raises(ValueError, match="dtype"):
+        sinpe.sinusoidal_positional_encoding(20, 6, out=out, dtype=np.float32)
+
+
+@half_dtypes
+def test_backends_agree_bit_for_bit(dtype):
+    if "cython" not in sinpe._backends.FILLERS:
+        pytest.skip("compiled kernel not built")
+    for kwargs in [
+        dict(seq_len=3000, d_model=77, offset=2**44 + 9),
+        dict(seq_len=500, d_model=64, convention="fairseq"),
+        dict(seq_len=1, d_model=512, offset=2**45),
+    ]:
+        a = sinpe.sinusoidal_positional_encoding(**kwargs, dtype=dtype, backend="cython", threads=2)
+        b = sinpe.sinusoidal_positional_encoding(**kwargs, dtype=dtype, backend="numpy")
+        assert np.array_equal(a.view(np.uint16), b.view(np.uint16))
+
+
+def test_the_kernel_writes_half_precision_without_a_full_float64_table():
+    if "cython" not in sinpe._backends.FILLERS:
+        pytest.skip("compiled kernel not built")
+    sinpe.sinusoidal_positional_encoding(4096, 1024, dtype=np.float16, backend="cython")
+    tracemalloc.start()
+    try:
+        table = sinpe.sinusoidal_positional_encoding(4096, 1024, dtype=np.float16, backend="cython")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < table.nbytes + (1 << 20)  # 8 MiB table; a float64 one would be 32 MiB
+
+
+def test_bfloat16_without_ml_dtypes_says_how_to_install():
+    code = (
+        "import sys; sys.modules['ml_dtypes'] = None\n"
+        "import sinpe\n"
+        "try:\n"
+        "    sinpe.sinusoidal_positional_encoding(2, 4, dtype='bfloat16')\n"
+        "except TypeError as exc:\n"
+        "    print(exc)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ},
+        timeout=120,
+    )
+    assert "pip install 'sinpe[bfloat16]'" in result.stdout, result.stderr
+    assert sinpe.sinusoidal_positional_encoding(2, 4, dtype="float16").dtype == np.float16
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.complex128, "nope", object, np.longdouble])
+def test_unsupported_dtypes_name_the_supported_ones(dtype):
+    with pytest.raises(TypeError, match="float64, float32, float16 or bfloat16"):
+        sinpe.sinusoidal_positional_encoding(4, 4, dtype=dtype)
