@@ -115,6 +115,50 @@ def test_rounding_matches_exact_rational_rounding(dtype):
     assert np.array_equal(np.signbit(ours), np.signbit(expected))
 
 
+@half_dtypes
+def test_the_kernels_converter_matches_its_twin(dtype):
+    """The compiled converter (a float32 fast path that redoes doubtful lanes exactly) gives
+    the twin's bits on random values, halfway cases, ties made by float32 and the edges."""
+    kernel = sinpe._backends.kernel
+    if kernel is None:
+        pytest.skip("compiled kernel not built")
+    rng = np.random.default_rng(7)
+    mantissa_bits, min_exponent, max_exponent = FORMATS[dtype.name]
+    halfway = halfway_points(dtype, 3000, 8)
+    # values that float32 rounds onto a midpoint: a midpoint plus a few float64 ulps
+    values = np.concatenate(
+        [
+            rng.choice([-1, 1], 50000)
+            * 2.0 ** rng.uniform(min_exponent - 12, max_exponent + 2, 50000),
+            halfway,
+            np.nextafter(halfway, 0),
+            np.nextafter(halfway, np.inf),
+            [
+                0.0,
+                -0.0,
+                1.0,
+                -1.0,
+                65504.0,
+                65519.99,
+                65520.0,
+                65520.01,
+                1e300,
+                2.0**-133,
+                5e-324,
+                3.3961776e38,
+                3.4e38,
+                2.0**-24 * 1.5,
+                2.0**-25,
+            ],
+        ]
+    )
+    ours = np.empty(values.shape, dtype)
+    twin = np.empty(values.shape, dtype)
+    kernel.round_half(values, ours)
+    _half.round_into(twin, values)
+    assert np.array_equal(ours.view(np.uint16), twin.view(np.uint16))
+
+
 def test_float16_matches_numpys_single_rounding():
     """NumPy's float64 -> float16 cast rounds once: the same bits as sinpe's rounding."""
     rng = np.random.default_rng(3)

@@ -89,40 +89,48 @@ static inline void sinpe_half_row_c(uint16_t *SINPE_RESTRICT out, const double *
 }
 
 #if SINPE_AVX2
-/* Four values per step: the same rounding in 64-bit integer lanes, then the exact encodings
-   (F16C for float16). */
+/* Four values per step, through float32: f = RN32(x) (cvtpd_ps), then the target's rounding
+   of f (F16C for float16; adding 0x7FFF plus the lowest kept bit, for bfloat16). Rounding
+   twice differs from rounding once only where the first rounding moved x onto a midpoint of
+   the target format (the midpoints are float32 values, and rounding is monotone: x strictly
+   between two midpoints keeps f between them, or on one). So a lane is redone by the exact
+   scalar code above when f != x and f is a midpoint, recognised by its low float32 mantissa
+   bits (13 for float16, 16 for bfloat16: 1 followed by zeros), or lies below the target's
+   normal range (where those bits mean something else). Otherwise the result is the single
+   rounding, bit for bit; the tests compare it with rational rounding and the NumPy twin. */
 __attribute__((target("avx2,f16c")))
 static void sinpe_half_row_avx2(uint16_t *SINPE_RESTRICT out, const double *SINPE_RESTRICT v,
                                 ptrdiff_t n, int format)
 {
-    const int mantissa_bits = format == SINPE_F16 ? 10 : 7;
-    const __m256i min_exponent = _mm256_set1_epi64x(format == SINPE_F16 ? -14 : -126);
-    const __m256i top_exponent = _mm256_set1_epi64x(format == SINPE_F16 ? 16 : 128);
-    const __m256i exponent_mask = _mm256_set1_epi64x(0x7FF);
-    const __m256i bias = _mm256_set1_epi64x(1023);
-    const __m256i c_offset = _mm256_set1_epi64x(52 + 1023 - mantissa_bits);
-    const __m256i c_half = _mm256_set1_epi64x(0x0008000000000000ll);
-    const __m256i sign_mask = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const int f16 = format == SINPE_F16;
+    const __m128i abs_mask = _mm_set1_epi32(0x7FFFFFFF);
+    const __m128i low_mask = _mm_set1_epi32(f16 ? 0x1FFF : 0xFFFF);
+    const __m128i midpoint = _mm_set1_epi32(f16 ? 0x1000 : 0x8000);
+    const __m128i smallest_normal = _mm_set1_epi32(f16 ? 0x38800000 : 0x00800000); /* 2^-14, 2^-126 */
+    const __m128i zero = _mm_setzero_si128();
     ptrdiff_t i;
     for (i = 0; i + 4 <= n; i += 4) {
         __m256d x = _mm256_loadu_pd(v + i);
-        __m256i bits = _mm256_castpd_si256(x);
-        __m256i e = _mm256_sub_epi64(_mm256_and_si256(_mm256_srli_epi64(bits, 52), exponent_mask),
-                                     bias);
-        e = _mm256_blendv_epi8(min_exponent, e, _mm256_cmpgt_epi64(e, min_exponent));
-        e = _mm256_blendv_epi8(e, top_exponent, _mm256_cmpgt_epi64(e, top_exponent));
-        __m256i c_bits = _mm256_or_si256(_mm256_slli_epi64(_mm256_add_epi64(e, c_offset), 52),
-                                         c_half);
-        __m256d c = _mm256_castsi256_pd(c_bits);
-        __m256d r = _mm256_sub_pd(_mm256_add_pd(x, c), c);
-        r = _mm256_or_pd(r, _mm256_castsi256_pd(_mm256_and_si256(bits, sign_mask)));
-        __m128 f = _mm256_cvtpd_ps(r); /* exact (or +-inf beyond float32) */
+        __m128 f = _mm256_cvtpd_ps(x);
+        int inexact = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_cvtps_pd(f), x, _CMP_NEQ_UQ));
+        __m128i bits = _mm_castps_si128(f);
+        __m128i magnitude = _mm_and_si128(bits, abs_mask);
+        __m128i on_midpoint = _mm_cmpeq_epi32(_mm_and_si128(bits, low_mask), midpoint);
+        __m128i below_normal = _mm_andnot_si128(_mm_cmpeq_epi32(magnitude, zero),
+                                                _mm_cmplt_epi32(magnitude, smallest_normal));
+        int doubtful = _mm_movemask_ps(_mm_castsi128_ps(_mm_or_si128(on_midpoint, below_normal)));
         __m128i h;
-        if (format == SINPE_F16)
-            h = _mm_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT); /* exact (inf beyond 65504) */
-        else
-            h = _mm_packus_epi32(_mm_srli_epi32(_mm_castps_si128(f), 16), _mm_setzero_si128());
+        if (f16) {
+            h = _mm_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT);
+        } else {
+            __m128i lowest_kept = _mm_and_si128(_mm_srli_epi32(bits, 16), _mm_set1_epi32(1));
+            __m128i rounded = _mm_add_epi32(_mm_add_epi32(bits, _mm_set1_epi32(0x7FFF)),
+                                            lowest_kept);
+            h = _mm_packus_epi32(_mm_srli_epi32(rounded, 16), zero);
+        }
         _mm_storel_epi64((__m128i *)(out + i), h);
+        if (doubtful & inexact) /* about one value in 8192 (float16) or 65536 (bfloat16) */
+            sinpe_half_row_c(out + i, v + i, 0, 4, format);
     }
     sinpe_half_row_c(out, v, i, n, format);
 }

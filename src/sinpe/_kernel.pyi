@@ -53,3 +53,6 @@ def fill_rope(
     factor: float,
     threads: int,
 ) -> None: ...
+def round_half(
+    values: npt.NDArray[np.float64], out: npt.NDArray[np.float16] | npt.NDArray[np.generic]
+) -> None: ...

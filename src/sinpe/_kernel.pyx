@@ -523,6 +523,20 @@ cdef inline void exact_row(real_out* row, double p, const Exact* e, double* cos_
         row[e.pad_col] = 0
 
 
+def round_half(cnp.ndarray values, cnp.ndarray out):
+    """``out[i]`` = ``values[i]`` (1-D float64) rounded once to ``out``'s dtype (float16 or
+    bfloat16, 1-D, C-contiguous, same length): the converter every half-precision table goes
+    through, exposed so that tests can give it any double (``_half.round_into`` is its twin)."""
+    if not (values.dtype == np.float64 and values.ndim == 1 and values.flags.c_contiguous
+            and out.ndim == 1 and out.flags.c_contiguous and out.flags.writeable
+            and out.shape[0] == values.shape[0] and out.dtype.name in ("float16", "bfloat16")):
+        raise ValueError("round_half needs 1-D float64 values and a float16/bfloat16 out")
+    cdef int kind = output_kind(out)
+    with nogil:
+        half_row(<unsigned short*>cnp.PyArray_DATA(out), <const double*>cnp.PyArray_DATA(values),
+                 cnp.PyArray_DIM(values, 0), kind)
+
+
 # --------------------------------------------------------------------------- RoPE rows
 
 
