@@ -224,9 +224,7 @@ def sinusoidal_positional_encoding(
     array([[0.        , 1.        , 0.        , 1.        ],
            [0.84147098, 0.54030231, 0.00999983, 0.99995   ]])
     """
-    seq_len = check.integer("seq_len", seq_len, 0)
-    d_model = check.integer("d_model", d_model, 1)
-    offset = check.integer("offset", offset, 0)
+    seq_len, d_model, offset = check.table_size(seq_len, d_model, offset)
     if offset + max(seq_len, 1) > MAX_POSITION:
         raise ValueError(
             f"positions must be below 2**53: offset + seq_len - 1 = {offset + seq_len - 1}"

@@ -31,6 +31,16 @@ def integer(name: str, value, minimum: int) -> int:
     return value
 
 
+def table_size(seq_len, d_model, offset) -> tuple[int, int, int]:
+    """``integer`` of each, in one call: the hot path of every table is plain ints."""
+    if type(seq_len) is int and type(d_model) is int and type(offset) is int:
+        if seq_len >= 0 and d_model >= 1 and offset >= 0:
+            return seq_len, d_model, offset
+    return integer("seq_len", seq_len, 0), integer("d_model", d_model, 1), integer(
+        "offset", offset, 0
+    )
+
+
 def real(name: str, value) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(
         value, (int, float, np.integer, np.floating)
