@@ -27,7 +27,7 @@ def workload():
         d = [1, 6, 33, 128, 512][i % 5]
         kwargs = dict(
             offset=[0, 5, 2**40 + i, 2**53 - 6000][i % 4],
-            dtype=[np.float64, np.float32][i % 2],
+            dtype=[np.float64, np.float32, np.float16][i % 3],
             convention=[
                 "vaswani",
                 "tensor2tensor",
@@ -42,6 +42,20 @@ def workload():
             calls.append((sinpe.encode, (np.arange(n) * 0.37 - 3.0, d), {"base": 500.0 + i}))
         if i % 6 == 0:
             calls.append((sinpe.shift_matrix, (i - 20, 2 * d), {}))
+        if i % 3 == 1:  # RoPE: runs and scattered positions, scalings with their own caches
+            scaling = [
+                None,
+                {"rope_type": "linear", "factor": 2.0},
+                {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 256 + i},
+            ][i // 3 % 3]
+            rope_kwargs = dict(
+                scaling=scaling,
+                layout=["half", "interleaved", "compact"][i % 3],
+                dtype=kwargs["dtype"],
+                backend=kwargs["backend"],
+            )
+            calls.append((sinpe.rope, (n, 2 * d), dict(rope_kwargs, offset=kwargs["offset"])))
+            calls.append((sinpe.rope_at, (np.arange(n) * 3 + i, 2 * d), rope_kwargs))
     return calls
 
 
@@ -67,8 +81,12 @@ def test_eight_threads_get_the_serial_answers(cold):
     with ThreadPoolExecutor(8) as pool:
         results = [item for batch in pool.map(run, range(8)) for item in batch]
     assert len(results) == len(order)
-    for k, table in results:
-        assert table.dtype == serial[k].dtype and np.array_equal(table, serial[k]), calls[k]
+    for k, result in results:
+        tables = result if isinstance(result, tuple) else (result,)  # rope: (cos, sin)
+        expected = serial[k] if isinstance(serial[k], tuple) else (serial[k],)
+        for table, answer in zip(tables, expected):
+            assert table.dtype == answer.dtype, calls[k]
+            assert table.tobytes() == answer.tobytes(), calls[k]
 
 
 def test_threads_filling_their_own_out_buffers():
@@ -170,6 +188,8 @@ def test_thousands_of_calls_leave_memory_flat():
             )
             sinpe.sinusoidal_positional_encoding(3, 8, threads=2, backend=backend)
             sinpe.encode([i, 0.5], 12, dtype=dtype, backend=backend)
+            sinpe.rope(40, 16, offset=i, dtype=(dtype, np.float16)[i % 2], backend=backend)
+            sinpe.rope_at([i, 0.5], 16, layout="compact", backend=backend)
             try:  # error paths must not leak either
                 sinpe.sinusoidal_positional_encoding(
                     257, 130, out=outs[np.float32], dtype=np.float64
