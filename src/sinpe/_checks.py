@@ -36,8 +36,10 @@ def table_size(seq_len, d_model, offset) -> tuple[int, int, int]:
     if type(seq_len) is int and type(d_model) is int and type(offset) is int:
         if seq_len >= 0 and d_model >= 1 and offset >= 0:
             return seq_len, d_model, offset
-    return integer("seq_len", seq_len, 0), integer("d_model", d_model, 1), integer(
-        "offset", offset, 0
+    return (
+        integer("seq_len", seq_len, 0),
+        integer("d_model", d_model, 1),
+        integer("offset", offset, 0),
     )
 
 

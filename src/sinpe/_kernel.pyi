@@ -7,6 +7,7 @@ DEBUG: bool
 BOUNDS_CHECKED: bool
 C_ASSERTS: bool
 EXACT_SIMD: str
+HALF_SIMD: str
 
 def max_threads() -> tuple[int, bool]: ...
 def fill_table(
@@ -56,3 +57,4 @@ def fill_rope(
 def round_half(
     values: npt.NDArray[np.float64], out: npt.NDArray[np.float16] | npt.NDArray[np.generic]
 ) -> None: ...
+

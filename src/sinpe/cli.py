@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import __version__, _backends, _rope, conventions
+from . import __version__, _backends, _half, _rope, conventions
 from . import _api as api
 from ._threads import thread_limit, usable_cores
 
@@ -248,6 +248,8 @@ def _info(args) -> int:
     print(f"cache: {cache.nbytes / 2**20:.1f} of {cache.limit / 2**20:.0f} MiB kept")
     print(f"SIMD: {kernel.SIMD if kernel is not None else 'n/a'}")
     print(f"exact evaluator: {kernel.EXACT_SIMD if kernel is not None else 'numpy'}")
+    print(f"float16/bfloat16 rounding: {kernel.HALF_SIMD if kernel is not None else 'numpy'}")
+    print(f"bfloat16: {'ml_dtypes' if _half.bfloat16() is not None else 'not available'}")
     print(f"numpy: {np.__version__}")
     return 0
 
