@@ -7,7 +7,8 @@ and "compact" layouts against two np.ones of the same bytes (one thread and defa
 PyTorch's LlamaRotaryEmbedding computation against sinpe on one thread (when torch is
 installed), and the block conventions at 2048 x 768 float64 on one thread against np.ones.
 Each round times every contender of a row once, interleaved; ratios are medians of per-round
-ratios (quartiles in brackets).
+ratios (quartiles in brackets); "2-core scaling" is ratios.py's probe in the same rounds (~2:
+both cores were ours).
 
 Then the drift table: cos/sin as LlamaRotaryEmbedding computes them (float32 angle; torch when
 installed, else the same float32 arithmetic in NumPy) and as sinpe does (float32 output),
@@ -32,7 +33,7 @@ from peers import (  # noqa: E402
     sinpe_rope,
     torch_llama_rope,
 )
-from ratios import cpu_name  # noqa: E402
+from ratios import cpu_name, scaling_probe  # noqa: E402
 
 import sinpe  # noqa: E402
 from sinpe._bench import timed  # noqa: E402
@@ -103,6 +104,8 @@ def rows():
 def measure(rounds):
     out = []
     for name, contenders, num, den, target in rows():
+        if sinpe.HAVE_OPENMP:  # what the second core gave, in the same rounds (see ratios.py)
+            contenders["probe 1"], contenders["probe 2"] = scaling_probe()
         for fn in contenders.values():
             fn()  # warm caches and the allocator
         samples = {k: [] for k in contenders}
@@ -110,8 +113,13 @@ def measure(rounds):
             for k, fn in contenders.items():
                 samples[k].append(fn())
         paired = [a / b for a, b in zip(samples[num], samples[den])]
+        scaling = None
+        if sinpe.HAVE_OPENMP:
+            scaling = statistics.median(
+                a / b for a, b in zip(samples.pop("probe 1"), samples.pop("probe 2"))
+            )
         med = {k: statistics.median(v) for k, v in samples.items()}
-        out.append((name, med, paired, num, den, target))
+        out.append((name, med, paired, num, den, target, scaling))
     return out
 
 
@@ -153,10 +161,10 @@ def main(argv=None):
         f"{args.rounds} interleaved rounds"
     )
     print()
-    print("| row | times (median) | ratio (quartiles) | target |")
-    print("|---|---|---|---|")
+    print("| row | times (median) | ratio (quartiles) | target | 2-core scaling |")
+    print("|---|---|---|---|---|")
     failed = 0
-    for name, med, paired, num, _, target in results:
+    for name, med, paired, num, _, target, scaling in results:
         ratio = statistics.median(paired)
         low, _, high = statistics.quantiles(paired, n=4) if len(paired) > 1 else [ratio] * 3
         if num == "torch":
@@ -169,7 +177,11 @@ def main(argv=None):
         times = ", ".join(f"{k} {v * 1e6:,.0f} us" for k, v in med.items())
         judged = target is not None or num == "torch"
         mark = (" ok" if ok else " MISSED") if judged else ""
-        print(f"| {name} | {times} | **{ratio:.2f}** ({low:.2f}-{high:.2f}) | {verdict}{mark} |")
+        probe = "-" if scaling is None else f"{scaling:.2f}"
+        print(
+            f"| {name} | {times} | **{ratio:.2f}** ({low:.2f}-{high:.2f}) | {verdict}{mark} "
+            f"| {probe} |"
+        )
     source, lines = drift()
     print()
     print("Llama-3.1 RoPE (head_dim 128), largest |error| of cos/sin at position p, float32:")

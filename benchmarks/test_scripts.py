@@ -1,4 +1,4 @@
-"""The two scripts run end to end (once, one round), so they cannot rot. Their timings and
+"""The scripts run end to end (once, one round), so they cannot rot. Their timings and
 exit codes are not judged here: CI machines are noisy; read them on a quiet machine."""
 
 import pytest
@@ -39,3 +39,27 @@ def test_first_call_script_prints_every_contender(capsys):
     out = capsys.readouterr().out
     for name in ("np.ones f64", "sinpe f64", "sinpe f32", "textbook f64"):
         assert f"64x32  {name}" in out
+
+
+def test_rope_ratios_prints_every_row_and_the_drift(capsys):
+    import rope_ratios
+
+    assert rope_ratios.main(["--rounds", "1"]) in (0, 1)
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| rope ")]
+    assert len(rows) == 4 and all(("ok" in row) != ("MISSED" in row) for row in rows)
+    assert (
+        sum(
+            line.startswith("| fairseq") or line.startswith("| hf-marian")
+            for line in out.splitlines()
+        )
+        == 2
+    )
+    drift = [
+        line
+        for line in out.splitlines()
+        if line.split("|")[1:2] and line.split("|")[1].strip().isdigit()
+    ]
+    assert [int(line.split("|")[1]) for line in drift] == rope_ratios.DRIFT_POSITIONS
+    for line in drift:  # sinpe's float32 error stays at float32 rounding
+        assert float(line.split("|")[3]) <= 6e-8
