@@ -59,6 +59,7 @@ static inline void sinpe_rope_rotate_sse2(double *SINPE_RESTRICT c, double *SINP
 #if SINPE_SSE2
     const __m128d one = _mm_set1_pd(1.0), minus_one = _mm_set1_pd(-1.0);
     const __m128d f = _mm_set1_pd(factor);
+    const int scale = factor != 1.0; /* times 1 is exact: skip it (block layouts) */
     for (; i + 2 <= h; i += 2) {
         __m128d as = _mm_loadu_pd(a_sin + i), ac = _mm_loadu_pd(a_cos + i);
         __m128d fc = _mm_loadu_pd(f_cos + i), fs = _mm_loadu_pd(f_sin + i);
@@ -66,8 +67,12 @@ static inline void sinpe_rope_rotate_sse2(double *SINPE_RESTRICT c, double *SINP
         __m128d vc = _mm_sub_pd(_mm_mul_pd(ac, fc), _mm_mul_pd(as, fs));
         vs = _mm_max_pd(_mm_min_pd(vs, one), minus_one);
         vc = _mm_max_pd(_mm_min_pd(vc, one), minus_one);
-        _mm_storeu_pd(s + i, _mm_mul_pd(f, vs));
-        _mm_storeu_pd(c + i, _mm_mul_pd(f, vc));
+        if (scale) { /* (a loop-invariant test: the compiler unswitches the loop) */
+            vs = _mm_mul_pd(f, vs);
+            vc = _mm_mul_pd(f, vc);
+        }
+        _mm_storeu_pd(s + i, vs);
+        _mm_storeu_pd(c + i, vc);
     }
 #endif
     sinpe_rope_rotate_c(c, s, a_cos, a_sin, f_cos, f_sin, factor, i, h);
@@ -84,6 +89,7 @@ static void sinpe_rope_rotate_avx2(double *SINPE_RESTRICT c, double *SINPE_RESTR
 {
     const __m256d one = _mm256_set1_pd(1.0), minus_one = _mm256_set1_pd(-1.0);
     const __m256d f = _mm256_set1_pd(factor);
+    const int scale = factor != 1.0;
     ptrdiff_t i = 0;
     for (; i + 4 <= h; i += 4) {
         __m256d as = _mm256_loadu_pd(a_sin + i), ac = _mm256_loadu_pd(a_cos + i);
@@ -92,8 +98,12 @@ static void sinpe_rope_rotate_avx2(double *SINPE_RESTRICT c, double *SINPE_RESTR
         __m256d vc = _mm256_sub_pd(_mm256_mul_pd(ac, fc), _mm256_mul_pd(as, fs));
         vs = _mm256_max_pd(_mm256_min_pd(vs, one), minus_one);
         vc = _mm256_max_pd(_mm256_min_pd(vc, one), minus_one);
-        _mm256_storeu_pd(s + i, _mm256_mul_pd(f, vs));
-        _mm256_storeu_pd(c + i, _mm256_mul_pd(f, vc));
+        if (scale) {
+            vs = _mm256_mul_pd(f, vs);
+            vc = _mm256_mul_pd(f, vc);
+        }
+        _mm256_storeu_pd(s + i, vs);
+        _mm256_storeu_pd(c + i, vc);
     }
     sinpe_rope_rotate_sse2(c, s, a_cos, a_sin, f_cos, f_sin, factor, i, h);
 }
