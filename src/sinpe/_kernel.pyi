@@ -57,4 +57,3 @@ def fill_rope(
 def round_half(
     values: npt.NDArray[np.float64], out: npt.NDArray[np.float16] | npt.NDArray[np.generic]
 ) -> None: ...
-

@@ -26,9 +26,8 @@ _DEFAULT_BASE = 10000.0
 _EMPTY = np.empty(0)
 # An exact sin/cos pair costs about as much as writing this many elements (see _api).
 _PAIR_COST = 24
-ROPE_SPAN_BITS = 10  # anchors every 2**10 = ROPE_BLOCK positions
-ROPE_SPAN = 1 << ROPE_SPAN_BITS
-assert ROPE_SPAN == ROPE_BLOCK
+ROPE_SPAN = int(ROPE_BLOCK)  # anchors every 1024 positions: a power of two
+ROPE_SPAN_BITS = ROPE_SPAN.bit_length() - 1
 
 
 def _arguments(head_dim, base, scaling) -> tuple[int, float, RopeScaling]:
@@ -74,12 +73,7 @@ def _length_key(spec: RopeScaling, length):
 
 
 def _make_rope_plan(backend, spec, head_dim, base, length):
-    try:
-        inv_freq, attention = inverse_frequencies(spec, head_dim, base, length)
-    except ValueError as exc:
-        if "head_dim" in str(exc) or "scaling" in str(exc) or "base" in str(exc):
-            raise
-        raise ValueError(f"head_dim={head_dim} is too large ({exc})") from None
+    inv_freq, attention = inverse_frequencies(spec, head_dim, base, length)
     largest = float(np.abs(inv_freq).max())
     if not largest < FAST_W_LIMIT:
         raise ValueError(

@@ -230,9 +230,18 @@ def _round_product(w: np.ndarray, g_hi: np.ndarray, g_lo: np.ndarray) -> np.ndar
 # --------------------------------------------------------------------------- rules
 
 
+def _sized(head_dim: int, make, *args) -> np.ndarray:
+    """``make(*args)``, a vector of about head_dim/2 values; a length no array can have is a
+    ValueError naming head_dim (MemoryError passes through)."""
+    try:
+        return make(*args)
+    except ValueError as exc:
+        raise ValueError(f"head_dim={head_dim} is too large ({exc})") from None
+
+
 def _powers(head_dim: int, base: float) -> np.ndarray:
     """``base**(-2i/head_dim)``, ``i < head_dim/2``, each rounded once."""
-    return frequency_vector(head_dim // 2, base, 2, float(head_dim))
+    return _sized(head_dim, frequency_vector, head_dim // 2, base, 2, float(head_dim))
 
 
 def _default(s, head_dim, base, seq_len):
@@ -260,7 +269,8 @@ def _dynamic(s, head_dim, base, seq_len):
     log_x = _dd_add(*_dd_log(x_hi), x_lo / x_hi, 0.0)  # log(x_hi + x_lo), x_lo/x_hi < 2**-53
     exponent = _dd(Fraction(head_dim, head_dim - 2))
     log_base = _dd_add(*_dd_log(base), *_dd_mul(*exponent, *log_x))
-    return power_vector_from_log(head_dim // 2, *log_base, 2, float(head_dim)), 1.0
+    w = _sized(head_dim, power_vector_from_log, head_dim // 2, *log_base, 2, float(head_dim))
+    return w, 1.0
 
 
 def _mscale(scale: float, mscale: float = 1.0) -> float:
@@ -283,6 +293,7 @@ def _factor_or_ratio(s, name):
 
 
 def _yarn(s, head_dim, base, seq_len):
+    w = _powers(head_dim, base)  # first: an impossible head_dim is said before it is used
     factor = _factor_or_ratio(s, "yarn")
     attention = s.get("attention_factor")
     if attention is None:
@@ -318,7 +329,6 @@ def _yarn(s, head_dim, base, seq_len):
         high = (high[0] + 0.001, 0.0)  # transformers' guard against a zero-width ramp
     # ramp r_i = clamp((i - low) / (high - low), 0, 1) and the blend weight
     # g_i = r_i/factor + (1 - r_i), so inv_freq_i = w_i * g_i; both as dd.
-    w = _powers(head_dim, base)
     width = _dd_add(*high, -low[0], -low[1])
     g_hi, g_lo = np.empty_like(w), np.empty_like(w)
     inverse_factor = _dd(Fraction(1) / Fraction(factor))
@@ -376,7 +386,7 @@ def _llama3(s, head_dim, base, seq_len):
 def _proportional(s, head_dim, base, seq_len):
     proportion = s.get("partial_rotary_factor", 1.0)
     angles = int(proportion * head_dim // 2)
-    w = np.zeros(head_dim // 2)
+    w = _sized(head_dim, np.zeros, head_dim // 2)
     w[:angles] = frequency_vector(angles, base, 2, float(head_dim))
     return w / (s.get("factor") or 1.0), 1.0
 
