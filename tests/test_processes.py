@@ -65,18 +65,28 @@ def digest(offset, threads=None):
 
 def test_bare_fork_after_a_threaded_table():
     """os.fork() after a multi-threaded table: the child's tables (default threads, which
-    would hang libgomp) are right, and so are a grandchild's."""
+    would hang libgomp) are right, RoPE and float16 ones included, and so are a
+    grandchild's."""
     run_script(
         EXPECTED
         + """
 import os
 sinpe.sinusoidal_positional_encoding(2048, 512, threads=2)  # the parent's team starts
 want = {p: digest(p, threads=1) for p in (3, 10**9)}
+# the RoPE and half-precision fillers take the same team (default threads below)
+def rope_digest(threads=None):
+    cos, sin = sinpe.rope(8192, 128, threads=threads)
+    return hashlib.sha256(cos.tobytes() + sin.tobytes()).hexdigest()
+def half_digest(threads=None):
+    table = sinpe.sinusoidal_positional_encoding(2048, 512, dtype="float16", threads=threads)
+    return hashlib.sha256(table.tobytes()).hexdigest()
+want_rope, want_half = rope_digest(threads=1), half_digest(threads=1)
 
 def child(depth):
     for offset, expected in want.items():
         got = sinpe.sinusoidal_positional_encoding(2048, 512, offset=offset)
         assert hashlib.sha256(got.tobytes()).hexdigest() == expected, offset
+    assert rope_digest() == want_rope and half_digest() == want_half
     if depth < 2:
         pid = os.fork()
         if pid == 0:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
@@ -185,8 +184,10 @@ def parse(scaling) -> RopeScaling:
 # --------------------------------------------------------------------------- dd helpers
 
 
-def _dd(value: Fraction | float) -> tuple[float, float]:
-    """An exact rational (or float) as the nearest double-double."""
+def _dd(value) -> tuple[float, float]:
+    """An exact rational (a Fraction, or a float) as the nearest double-double."""
+    from fractions import Fraction  # here, not at import: fractions pulls in decimal (~3 ms)
+
     hi = float(value)
     return hi, float(Fraction(value) - Fraction(hi))
 
@@ -253,6 +254,8 @@ def _linear(s, head_dim, base, seq_len):
 
 
 def _dynamic(s, head_dim, base, seq_len):
+    from fractions import Fraction
+
     if head_dim < 4:
         raise ValueError(
             f"rope_type 'dynamic' needs head_dim >= 4 (it raises to d/(d-2)), got {head_dim}"
@@ -293,6 +296,8 @@ def _factor_or_ratio(s, name):
 
 
 def _yarn(s, head_dim, base, seq_len):
+    from fractions import Fraction
+
     w = _powers(head_dim, base)  # first: an impossible head_dim is said before it is used
     factor = _factor_or_ratio(s, "yarn")
     attention = s.get("attention_factor")
@@ -359,6 +364,8 @@ def _longrope(s, head_dim, base, seq_len):
 
 
 def _llama3(s, head_dim, base, seq_len):
+    from fractions import Fraction
+
     factor = s.get("factor")
     low, high = s.get("low_freq_factor"), s.get("high_freq_factor")
     original = float(s.get("original_max_position_embeddings"))
