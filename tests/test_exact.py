@@ -19,6 +19,7 @@ from sinpe import _angles, _turns
 CTX = mpmath.MPContext()
 CTX.prec = 1400  # p * w up to 2**953: every bit of the reduction is kept
 SLACK = 2.0**-62
+needs_kernel = pytest.mark.skipif("cython" not in backends.FILLERS, reason="kernel not built")
 
 
 def exact_cos_sin(positions, w):
@@ -220,6 +221,77 @@ def test_generated_constants_are_up_to_date(script):
 
     result = subprocess.run([sys.executable, str(tool), "--check"], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _generated_frequency_rules(rng, count):
+    """(base, numerator, denominator, scale, length) over the whole domain of the rule: bases
+    from 1e-300 to 1e300 and just above 1, odd denominators and scales from the smallest
+    subnormal to the largest double (results that underflow, overflow or tie in the
+    subnormal range), lengths across the 2**13 block of the method."""
+    rules = [
+        (10000.0, 2, 512.0, 1.0, 256),
+        (2.0, 2, 1.0, 1000.0, 1200),  # subnormal results, an exact tie at i = 539
+        (1.0000001, 1, 3.0, 1.0, 20000),  # three blocks
+        (1e300, 1, 0.01, 1.0, 50),  # the step saturates
+        (0.5, 2, 7.0, 1e-300, 3000),
+        (500000.0, 2, 128.0, 1e308, 64),  # overflow to inf
+        (1e-300, 1, 1.0, 1.0, 10),
+        (10000.0, 2, 512.0, 0.0, 10),
+        (2.0, 2, 1.0, 5e-324, 2000),
+        (10000.0, 2, 64.0, -3.5, 40),
+    ]
+    for _ in range(count):
+        if rng.random() < 0.5:
+            base = float(np.exp(rng.uniform(-690, 690)))
+        else:
+            base = float(1.0 + rng.random())
+        denominator = float(rng.choice([rng.integers(1, 5000), rng.uniform(1e-3, 1e4)]))
+        scale = float(rng.choice([1.0, rng.uniform(-10, 10), 2.0 ** rng.uniform(-1074, 1023)]))
+        numerator, length = int(rng.integers(1, 5)), int(rng.integers(0, 9000))
+        rules.append((base, numerator, denominator, scale, length))
+    return rules
+
+
+@needs_kernel
+def test_compiled_frequencies_are_the_numpy_bits():
+    """``_frequencies.h`` (the compiled backend's frequencies) and ``_frequencies.py`` give
+    the same bits: logarithm, step, exp and the one rounding, on 210 generated rules."""
+    from sinpe import _frequencies
+
+    kernel = backends.kernel
+    for base, numerator, denominator, scale, length in _generated_frequency_rules(
+        np.random.default_rng(11), 200
+    ):
+        log_base = _frequencies._log_dd(base)
+        assert kernel.log_dd(base) == log_base, base
+        compiled = np.empty(length)
+        kernel.power_vector(compiled, *log_base, float(numerator), denominator, scale)
+        twin = np.empty(length)
+        _frequencies._numpy_power_vector(twin, log_base, numerator, denominator, scale)
+        rule = (base, numerator, denominator, scale, length)
+        assert np.array_equal(compiled.view(np.uint64), twin.view(np.uint64)), rule
+
+
+@needs_kernel
+def test_compiled_frequency_table_is_the_numpy_bits():
+    """``_turns.h`` and ``_turns._numpy_frequency_table`` agree bit for bit over the whole
+    range of w (fast, tiny, huge, not finite), and mark for the big-integer path exactly the
+    columns the NumPy twin sends there: a few percent of 2**-760 .. 2**40 fail the certificate
+    or are tiny, so the marking itself is exercised."""
+    rng = np.random.default_rng(12)
+    w = np.concatenate(
+        [
+            2.0 ** rng.uniform(-760, 40, 50000) * rng.choice([-1.0, 1.0], 50000),
+            [0.0, -0.0, 5e-324, 2.0**-700, 2.0**-701, 2.0**32, np.nextafter(2.0**32, 0)],
+            [np.inf, -np.inf, np.nan, 1.0, -1.0],
+        ]
+    )
+    table = np.empty((_turns.TABLE_ROWS, w.size))
+    exact = backends.kernel.prepare_frequency_table(w, table)
+    assert exact is not None and np.all(np.abs(w[exact]) < _turns.FAST_W_LIMIT)
+    _turns._exact_columns(table, exact)
+    twin = _turns._numpy_frequency_table(w)
+    assert np.array_equal(table.view(np.uint64), twin.view(np.uint64))
 
 
 def test_frequency_constants_are_the_big_integer_ones():

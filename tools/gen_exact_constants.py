@@ -65,6 +65,11 @@ def generate():
         "static const double sinpe__turn_table[256][4] = {",
         *("    {" + ", ".join(v.hex() for v in row) + "}," for row in rows),
         "};",
+        "/* 1/(2*pi) = sum(sinpe__inv_2pi_chunks) + t, |t| < 2^-228; chunk j is on the grid",
+        " * 2^-25(j+1), so a 27-bit head times it is exact (_turns.h). */",
+        f"static const double sinpe__inv_2pi_chunks[{len(chunks)}] = {{",
+        *(f"    {c.hex()}," for c in chunks),
+        "};",
         "/* END GENERATED */",
     ]
     digits = format(inv_2pi, "x")

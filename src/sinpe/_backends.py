@@ -1,25 +1,10 @@
-"""The fillers this install has, and which one ``backend="auto"`` means (``SINPE_BACKEND``)."""
+"""The fillers this install has (``_compiled`` says which one ``backend="auto"`` means)."""
 
 from __future__ import annotations
 
-import importlib
-import os
-import warnings
-
 from . import _angles, _numpy
+from ._compiled import BACKEND, KERNEL_ERROR, NAMES, kernel
 
-try:
-    kernel = importlib.import_module(".._kernel", __name__)
-except ImportError as exc:  # the build fell back to NumPy; tell the truth here too
-    kernel = None
-    KERNEL_ERROR = (
-        f"{type(exc).__name__}: {exc}; the install had no working C compiler or the build "
-        "failed, reinstall with one for the fast path"
-    )
-else:
-    KERNEL_ERROR = ""
-
-NAMES = ("auto", "cython", "numpy")
 # Each backend's private functions, one signature per kind: the table filler (rotations), the
 # exact evaluator the rotation tables and offsets start from, and the exact row filler (every
 # row its own anchor: ``encode``, a few rows far out), and the RoPE row filler (``_rope.h``).
@@ -33,33 +18,6 @@ if kernel is not None:
     EXACT_FILLERS["cython"] = kernel.fill_exact
     ROPE_FILLERS["cython"] = kernel.fill_rope
 HAVE_OPENMP = bool(kernel is not None and kernel.HAVE_OPENMP)
-
-
-def _from_environment() -> str:
-    requested = os.environ.get("SINPE_BACKEND", "").strip().lower() or "auto"
-    if requested not in NAMES:
-        raise ImportError(
-            f"SINPE_BACKEND={requested!r} is not a backend; use one of {', '.join(NAMES)}"
-        )
-    if requested == "cython" and kernel is None:
-        raise ImportError(
-            f"SINPE_BACKEND=cython but the compiled kernel is not available ({KERNEL_ERROR})"
-        )
-    if requested == "auto":
-        if kernel is None:
-            warnings.warn(
-                "sinpe: the compiled kernel is not available "
-                f"({KERNEL_ERROR}); using the NumPy fallback. "
-                "Set SINPE_BACKEND=numpy to silence this warning.",
-                RuntimeWarning,
-                stacklevel=4,
-            )
-            return "numpy"
-        return "cython"
-    return requested
-
-
-BACKEND = _from_environment()
 
 
 def resolve(value) -> str:

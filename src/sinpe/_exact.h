@@ -433,6 +433,19 @@ static const double sinpe__turn_table[256][4] = {
     {0x1.ff621e3796d7ep-1, -0x1.c57bc2e24aa15p-57, -0x1.91f65f10dd814p-5, 0x1.912bd0d569a90p-61},
     {0x1.ffd886084cd0dp-1, -0x1.1354d4556e4cbp-55, -0x1.92155f7a3667ep-6, 0x1.b1d63091a0130p-64},
 };
+/* 1/(2*pi) = sum(sinpe__inv_2pi_chunks) + t, |t| < 2^-228; chunk j is on the grid
+ * 2^-25(j+1), so a 27-bit head times it is exact (_turns.h). */
+static const double sinpe__inv_2pi_chunks[9] = {
+    0x1.45f3080000000p-3,
+    -0x1.2363780000000p-27,
+    0x1.529fc00000000p-54,
+    0x1.3abe900000000p-77,
+    -0x1.5964480000000p-103,
+    0x1.b6c5200000000p-131,
+    0x1.664f100000000p-152,
+    0x1.c821000000000p-177,
+    -0x1.ae9c540000000p-202,
+};
 /* END GENERATED */
 
 /* ------------------------------------------------------------------------ */

@@ -57,3 +57,15 @@ def fill_rope(
 def round_half(
     values: npt.NDArray[np.float64], out: npt.NDArray[np.float16] | npt.NDArray[np.generic]
 ) -> None: ...
+def log_dd(base: float) -> tuple[float, float]: ...
+def power_vector(
+    out: npt.NDArray[np.float64],
+    log_hi: float,
+    log_lo: float,
+    numerator: float,
+    denominator: float,
+    scale: float,
+) -> None: ...
+def prepare_frequency_table(
+    w: npt.NDArray[np.float64], table: npt.NDArray[np.float64]
+) -> npt.NDArray[np.intp] | None: ...

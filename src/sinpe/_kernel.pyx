@@ -64,6 +64,20 @@ cdef extern from "_exact.h":
         const double* p, Py_ssize_t n_p, const double* table, Py_ssize_t n_w,
         double* out) noexcept nogil
 
+cdef extern from "_frequencies.h":
+    ctypedef struct sinpe_dd "sinpe__dd":
+        double hi
+        double lo
+    sinpe_dd log_dd_c "sinpe_log_dd"(double base) noexcept nogil
+    void power_vector_c "sinpe_power_vector"(
+        Py_ssize_t count, double log_hi, double log_lo, double numerator, double denominator,
+        double scale, double* out) noexcept nogil
+
+cdef extern from "_turns.h":
+    int TURNS_EXACT "SINPE_TURNS_EXACT"
+    Py_ssize_t prepare_frequency_table_c "sinpe_prepare_frequency_table"(
+        const double* w, Py_ssize_t n, double* table, unsigned char* status) noexcept nogil
+
 cdef extern from "_rotate.h":
     int sinpe_simd() noexcept nogil
     double unit "sinpe_unit"(double v) noexcept nogil
@@ -535,6 +549,53 @@ def round_half(cnp.ndarray values, cnp.ndarray out):
     with nogil:
         half_row(<unsigned short*>cnp.PyArray_DATA(out), <const double*>cnp.PyArray_DATA(values),
                  cnp.PyArray_DIM(values, 0), kind)
+
+
+# --------------------------------------------------------------------------- shared data
+# Frequencies and the evaluator's per-frequency constants are the same for every backend; with
+# the compiled backend they come from these twins of _frequencies.py and _turns.py (same bits).
+
+
+def log_dd(double base):
+    """``log(base)`` as a double-double ``(hi, lo)``: ``_frequencies._log_dd``'s twin (base
+    finite and > 0, trusted)."""
+    cdef sinpe_dd result = log_dd_c(base)
+    return result.hi, result.lo
+
+
+def power_vector(cnp.ndarray out, double log_hi, double log_lo, double numerator,
+                 double denominator, double scale):
+    """Fill ``out`` (1-D float64, C-contiguous) with ``scale * exp(-numerator * i * (log_hi +
+    log_lo) / denominator)`` rounded once: ``_frequencies._power_vector``'s twin (denominator
+    > 0 and scale finite, trusted)."""
+    if not (out.dtype == np.float64 and out.ndim == 1 and out.flags.c_contiguous
+            and out.flags.writeable):
+        raise ValueError("power_vector needs a writeable 1-D C-contiguous float64 out")
+    with nogil:
+        power_vector_c(cnp.PyArray_DIM(out, 0), log_hi, log_lo, numerator, denominator, scale,
+                       <double*>cnp.PyArray_DATA(out))
+
+
+def prepare_frequency_table(cnp.ndarray w, cnp.ndarray table):
+    """Fill ``table`` (8, n) float64 C-contiguous for the frequencies ``w`` (n,) float64
+    C-contiguous, as ``_turns.prepare_frequency_table`` does, except the columns it returns
+    (an index array): those need the big-integer path (``_turns._exact_columns``)."""
+    if not (w.dtype == np.float64 and w.ndim == 1 and w.flags.c_contiguous
+            and table.dtype == np.float64 and table.ndim == 2 and table.flags.c_contiguous
+            and table.flags.writeable and table.shape[0] == 8
+            and table.shape[1] == w.shape[0]):
+        raise ValueError("prepare_frequency_table needs w (n,) and table (8, n), float64, "
+                         "C-contiguous")
+    cdef Py_ssize_t n = cnp.PyArray_DIM(w, 0), exact
+    cdef cnp.ndarray status = np.empty(n, dtype=np.uint8)
+    cdef unsigned char* status_data = <unsigned char*>cnp.PyArray_DATA(status)
+    with nogil:
+        exact = prepare_frequency_table_c(
+            <const double*>cnp.PyArray_DATA(w), n, <double*>cnp.PyArray_DATA(table),
+            status_data)
+    if exact == 0:
+        return None
+    return np.flatnonzero(status == TURNS_EXACT)
 
 
 # --------------------------------------------------------------------------- RoPE rows

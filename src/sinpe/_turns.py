@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from ._compiled import shared
 from ._exact_constants import INV_2PI, INV_2PI_BITS, INV_2PI_CHUNKS
 
 # Frequencies with |w| >= FAST_W_LIMIT use the slow exact path: below it the triple-double
@@ -312,9 +313,21 @@ def prepare_frequency_table(w) -> np.ndarray:
        that of m, times 2**E.  Columns with |w| < 2**-700 take the
        big-integer path.  Columns with |w| >= 2**32 stay 0, as before.
 
-    Cost: about 35 NumPy calls on 1 to 16 rows of n_w, with no Python loop.
+    Cost: about 35 NumPy calls on 1 to 16 rows of n_w, with no Python loop; with the
+    compiled backend, its twin ``_turns.h`` (same bits) takes about 40 ns per frequency.
     """
     w = np.ascontiguousarray(w, dtype=np.float64)
+    if shared is not None:
+        table = np.empty((TABLE_ROWS, w.size))
+        exact = shared.prepare_frequency_table(w, table)
+        if exact is not None:
+            _exact_columns(table, exact)
+        return table
+    return _numpy_frequency_table(w)
+
+
+def _numpy_frequency_table(w: np.ndarray) -> np.ndarray:
+    """prepare_frequency_table in NumPy (w float64, C-contiguous)."""
     # v = [head; tail; 2**E], the right-hand side of the matrix product.  The
     # exponent bits of w, read as a double, are 2**E (sign and mantissa cleared).
     v = np.empty((3, w.size))
