@@ -4,6 +4,8 @@ PyTorch's tutorial module when torch is installed."""
 
 import math
 
+import numpy as np
+
 from sinpe import sinusoidal_positional_encoding
 from sinpe._bench import ones, textbook  # noqa: F401  (re-exported peers)
 
@@ -121,6 +123,23 @@ LLAMA31_ROPE = {
     "rope_theta": 500000.0,
 }
 ROPE_SHAPE = (8192, 128)
+
+
+def diffusers_2d_formula(embed_dim, grid_size, base_size=16, interpolation_scale=1.0):
+    """diffusers' ``get_2d_sincos_pos_embed_np`` as diffusers writes it (float32 positions,
+    ``np.sin`` of the float64 outer product): what ``sinpe.compat.diffusers`` replaces."""
+    h, w = (grid_size, grid_size) if isinstance(grid_size, int) else grid_size
+    grid_h = np.arange(h, dtype=np.float32) / (h / base_size) / interpolation_scale
+    grid_w = np.arange(w, dtype=np.float32) / (w / base_size) / interpolation_scale
+    grid = np.stack(np.meshgrid(grid_w, grid_h), axis=0).reshape([2, 1, w, h])
+    halves = []
+    for axis in (grid[0], grid[1]):
+        omega = np.arange(embed_dim // 4, dtype=np.float64)
+        omega /= embed_dim / 4.0
+        omega = 1.0 / 10000**omega
+        out = np.einsum("m,d->md", axis.reshape(-1), omega)
+        halves.append(np.concatenate([np.sin(out), np.cos(out)], axis=1))
+    return np.concatenate(halves, axis=1)
 
 
 def sinpe_rope(seq_len, head_dim, layout="half", dtype="float32", threads=1, backend="cython"):

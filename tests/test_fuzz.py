@@ -18,7 +18,7 @@ from oracle import exact_vaswani
 
 import sinpe
 import sinpe._api as api
-from sinpe import conventions
+from sinpe import compat, conventions
 
 HUGE = [2**40, 2**53 - 1, 2**53, 2**63 - 1, 2**63, 2**64, 2**1000, -(2**63), -(2**1000)]
 HOSTILE = [
@@ -122,6 +122,72 @@ CALLS = {
         ),
     ),
     "encode_2d": (sinpe.encode_2d, dict(height=2, width=3, d_model=8, base=10000.0)),
+    "encode_grid": (
+        sinpe.encode_grid,
+        dict(
+            axes=[[0, 1.5], [2, 3, 4]],
+            widths=[4, 6],
+            order=[1, 0],
+            base=10000.0,
+            convention="hf-marian",
+            dtype=np.float64,
+            out=None,
+            backend="auto",
+        ),
+    ),
+    # compat: every argument but output_type and device (those hand over to torch)
+    "compat.diffusers.get_2d_sincos_pos_embed": (
+        compat.diffusers.get_2d_sincos_pos_embed,
+        dict(
+            embed_dim=8,
+            grid_size=(2, 3),
+            cls_token=True,
+            extra_tokens=1,
+            interpolation_scale=1.0,
+            base_size=16,
+        ),
+    ),
+    "compat.diffusers.get_3d_sincos_pos_embed": (
+        compat.diffusers.get_3d_sincos_pos_embed,
+        dict(
+            embed_dim=16,
+            spatial_size=(3, 2),
+            temporal_size=2,
+            spatial_interpolation_scale=1.0,
+            temporal_interpolation_scale=1.0,
+        ),
+    ),
+    "compat.diffusers.get_timestep_embedding": (
+        compat.diffusers.get_timestep_embedding,
+        dict(
+            timesteps=[0.0, 1.5],
+            embedding_dim=6,
+            flip_sin_to_cos=False,
+            downscale_freq_shift=1,
+            scale=1,
+            max_period=10000,
+        ),
+    ),
+    "compat.diffusers.get_1d_sincos_pos_embed_from_grid": (
+        compat.diffusers.get_1d_sincos_pos_embed_from_grid,
+        dict(embed_dim=6, pos=[0.5, 2.0], flip_sin_to_cos=False),
+    ),
+    "compat.mae.get_2d_sincos_pos_embed": (
+        compat.mae.get_2d_sincos_pos_embed,
+        dict(embed_dim=8, grid_size=3, cls_token=False),
+    ),
+    "compat.fairseq.get_embedding": (
+        compat.fairseq.get_embedding,
+        dict(num_embeddings=5, embedding_dim=6, padding_idx=None),
+    ),
+    "compat.tensor2tensor.get_timing_signal_1d": (
+        compat.tensor2tensor.get_timing_signal_1d,
+        dict(length=4, channels=6, min_timescale=1.0, max_timescale=1.0e4, start_index=0),
+    ),
+    "compat.transformers.marian_sinusoidal_weight": (
+        compat.transformers.marian_sinusoidal_weight,
+        dict(num_positions=4, embedding_dim=5, dtype=np.float32),
+    ),
     "shift_matrix": (sinpe.shift_matrix, dict(k=3, d_model=6, base=10000.0)),
     "frequencies": (sinpe.frequencies, dict(d_model=6, base=10000.0, convention="vaswani")),
     "set_cache_limit": (lambda nbytes: frequencies_under_cache_limit(nbytes), dict(nbytes=1 << 20)),

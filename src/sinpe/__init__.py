@@ -7,12 +7,12 @@ from ._api import (
     cache_info,
     clear_cache,
     encode,
-    encode_2d,
     frequencies,
     set_cache_limit,
     shift_matrix,
     sinusoidal_positional_encoding,
 )
+from ._grid import encode_2d, encode_grid
 from ._rope import rope, rope_at, rope_frequencies
 from ._threads import thread_limit
 from ._version import __version__
@@ -26,6 +26,7 @@ __all__ = [
     "conventions",
     "encode",
     "encode_2d",
+    "encode_grid",
     "frequencies",
     "rope",
     "rope_at",

@@ -23,7 +23,6 @@ __all__ = [
     "sinusoidal_positional_encoding",
     "frequencies",
     "encode",
-    "encode_2d",
     "shift_matrix",
     "clear_cache",
     "cache_info",
@@ -382,47 +381,3 @@ def shift_matrix(k: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
     matrix[2 * i + 1, 2 * i] = -sin_k
     matrix[2 * i + 1, 2 * i + 1] = cos_k
     return matrix
-
-
-def encode_2d(
-    height: int, width: int, d_model: int, *, base: float = 10000.0, dtype=None
-) -> np.ndarray:
-    """MAE's 2-D grid encoding (``get_2d_sincos_pos_embed``, used by ViT/MAE/DiT).
-
-    Row ``y * width + x``: the first ``d_model/2`` columns encode ``x``, the last ``d_model/2``
-    encode ``y``, each half ``[sin | cos]`` with ``w_i = base**(-i / (d_model/4))``.
-
-    Parameters
-    ----------
-    height, width : int
-        Grid size, ``>= 0``.
-    d_model : int
-        A positive multiple of 4.
-    base : float, default 10000.0
-    dtype : float64, float32, float16, bfloat16 or None, default None (float64)
-        Each value rounded once from float64.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(height * width, d_model)``.
-    """
-    height = check.integer("height", height, 0)
-    width = check.integer("width", width, 0)
-    d_model = check.integer("d_model", d_model, 1)
-    if d_model % 4:
-        raise ValueError(f"d_model must be a multiple of 4 for encode_2d, got {d_model}")
-    for name, size in (("height", height), ("width", width)):
-        if size > MAX_POSITION:
-            raise ValueError(f"{name} must be <= 2**53 (positions below 2**53), got {size}")
-    dtype = check.dtype(dtype) or F64
-    table = check.allocate((height * width, d_model), dtype, ("height*width", "d_model"))
-    half = d_model // 2
-    # Each half is the 'hf-marian' layout at width d_model/2: [sin | cos], w_i = base**(-2i/half);
-    # made in the table's dtype (each value rounded once), then copied.
-    marian = dict(base=base, convention="hf-marian", dtype=dtype)
-    along_x = sinusoidal_positional_encoding(width, half, **marian)
-    along_y = sinusoidal_positional_encoding(height, half, **marian)
-    table[:, :half] = np.tile(along_x, (height, 1))
-    table[:, half:] = np.repeat(along_y, width, axis=0)
-    return table

@@ -1,0 +1,38 @@
+"""Encodings of arbitrary point sets, blocks side by side: the ``*_from_grid`` functions,
+whose points need not form a product grid (``sinpe.encode_grid`` covers those)."""
+
+from __future__ import annotations
+
+from .. import _checks as check
+from .._api import encode
+from ._common import as_array
+
+# The grid layout of MAE and diffusers: [sin | cos], w_i = 10000**(-2i/width).
+GRID_CONVENTION = "hf-marian"
+
+
+def point_blocks(sources, widths, name, convention=GRID_CONVENTION, dtype=check.F64):
+    """``(M, sum(widths))``: block ``k`` encodes the positions ``sources[k]`` at width
+    ``widths[k]``. A source is ``(array, index)``: ``array[index]`` flattened, or the whole
+    array for index None; every block must have the same number ``M`` of points."""
+    blocks = []
+    for array, index in sources:
+        values = as_array(array, name)
+        if index is not None:
+            if values.ndim == 0 or values.shape[0] <= index:
+                raise ValueError(
+                    f"{name} must have at least {index + 1} rows along its first axis, "
+                    f"got shape {values.shape}"
+                )
+            values = values[index]
+        blocks.append(check.positions(values).reshape(-1))
+    points = blocks[0].shape[0]
+    table = check.allocate((points, sum(widths)), dtype, ("points", "embed_dim"))
+    column = 0
+    for positions, width in zip(blocks, widths):
+        if width:
+            table[:, column : column + width] = encode(
+                positions, width, convention=convention, dtype=dtype
+            )
+        column += width
+    return table

@@ -1,0 +1,445 @@
+"""``sinpe.compat``: each function against a float64 transcription of the original (no
+diffusers, transformers, fairseq, TensorFlow or torch needed), the mpmath oracle where the
+positions are fractional, the originals' refusals, and torch hand-over where torch exists."""
+
+import math
+
+import numpy as np
+import pytest
+from oracle import exact_table
+
+import sinpe
+from sinpe.compat import diffusers, fairseq, mae, tensor2tensor, transformers
+
+# Transcriptions in float64 differ from the exact values by about |p * w| * 2**-52; every
+# position here keeps |p * w| below ~2000.
+ATOL = 1e-12
+F32_ATOL = 2.0**-24  # one float32 ulp at 1: exact-then-rounded against rounded-from-float64
+
+
+# --------------------------------------------------------------------------- transcriptions
+
+
+def ref_1d(embed_dim, pos, flip=False):
+    """MAE / diffusers ``get_1d_sincos_pos_embed_from_grid`` (NumPy versions), float64."""
+    omega = np.arange(embed_dim // 2, dtype=np.float64)
+    omega /= embed_dim / 2.0
+    omega = 1.0 / 10000**omega
+    pos = np.asarray(pos, dtype=np.float64).reshape(-1)
+    out = np.einsum("m,d->md", pos, omega)
+    emb = np.concatenate([np.sin(out), np.cos(out)], axis=1)
+    if flip:
+        emb = np.concatenate([emb[:, embed_dim // 2 :], emb[:, : embed_dim // 2]], axis=1)
+    return emb
+
+
+def ref_2d_from_grid(embed_dim, grid):
+    return np.concatenate(
+        [ref_1d(embed_dim // 2, grid[0]), ref_1d(embed_dim // 2, grid[1])], axis=1
+    )
+
+
+def ref_diffusers_2d(
+    embed_dim, grid_size, cls_token=False, extra_tokens=0, interpolation_scale=1.0, base_size=16
+):
+    if isinstance(grid_size, int):
+        grid_size = (grid_size, grid_size)
+    grid_h = np.arange(grid_size[0], dtype=np.float64) / (grid_size[0] / base_size)
+    grid_h = grid_h / interpolation_scale
+    grid_w = np.arange(grid_size[1], dtype=np.float64) / (grid_size[1] / base_size)
+    grid_w = grid_w / interpolation_scale
+    grid = np.stack(np.meshgrid(grid_w, grid_h), axis=0)  # here w goes first
+    grid = grid.reshape([2, 1, grid_size[1], grid_size[0]])
+    emb = ref_2d_from_grid(embed_dim, grid)
+    if cls_token and extra_tokens > 0:
+        emb = np.concatenate([np.zeros([extra_tokens, embed_dim]), emb], axis=0)
+    return emb
+
+
+def ref_mae_2d(embed_dim, grid_size, cls_token=False):
+    grid_h = np.arange(grid_size, dtype=np.float32)
+    grid_w = np.arange(grid_size, dtype=np.float32)
+    grid = np.stack(np.meshgrid(grid_w, grid_h), axis=0).reshape([2, 1, grid_size, grid_size])
+    emb = ref_2d_from_grid(embed_dim, grid)
+    if cls_token:
+        emb = np.concatenate([np.zeros([1, embed_dim]), emb], axis=0)
+    return emb
+
+
+def ref_diffusers_3d(embed_dim, spatial_size, temporal_size, s_scale=1.0, t_scale=1.0):
+    if isinstance(spatial_size, int):
+        spatial_size = (spatial_size, spatial_size)
+    grid_h = np.arange(spatial_size[1], dtype=np.float64) / s_scale
+    grid_w = np.arange(spatial_size[0], dtype=np.float64) / s_scale
+    grid = np.stack(np.meshgrid(grid_w, grid_h), axis=0)
+    grid = grid.reshape([2, 1, spatial_size[1], spatial_size[0]])
+    spatial = ref_2d_from_grid(3 * embed_dim // 4, grid)
+    grid_t = np.arange(temporal_size, dtype=np.float64) / t_scale
+    temporal = ref_1d(embed_dim // 4, grid_t)
+    spatial = np.repeat(spatial[np.newaxis], temporal_size, axis=0)
+    temporal = np.repeat(temporal[:, np.newaxis], spatial_size[0] * spatial_size[1], axis=1)
+    return np.concatenate([temporal, spatial], axis=-1)
+
+
+def ref_timestep(t, dim, flip=False, shift=1.0, scale=1.0, max_period=10000):
+    half = dim // 2
+    exponent = -math.log(max_period) * np.arange(half, dtype=np.float64) / (half - shift)
+    emb = scale * (np.asarray(t, dtype=np.float64)[:, None] * np.exp(exponent)[None, :])
+    emb = np.concatenate([np.sin(emb), np.cos(emb)], axis=-1)
+    if flip:
+        emb = np.concatenate([emb[:, half:], emb[:, :half]], axis=-1)
+    if dim % 2:
+        emb = np.pad(emb, ((0, 0), (0, 1)))
+    return emb
+
+
+def ref_fairseq(n, d, padding_idx=None):
+    half = d // 2
+    step = math.log(10000) / (half - 1)
+    freqs = np.exp(np.arange(half, dtype=np.float64) * -step)
+    emb = np.arange(n, dtype=np.float64)[:, None] * freqs[None, :]
+    emb = np.concatenate([np.sin(emb), np.cos(emb)], axis=1).reshape(n, -1)
+    if d % 2:
+        emb = np.concatenate([emb, np.zeros((n, 1))], axis=1)
+    if padding_idx is not None:
+        emb[padding_idx, :] = 0
+    return emb
+
+
+def ref_t2t(length, channels, min_timescale=1.0, max_timescale=1.0e4, start_index=0):
+    position = np.arange(length, dtype=np.float64) + start_index
+    num_timescales = channels // 2
+    increment = math.log(float(max_timescale) / float(min_timescale)) / max(num_timescales - 1, 1)
+    inv = min_timescale * np.exp(np.arange(num_timescales, dtype=np.float64) * -increment)
+    scaled = position[:, None] * inv[None, :]
+    signal = np.concatenate([np.sin(scaled), np.cos(scaled)], axis=1)
+    signal = np.pad(signal, [[0, 0], [0, channels % 2]])
+    return signal.reshape([1, length, channels])
+
+
+def ref_distilbert(n_pos, dim):
+    enc = np.array(
+        [[p / np.power(10000, 2 * (j // 2) / dim) for j in range(dim)] for p in range(n_pos)]
+    )
+    out = np.zeros((n_pos, dim))
+    out[:, 0::2] = np.sin(enc[:, 0::2])
+    out[:, 1::2] = np.cos(enc[:, 1::2])
+    return out
+
+
+def ref_marian(n_pos, dim):
+    enc = np.array(
+        [[p / np.power(10000, 2 * (j // 2) / dim) for j in range(dim)] for p in range(n_pos)]
+    )
+    sentinel = dim // 2 if dim % 2 == 0 else dim // 2 + 1
+    out = np.zeros((n_pos, dim))
+    out[:, :sentinel] = np.sin(enc[:, 0::2])
+    out[:, sentinel:] = np.cos(enc[:, 1::2])
+    return out
+
+
+def close(got, expected, atol=ATOL):
+    assert got.shape == expected.shape
+    assert got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, rtol=0, atol=atol)
+
+
+# --------------------------------------------------------------------------- diffusers
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        dict(embed_dim=768, grid_size=14),  # SD3 / PixArt: positions scaled by 16/14
+        dict(embed_dim=64, grid_size=(4, 6)),  # non-square
+        dict(embed_dim=32, grid_size=(5, 3), interpolation_scale=2.0, base_size=8),
+        dict(embed_dim=16, grid_size=3, cls_token=True, extra_tokens=2),
+        dict(embed_dim=16, grid_size=3, cls_token=True, extra_tokens=0),  # both are needed
+        dict(embed_dim=16, grid_size=3, cls_token=False, extra_tokens=2),
+        dict(embed_dim=8, grid_size=(0, 3)),
+    ],
+)
+def test_diffusers_2d(args):
+    close(diffusers.get_2d_sincos_pos_embed(**args), ref_diffusers_2d(**args))
+
+
+def test_diffusers_2d_is_exact_at_its_fractional_positions():
+    """SD3's default scaling puts x and y at multiples of 16/14: every value within 1e-15 of
+    mpmath's at those (float64) positions and sinpe's frequencies."""
+    got = diffusers.get_2d_sincos_pos_embed(16, (3, 5), interpolation_scale=1.5, base_size=7)
+    w = sinpe.frequencies(8, convention="hf-marian")
+    xs = np.arange(5, dtype=np.float64) / (5 / 7) / 1.5
+    ys = np.arange(3, dtype=np.float64) / (3 / 7) / 1.5
+    along_x, along_y = exact_table(list(xs), w), exact_table(list(ys), w)
+    for y in range(3):
+        for x in range(5):
+            row = got[y * 5 + x]
+            expected = np.concatenate([along_x[x, 1], along_x[x, 0], along_y[y, 1], along_y[y, 0]])
+            np.testing.assert_allclose(row, expected, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        dict(embed_dim=64, spatial_size=(6, 4), temporal_size=3),  # width first
+        dict(embed_dim=32, spatial_size=5, temporal_size=2, s_scale=1.875, t_scale=0.5),
+        dict(embed_dim=16, spatial_size=(3, 2), temporal_size=0),
+    ],
+)
+def test_diffusers_3d(args):
+    s_scale, t_scale = args.pop("s_scale", 1.0), args.pop("t_scale", 1.0)
+    got = diffusers.get_3d_sincos_pos_embed(
+        **args, spatial_interpolation_scale=s_scale, temporal_interpolation_scale=t_scale
+    )
+    close(got, ref_diffusers_3d(**args, s_scale=s_scale, t_scale=t_scale))
+
+
+def test_diffusers_from_grid_functions():
+    grid = np.random.default_rng(3).uniform(0, 30, (2, 1, 4, 5))
+    close(diffusers.get_2d_sincos_pos_embed_from_grid(16, grid), ref_2d_from_grid(16, grid))
+    pos = np.linspace(0, 50, 12).reshape(3, 4)
+    close(diffusers.get_1d_sincos_pos_embed_from_grid(10, pos), ref_1d(10, pos))
+    close(
+        diffusers.get_1d_sincos_pos_embed_from_grid(10, pos, flip_sin_to_cos=True),
+        ref_1d(10, pos, flip=True),
+    )
+    close(mae.get_1d_sincos_pos_embed_from_grid(6, pos), ref_1d(6, pos))
+    close(mae.get_2d_sincos_pos_embed_from_grid(8, grid), ref_2d_from_grid(8, grid))
+
+
+@pytest.mark.parametrize(
+    "t, dim, kwargs",
+    [
+        (np.array([0.0, 1.0, 999.0, 500.5]), 320, {}),
+        (np.array([3.0, 250.0]), 7, dict(flip_sin_to_cos=True, downscale_freq_shift=0)),
+        (np.arange(0, 1000, 37.5), 64, dict(scale=1000, max_period=5000)),  # float32 drifts 0.1
+        (np.array([1.0, 2.0]), 1, {}),
+    ],
+)
+def test_diffusers_timesteps_float32(t, dim, kwargs):
+    got = diffusers.get_timestep_embedding(t, dim, **kwargs)
+    ref = ref_timestep(
+        t,
+        dim,
+        flip=kwargs.get("flip_sin_to_cos", False),
+        shift=kwargs.get("downscale_freq_shift", 1),
+        scale=kwargs.get("scale", 1),
+        max_period=kwargs.get("max_period", 10000),
+    )
+    # |t * w| reaches 1e6 with scale=1000: the float64 transcription is good to ~1e-10 there
+    close(got, ref.astype(np.float32), atol=F32_ATOL + 1e-10)
+
+
+def test_diffusers_timesteps_list_and_zero_width():
+    assert diffusers.get_timestep_embedding([1, 2, 3], 0).shape == (3, 0)
+    close(diffusers.get_timestep_embedding([5, 6], 4), ref_timestep([5, 6], 4).astype(np.float32))
+
+
+# --------------------------------------------------------------------------- MAE
+
+
+@pytest.mark.parametrize(
+    "embed_dim, grid_size, cls_token", [(16, 4, False), (64, 7, True), (8, 0, True)]
+)
+def test_mae_2d(embed_dim, grid_size, cls_token):
+    close(
+        mae.get_2d_sincos_pos_embed(embed_dim, grid_size, cls_token),
+        ref_mae_2d(embed_dim, grid_size, cls_token),
+    )
+
+
+# --------------------------------------------------------------------------- fairseq, t2t
+
+
+@pytest.mark.parametrize(
+    "n, d, padding_idx", [(50, 16, None), (20, 9, 1), (8, 4, -1), (5, 1, None)]
+)
+def test_fairseq(n, d, padding_idx):
+    got = fairseq.get_embedding(n, d, padding_idx)
+    ref = ref_fairseq(n, d, padding_idx) if d > 1 else np.zeros((n, 1))
+    close(got, ref.astype(np.float32), atol=F32_ATOL)
+
+
+def test_fairseq_without_rows():
+    """fairseq's own view(0, -1) fails here; an empty table is the useful answer."""
+    assert fairseq.get_embedding(0, 6).shape == (0, 6)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        dict(length=40, channels=16),
+        dict(length=7, channels=9, start_index=100),
+        dict(length=6, channels=8, start_index=-3),
+        dict(length=5, channels=6, min_timescale=2.0, max_timescale=500.0),
+        dict(length=4, channels=3),  # one timescale: max(n - 1, 1)
+        dict(length=3, channels=1),
+        dict(length=0, channels=4),
+    ],
+)
+def test_tensor2tensor(args):
+    close(
+        tensor2tensor.get_timing_signal_1d(**args),
+        ref_t2t(**args).astype(np.float32),
+        atol=F32_ATOL,
+    )
+
+
+# --------------------------------------------------------------------------- transformers
+
+
+@pytest.mark.parametrize("n_pos, dim", [(30, 16), (9, 7), (1, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_create_sinusoidal_embeddings_numpy(n_pos, dim, dtype):
+    out = np.full((n_pos, dim), np.nan, dtype=dtype)
+    assert transformers.create_sinusoidal_embeddings(n_pos, dim, out) is None
+    close(
+        out,
+        ref_distilbert(n_pos, dim).astype(dtype),
+        atol=ATOL if dtype == np.float64 else F32_ATOL,
+    )
+    # a strided view is filled too
+    wide = np.zeros((n_pos, 2 * dim), dtype=dtype)
+    transformers.create_sinusoidal_embeddings(n_pos, dim, wide[:, ::2])
+    np.testing.assert_array_equal(wide[:, ::2], out)
+
+
+@pytest.mark.parametrize("n_pos, dim", [(30, 16), (9, 7)])
+def test_marian_weight(n_pos, dim):
+    close(
+        transformers.marian_sinusoidal_weight(n_pos, dim),
+        ref_marian(n_pos, dim).astype(np.float32),
+        atol=F32_ATOL,
+    )
+    close(
+        transformers.marian_sinusoidal_weight(n_pos, dim, dtype=np.float64), ref_marian(n_pos, dim)
+    )
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: diffusers.get_2d_sincos_pos_embed(6, 4), ValueError, "divisible by 4"),
+        (lambda: diffusers.get_2d_sincos_pos_embed(8, (4,)), ValueError, "pair of ints"),
+        (lambda: diffusers.get_2d_sincos_pos_embed(8, 4.0), TypeError, "grid_size"),
+        (
+            lambda: diffusers.get_2d_sincos_pos_embed(8, 4, interpolation_scale=0),
+            ValueError,
+            "interpolation_scale",
+        ),
+        (
+            lambda: diffusers.get_2d_sincos_pos_embed(8, 4, output_type="tf"),
+            ValueError,
+            "output_type",
+        ),
+        (lambda: diffusers.get_3d_sincos_pos_embed(18, 4, 2), ValueError, "divisible by 4"),
+        (lambda: diffusers.get_3d_sincos_pos_embed(24, 4, 2), ValueError, "divisible by 16"),
+        (lambda: diffusers.get_3d_sincos_pos_embed(16, 4, -1), ValueError, "temporal_size"),
+        (
+            lambda: diffusers.get_1d_sincos_pos_embed_from_grid(5, np.arange(3)),
+            ValueError,
+            "divisible by 2",
+        ),
+        (
+            lambda: diffusers.get_1d_sincos_pos_embed_from_grid(4, np.arange(3), flip_sin_to_cos=1),
+            TypeError,
+            "flip_sin_to_cos",
+        ),
+        (lambda: diffusers.get_2d_sincos_pos_embed_from_grid(8, np.zeros(1)), ValueError, "grid"),
+        (lambda: diffusers.get_timestep_embedding(np.zeros((2, 2)), 8), ValueError, "1d-array"),
+        (lambda: diffusers.get_timestep_embedding([1.0, np.inf], 8), ValueError, "finite"),
+        (
+            lambda: diffusers.get_timestep_embedding([1.0], 8, max_period=0),
+            ValueError,
+            "max_period",
+        ),
+        (lambda: mae.get_2d_sincos_pos_embed(10, 4), ValueError, "divisible by 4"),
+        (lambda: mae.get_2d_sincos_pos_embed(8, (4, 4)), TypeError, "grid_size"),
+        (
+            lambda: mae.get_1d_sincos_pos_embed_from_grid(3, np.arange(2)),
+            ValueError,
+            "divisible by 2",
+        ),
+        (lambda: fairseq.get_embedding(4, 2), ValueError, "not be 2 or 3"),
+        (lambda: fairseq.get_embedding(4, 8, padding_idx=4), ValueError, "padding_idx"),
+        (lambda: fairseq.get_embedding(4, 8, padding_idx=-5), ValueError, "padding_idx"),
+        (lambda: fairseq.get_embedding(4.0, 8), TypeError, "num_embeddings"),
+        (
+            lambda: tensor2tensor.get_timing_signal_1d(4, 8, min_timescale=0.0),
+            ValueError,
+            "min_timescale",
+        ),
+        (
+            lambda: tensor2tensor.get_timing_signal_1d(4, 8, max_timescale=-1.0),
+            ValueError,
+            "max_timescale",
+        ),
+        (
+            lambda: tensor2tensor.get_timing_signal_1d(4, 8, start_index=2**53),
+            ValueError,
+            "2\\*\\*53",
+        ),
+        (
+            lambda: transformers.create_sinusoidal_embeddings(4, 8, np.zeros((4, 6))),
+            ValueError,
+            "shape",
+        ),
+        (
+            lambda: transformers.create_sinusoidal_embeddings(4, 8, np.zeros((4, 8), dtype=int)),
+            ValueError,
+            "float",
+        ),
+        (
+            lambda: transformers.create_sinusoidal_embeddings(4, 8, [[0.0] * 8] * 4),
+            TypeError,
+            "out",
+        ),
+    ],
+)
+def test_refusals(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_a_refused_out_is_left_untouched():
+    out = np.full((4, 6), 3.0)
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        transformers.create_sinusoidal_embeddings(4, 6, out)
+    assert (out == 3.0).all()
+
+
+# --------------------------------------------------------------------------- torch
+
+
+def test_torch_hand_over():
+    torch = pytest.importorskip("torch")
+    table = diffusers.get_2d_sincos_pos_embed(16, (2, 3))
+    tensor = diffusers.get_2d_sincos_pos_embed(16, (2, 3), output_type="pt", device="cpu")
+    assert isinstance(tensor, torch.Tensor) and tensor.dtype == torch.float64
+    np.testing.assert_array_equal(tensor.numpy(), table)
+    from sinpe.compat._common import hand_over
+
+    assert np.shares_memory(hand_over(table, "pt").numpy(), table)  # no copy
+    video = diffusers.get_3d_sincos_pos_embed(32, 3, 2, output_type="pt")
+    assert tuple(video.shape) == (2, 9, 32)
+    grid = torch.arange(6, dtype=torch.float32).reshape(2, 1, 1, 3)
+    out = diffusers.get_2d_sincos_pos_embed_from_grid(8, grid, output_type="pt")
+    np.testing.assert_allclose(out.numpy(), ref_2d_from_grid(8, grid.numpy()), rtol=0, atol=ATOL)
+
+
+def test_torch_timesteps_and_in_place_fill():
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([0.0, 10.0, 999.0])
+    emb = diffusers.get_timestep_embedding(t, 16, flip_sin_to_cos=True)
+    assert isinstance(emb, torch.Tensor) and emb.dtype == torch.float32
+    np.testing.assert_array_equal(
+        emb.numpy(), diffusers.get_timestep_embedding(t.numpy(), 16, flip_sin_to_cos=True)
+    )
+    weight = torch.nn.Parameter(torch.empty(12, 10))
+    transformers.create_sinusoidal_embeddings(12, 10, weight)
+    assert not weight.requires_grad
+    close(weight.detach().numpy(), ref_distilbert(12, 10).astype(np.float32), atol=F32_ATOL)
