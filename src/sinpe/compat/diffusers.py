@@ -68,12 +68,13 @@ def get_timestep_embedding(
 
 def get_1d_sincos_pos_embed_from_grid(embed_dim, pos, output_type="np", flip_sin_to_cos=False):
     """``(pos.size, embed_dim)`` float64: ``[sin | cos]`` (``[cos | sin]`` with
-    ``flip_sin_to_cos``) of every position, flattened, times ``10000**(-i/(embed_dim/2))``."""
+    ``flip_sin_to_cos``) of every position, flattened, times ``10000**(-i/(embed_dim/2))``.
+    With ``output_type="pt"`` the tensor is on ``pos``'s device when ``pos`` is a tensor."""
     output_type = _output_type(output_type)
     embed_dim = _embed_dim("embed_dim", embed_dim, 2)
     convention = _FLIPPED if _flag("flip_sin_to_cos", flip_sin_to_cos) else GRID_CONVENTION
     table = point_blocks([(pos, None)], [embed_dim], "pos", convention=convention)
-    return hand_over(table, output_type)
+    return hand_over(table, output_type, _device_of(pos))
 
 
 def get_2d_sincos_pos_embed_from_grid(embed_dim, grid, output_type="np"):
@@ -82,7 +83,8 @@ def get_2d_sincos_pos_embed_from_grid(embed_dim, grid, output_type="np"):
     output_type = _output_type(output_type)
     embed_dim = _embed_dim("embed_dim", embed_dim, 4)
     half = embed_dim // 2
-    return hand_over(point_blocks([(grid, 0), (grid, 1)], [half, half], "grid"), output_type)
+    table = point_blocks([(grid, 0), (grid, 1)], [half, half], "grid")
+    return hand_over(table, output_type, _device_of(grid))
 
 
 def get_2d_sincos_pos_embed(
@@ -169,6 +171,11 @@ def get_3d_sincos_pos_embed(
 
 
 # --------------------------------------------------------------------------- arguments
+
+
+def _device_of(positions):
+    """Where diffusers' result would live: the device of a tensor of positions, else None."""
+    return positions.device if is_tensor(positions) else None
 
 
 def _flag(name: str, value) -> bool:
