@@ -186,7 +186,7 @@ def _flag(name: str, value) -> bool:
 
 def _size(name: str, value) -> tuple[int, int]:
     """An int (a square) or a pair of ints, as diffusers' ``grid_size`` / ``spatial_size``."""
-    if isinstance(value, (tuple, list)):
+    if isinstance(value, (tuple, list)) or (isinstance(value, np.ndarray) and value.ndim == 1):
         if len(value) != 2:
             raise ValueError(f"{name} must be an int or a pair of ints, got {value!r:.60}")
         return check.integer(f"{name}[0]", value[0], 0), check.integer(f"{name}[1]", value[1], 0)
