@@ -67,9 +67,11 @@ static inline ptrdiff_t sinpe_prepare_frequency_table(const double *w, ptrdiff_t
         /* Carry: the odd rows onto the grid 2^-(27+25j) 2^E of the row above, exact. */
         double x[5] = {g[0], g[2], g[4], g[6], g[8]};
         int j;
+        /* 1.5 * 2^52 u_j for the grid u_j = 2^-(27 + 25j) of row j - 1 (j = 1, 3, 5, 7) */
+        static const double carries[4] = {0x1.8p0, 0x1.8p-50, 0x1.8p-100, 0x1.8p-150};
         for (j = 0; j < 4; j++) {
             double odd = g[2 * j + 1];
-            double carry = 1.5 * ldexp(1.0, 25 - 25 * (2 * j + 1)) * scale;
+            double carry = carries[j] * scale;
             double hi = (odd + carry) - carry;
             double lo = odd - hi;
             x[j + 1] += lo;
