@@ -18,7 +18,7 @@
    float16: M = 10, E_min = -14; bfloat16: M = 7, E_min = -126.
 
    The usual conversions are not one rounding: float64 -> float32 -> bfloat16 (ml_dtypes'
-   astype among them) and float64 -> float32 -> float16 round twice and land on the wrong
+   astype before 0.7) and float64 -> float32 -> float16 round twice and land on the wrong
    neighbour when the first rounding hits a halfway point: 1 + 2^-8 + 2^-30 becomes 1.0 in
    bfloat16 that way, 1.0078125 here. */
 #ifndef SINPE_HALF_H
