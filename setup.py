@@ -1,8 +1,8 @@
 """Build the optional Cython kernel; everything else is declared in pyproject.toml.
 
 Rules (see README, "Installing"):
-- the extension ``sinpe._kernel`` is built from ``src/sinpe/_kernel.pyx`` and the C headers
-  beside it;
+- the extension ``sinpe._c._kernel`` is built from ``src/sinpe/_c/_kernel.pyx`` and the C
+  headers beside it;
 - OpenMP is used only when a compile-and-run probe says the compiler supports it;
 - if the extension cannot be built, the install goes on with the NumPy fallback and says so
   loudly, unless ``SINPE_REQUIRE_EXTENSION=1``, which turns the failure into an error;
@@ -159,9 +159,9 @@ def extensions():
         "freethreading_compatible": True,
     }
     ext = Extension(
-        "sinpe._kernel",
-        ["src/sinpe/_kernel.pyx"],
-        depends=sorted(glob.glob("src/sinpe/*.h")),  # the C the .pyx includes
+        "sinpe._c._kernel",
+        ["src/sinpe/_c/_kernel.pyx"],
+        depends=sorted(glob.glob("src/sinpe/_c/*.h")),  # the C the .pyx includes
         include_dirs=[numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )

@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from peers import ones, sinpe_cython, sinpe_numpy, textbook  # noqa: E402
 
 import sinpe  # noqa: E402
-from sinpe._bench import timed  # noqa: E402
-from sinpe._threads import usable_cores  # noqa: E402
+from sinpe._front.bench import timed  # noqa: E402
+from sinpe._front.threads import usable_cores  # noqa: E402
 
 # (seq_len, d_model, dtype, threads, target ratio vs np.ones)
 TARGETS = [

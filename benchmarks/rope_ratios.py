@@ -36,7 +36,7 @@ from peers import (  # noqa: E402
 from ratios import cpu_name, scaling_probe  # noqa: E402
 
 import sinpe  # noqa: E402
-from sinpe._bench import timed  # noqa: E402
+from sinpe._front.bench import timed  # noqa: E402
 
 N, HEAD_DIM = ROPE_SHAPE
 DRIFT_POSITIONS = [100, 8191, 32767, 131071, 2**20]

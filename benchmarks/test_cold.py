@@ -12,9 +12,9 @@ import pytest
 from peers import diffusers_timesteps, textbook_at
 
 import sinpe
-import sinpe._backends as backends
+from sinpe._front import backends
 
-needs_kernel = pytest.mark.skipif("cython" not in backends.FILLERS, reason="kernel not built")
+needs_kernel = pytest.mark.skipif("cython" not in backends.BACKENDS, reason="kernel not built")
 ROUNDS = 30
 POSITIONS = np.random.default_rng(0).integers(0, 2**40, 2048)
 TIMESTEPS = np.random.default_rng(1).uniform(0, 1000, 256)
@@ -28,7 +28,7 @@ def cold(benchmark, group, fn, *args, **kwargs):
 
 @pytest.mark.parametrize("backend", ["cython", "numpy"])
 def test_new_width(benchmark, backend):
-    if backend not in backends.FILLERS:
+    if backend not in backends.BACKENDS:
         pytest.skip("kernel not built")
     table = cold(
         benchmark,
@@ -59,7 +59,7 @@ def test_far_offset_ones(benchmark):
 
 @pytest.mark.parametrize("backend", ["cython", "numpy"])
 def test_encode_positions(benchmark, backend):
-    if backend not in backends.FILLERS:
+    if backend not in backends.BACKENDS:
         pytest.skip("kernel not built")
     benchmark.group = "encode 2048 positions < 2**40 x 512"
     table = benchmark(sinpe.encode, POSITIONS, 512, backend=backend)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from peers import GIL_SHAPE, two_tables_serial, two_tables_threaded
 
-import sinpe._backends as backends
+from sinpe._front import backends
 
-pytestmark = pytest.mark.skipif("cython" not in backends.FILLERS, reason="kernel not built")
+pytestmark = pytest.mark.skipif("cython" not in backends.BACKENDS, reason="kernel not built")
 
 
 @pytest.mark.parametrize(

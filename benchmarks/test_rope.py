@@ -10,9 +10,9 @@ import pytest
 from peers import LLAMA31_ROPE, ROPE_SHAPE, ones, ones_pair, sinpe_rope, torch_llama_rope
 
 import sinpe
-import sinpe._backends as backends
+from sinpe._front import backends
 
-needs_kernel = pytest.mark.skipif("cython" not in backends.FILLERS, reason="kernel not built")
+needs_kernel = pytest.mark.skipif("cython" not in backends.BACKENDS, reason="kernel not built")
 N, HEAD_DIM = ROPE_SHAPE
 
 
@@ -80,7 +80,7 @@ def test_rope_at_position_ids(benchmark, kind):
 @pytest.mark.parametrize("convention", ["vaswani", "fairseq", "hf-marian"])
 @pytest.mark.parametrize("backend", ["cython", "numpy"])
 def test_block_conventions(benchmark, convention, backend):
-    if backend not in backends.FILLERS:
+    if backend not in backends.BACKENDS:
         pytest.skip("kernel not built")
     benchmark.group = "conventions-2048x768-f64-one-thread"
     table = benchmark(

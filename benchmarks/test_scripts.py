@@ -3,11 +3,11 @@ exit codes are not judged here: CI machines are noisy; read them on a quiet mach
 
 import pytest
 
-import sinpe._api as api
-import sinpe._backends as backends
-from sinpe._threads import usable_cores
+import sinpe
+from sinpe._front import backends
+from sinpe._front.threads import usable_cores
 
-pytestmark = pytest.mark.skipif("cython" not in backends.FILLERS, reason="kernel not built")
+pytestmark = pytest.mark.skipif("cython" not in backends.BACKENDS, reason="kernel not built")
 
 
 def test_ratios_prints_every_target(capsys):
@@ -18,7 +18,7 @@ def test_ratios_prints_every_target(capsys):
     rows = [line for line in out.splitlines() if line.startswith("| ") and " x " in line]
     assert len(rows) == len(ratios.TARGETS)
     assert all(("ok" in row) != ("MISSED" in row) for row in rows)
-    if api.HAVE_OPENMP:  # every row carries the 2-core scaling measured in its own rounds
+    if sinpe.HAVE_OPENMP:  # every row carries the 2-core scaling measured in its own rounds
         assert "2-core scaling:" in out
         assert all(row.split("|")[7].strip().replace(".", "").isdigit() for row in rows)
 

@@ -7,9 +7,9 @@ pytest benchmarks/ --benchmark-disable         # run each once (CI: they cannot 
 import pytest
 from peers import SHAPES, ones, shape_id, sinpe_cython, sinpe_numpy, textbook, torch_tutorial
 
-import sinpe._backends as backends
+from sinpe._front import backends
 
-needs_kernel = pytest.mark.skipif("cython" not in backends.FILLERS, reason="kernel not built")
+needs_kernel = pytest.mark.skipif("cython" not in backends.BACKENDS, reason="kernel not built")
 shapes = pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
 
 

@@ -1,34 +1,68 @@
-"""The exact reference: sin/cos of the exact real product position * w, by mpmath."""
+"""The one exact reference of the tests: sin and cos of the exact real product of a position
+and a frequency (both taken as the exact binary numbers they are), by mpmath, correctly
+rounded to float64; and the tables the package must hold, built from those values.
+
+320 bits hold every product exactly (|p| < 2**53 times a double: 106 bits), and mpmath
+reduces large arguments with the extra precision they need (checked against 1400 bits at
+p * w ~ 2**953, the package's limit).
+"""
 
 import mpmath
 import numpy as np
 
-_CTX = mpmath.MPContext()
-_CTX.prec = 320  # positions < 2**53 times w in (0, 1]: 106 bits of product, ample room for the rest
+import sinpe
+
+CTX = mpmath.MPContext()
+CTX.prec = 320
 
 
-def exact_table(positions, freqs, columns=None):
-    """(len(positions), 2, len(freqs)) float64: [cos, sin] of exact p*w, correctly rounded."""
-    out = np.empty((len(positions), 2, len(freqs)))
+def mpf(value):
+    """An exact mpmath number: Python ints stay integers, floats are their binary value."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return CTX.mpf(int(value))
+    return CTX.mpf(float(value))
+
+
+def cos_sin(positions, w, factor=1):
+    """``(len(positions), 2, len(w))`` float64: ``[cos, sin]`` of each exact ``p * w``,
+    times ``factor`` (exact), correctly rounded."""
+    out = np.empty((len(positions), 2, len(w)))
+    factor = mpf(factor)
     for r, p in enumerate(positions):
-        p = _CTX.mpf(
-            p if isinstance(p, (int, np.integer)) and not isinstance(p, bool) else float(p)
-        )
-        for i, w in enumerate(freqs):
-            x = p * _CTX.mpf(float(w))
-            out[r, 0, i] = float(_CTX.cos(x))
-            out[r, 1, i] = float(_CTX.sin(x))
+        p = mpf(p)
+        for i, wi in enumerate(w):
+            x = p * mpf(wi)
+            out[r, 0, i] = float(factor * CTX.cos(x))
+            out[r, 1, i] = float(factor * CTX.sin(x))
     return out
 
 
-def exact_vaswani(positions, d_model, freqs):
-    """The exact 'vaswani' table rows at these positions for the package's own frequencies."""
-    cs = exact_table([int(p) for p in positions], freqs)
-    table = np.empty((len(positions), d_model))
-    table[:, 0::2] = cs[:, 1, : (d_model + 1) // 2]
-    table[:, 1::2] = cs[:, 0, : d_model // 2]
+def encoding(positions, width, convention="vaswani", base=10000.0):
+    """The exact rows of a convention's table at ``positions`` for the package's own
+    frequencies at ``width``, placed by the convention's column map."""
+    w = sinpe.frequencies(width, base=base, convention=convention)
+    cs = cos_sin(list(positions), w)
+    c = sinpe.conventions.get(convention).column_map(width)
+    table = np.zeros((len(positions), width))
+    for i in range(c.n_sin):
+        table[:, c.sin_col + i * c.step] = cs[:, 1, i]
+    for i in range(c.n_cos):
+        table[:, c.cos_col + i * c.step] = cs[:, 0, i]
     return table
 
 
-def exact_frequency(i, d_model, base=10000.0):
-    return _CTX.power(_CTX.mpf(base), -_CTX.mpf(2 * i) / d_model)
+def rope(positions, inv_freq, attention=1):
+    """Exact ``attention * cos`` and ``attention * sin`` of each position times each inverse
+    frequency: two ``(len(positions), len(inv_freq))`` arrays (the compact layout)."""
+    cs = cos_sin(positions, inv_freq, attention)
+    return cs[:, 0], cs[:, 1]
+
+
+def frequency(i, d_model, base=10000.0):
+    """The exact paper frequency ``base**(-2i/d_model)`` (an mpf)."""
+    return CTX.power(mpf(base), -CTX.mpf(2 * i) / d_model)
+
+
+def power_rule(base, numerator, i, denominator, scale=1.0):
+    """The exact ``scale * base**(-numerator * i / denominator)`` (an mpf)."""
+    return mpf(scale) * CTX.power(mpf(base), -CTX.mpf(numerator * i) / mpf(denominator))

@@ -3,12 +3,11 @@
 import math
 
 import numpy as np
+import oracle
 import pytest
-from oracle import exact_frequency, exact_vaswani
 
 import sinpe
 from sinpe import sinusoidal_positional_encoding as pe
-from sinpe._api import block_sizes
 
 F64_BOUND = 1e-15
 F32_BOUND = 6e-8
@@ -18,7 +17,7 @@ F32_BOUND = 6e-8
 def test_frequencies_within_one_ulp(d_model):
     w = sinpe.frequencies(d_model)
     for i in range(0, len(w), max(1, len(w) // 40)):
-        exact = exact_frequency(i, d_model)
+        exact = oracle.frequency(i, d_model)
         assert abs(w[i] - float(exact)) <= math.ulp(w[i]), (d_model, i)
 
 
@@ -26,12 +25,11 @@ def test_frequencies_within_one_ulp(d_model):
 def test_frequencies_other_bases_within_one_ulp(base):
     w = sinpe.frequencies(96, base=base)
     for i in range(len(w)):
-        assert abs(w[i] - float(exact_frequency(i, 96, base))) <= math.ulp(w[i])
+        assert abs(w[i] - float(oracle.frequency(i, 96, base))) <= math.ulp(w[i])
 
 
 def check(table, offset, d_model, rows, bound):
-    w = sinpe.frequencies(d_model)
-    exact = exact_vaswani([offset + r for r in rows], d_model, w)
+    exact = oracle.encoding([offset + r for r in rows], d_model)
     error = np.abs(table[rows].astype(np.float64) - exact).max()
     assert error <= bound, (offset, d_model, error)
     return error
@@ -67,27 +65,26 @@ def test_textbook_formula_is_not_good_enough_at_long_positions():
     offset, d_model = 2**40 + 12345, 8
     w = sinpe.frequencies(d_model)
     naive = np.sin(np.float64(offset) * w)
-    exact = exact_vaswani([offset], d_model, w)[0, 0::2]
+    exact = oracle.encoding([offset], d_model)[0, 0::2]
     assert np.abs(naive - exact).max() > 1e-8  # a hundred million times the bound
     assert np.abs(pe(1, d_model, offset=offset)[0, 0::2] - exact).max() <= F64_BOUND
 
 
-# Every block-size regime: one row, less than a fine block, exactly a fine block, one past it,
-# exactly a mid block, multi-level with a ragged tail.
+# Every regime of the anchor grid (p = 1024 n + 16 j + k) and of the work split: one row, a
+# partial fine run, a full one, one past it, a full anchor span, one past it, many chunks
+# with a ragged tail.
 REGIME_ROWS = [1, 2, 15, 16, 17, 1023, 1024, 1025, 5000, 70001]
 
 
 @pytest.mark.parametrize("n_rows", REGIME_ROWS)
-def test_every_block_regime_is_exact(backend, n_rows):
-    coarse, mid, fine = block_sizes(n_rows)
-    assert coarse * mid * fine >= n_rows
-    offset = 3 if n_rows % 2 else 0
+@pytest.mark.parametrize("offset", [0, 3, 1021])
+def test_every_grid_regime_is_exact(backend, n_rows, offset):
     table = pe(n_rows, 18, offset=offset, backend=backend, threads=2)
-    blocks = -(-n_rows // fine)
-    edges = {0, n_rows - 1, fine - 1, fine, fine * mid - 1, fine * mid}
-    for half in (blocks // 2, -(-blocks // 2)):  # where a 2-thread static schedule hands over
-        edges |= {half * fine - 1, half * fine}
-    rows = sorted(r for r in edges if 0 <= r < n_rows)
+    edges = {0, n_rows - 1}
+    for boundary in (16, 1024, 2048, 32768 // 18 // 16 * 16):  # fine run, anchor, chunk
+        for multiple in range(boundary, offset + n_rows + 1, boundary * 7 or 1):
+            edges |= {multiple - offset - 1, multiple - offset}
+    rows = sorted(r for r in edges if 0 <= r < n_rows)[:60]
     check(table, offset, 18, rows, F64_BOUND)
 
 

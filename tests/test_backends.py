@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sinpe
-import sinpe._api as api
-import sinpe._backends as backends
-from sinpe import _half, conventions
+from sinpe import conventions
 from sinpe import sinusoidal_positional_encoding as pe
+from sinpe._front import backends, plan
+from sinpe._front.checks import bfloat16
 
 CONVENTIONS = [
     "vaswani",
@@ -24,10 +24,8 @@ CONVENTIONS = [
     "diffusers",
     conventions.diffusers(flip_sin_to_cos=True, downscale_freq_shift=0.0),
 ]
-TABLE_DTYPES = [np.float32, np.float64, np.float16] + (
-    [_half.bfloat16()] if _half.bfloat16() is not None else []
-)
-needs_kernel = pytest.mark.skipif("cython" not in backends.FILLERS, reason="kernel not built")
+TABLE_DTYPES = [np.float32, np.float64, np.float16] + ([bfloat16()] if bfloat16() else [])
+needs_kernel = pytest.mark.skipif("cython" not in backends.BACKENDS, reason="kernel not built")
 
 
 @needs_kernel
@@ -97,10 +95,11 @@ def run_python(code, **env):
 
 
 FILLER_TRACE = """
-import math, sinpe, sinpe._backends as b
+import math, sinpe
+from sinpe._front import backends as b
 ran = []
-for name, filler in list(b.FILLERS.items()):
-    b.FILLERS[name] = lambda *a, _f=filler, _n=name: ran.append(_n) or _f(*a)
+for name, module in list(b.BACKENDS.items()):
+    module.fill = lambda *a, _f=module.fill, _n=name: ran.append(_n) or _f(*a)
 row = sinpe.sinusoidal_positional_encoding(2, 4)[1].tolist()
 exact = [math.sin(1), math.cos(1), math.sin(0.01), math.cos(0.01)]
 print(sinpe.BACKEND, ",".join(ran), max(abs(a - b) for a, b in zip(row, exact)) < 1e-15)
@@ -114,7 +113,7 @@ def test_environment_forces_numpy_backend(forced):
     env = {"SINPE_BACKEND": "numpy" if forced else ""}
     result = run_python(FILLER_TRACE, **env)
     assert result.returncode == 0, result.stderr
-    expected = "numpy" if forced or "cython" not in backends.FILLERS else "cython"
+    expected = "numpy" if forced or "cython" not in backends.BACKENDS else "cython"
     assert result.stdout.split() == [expected, expected, "True"]
 
 
@@ -129,7 +128,7 @@ def test_environment_with_unknown_backend_fails_clearly():
 )
 def test_required_kernel_is_present():
     """CI sets SINPE_REQUIRE_EXTENSION=1: a broken kernel must never pass on the fallback."""
-    assert "cython" in backends.FILLERS
+    assert "cython" in backends.BACKENDS
     if os.environ.get("SINPE_BACKEND", "auto") != "numpy":
         assert sinpe.BACKEND == "cython"
 
@@ -145,73 +144,62 @@ def test_build_mode_is_the_one_asked_for():
 
 
 @needs_kernel
-def test_hot_loop_is_the_one_built_for():
+def test_instruction_set_is_the_one_built_for():
     """CI runs the suite on SINPE_SIMD=sse2 and =c builds too, so the loops that only older or
-    non-x86 CPUs run are tested here: prove each build really runs the loop it was capped at."""
+    non-x86 CPUs run are tested here: prove each build really runs the level it was capped at
+    (one probe, config.h, for every loop: the rotation, the evaluator, the half rounding)."""
     asked = os.environ.get("SINPE_SIMD", "").strip().lower() or "auto"
     if asked != "auto":
-        assert backends.kernel.SIMD == asked
+        assert backends.kernel.ISA == asked
     elif platform.machine() == "x86_64" and Path("/proc/cpuinfo").exists():
-        has_avx2 = " avx2" in Path("/proc/cpuinfo").read_text()
-        assert backends.kernel.SIMD == ("avx2" if has_avx2 else "sse2")
+        flags = set(Path("/proc/cpuinfo").read_text().split("flags")[1].split("\n")[0].split())
+        has_avx2 = {"avx2", "fma", "f16c"} <= flags
+        assert backends.kernel.ISA == ("avx2" if has_avx2 else "sse2")
+
+
+def _debug_plan():
+    filler = sinpe._front.tables._table_filler(backends.kernel, conventions.VASWANI, 8, 10000.0)
+    anchors = plan.exact_values(backends.kernel, np.array([0.0]), filler.frequencies)
+    return filler, anchors
 
 
 @pytest.mark.skipif(
     backends.kernel is None or not backends.kernel.DEBUG, reason="debug builds only"
 )
 def test_debug_build_checks_the_trusted_arguments():
-    columns, key, sizes, (coarse, mid, fine) = api._plan(
-        api.BACKEND, conventions.VASWANI, 8, 10000.0, 40
-    )
+    filler, anchors = _debug_plan()
+    kernel = backends.kernel
+    codes = np.zeros((1, 40), dtype=np.int64)
     good = dict(
-        out=np.empty((40, 8)),
-        coarse=coarse,
-        mid=mid,
-        fine=fine,
-        sin_col=0,
-        cos_col=1,
-        step=2,
-        n_sin=4,
-        n_cos=4,
-        pad_col=-1,
+        out0=np.empty((40, 8)),
+        out1=None,
+        anchors=anchors,
+        values=None,
+        codes=codes,
+        start=0,
+        origin=0.0,
         threads=1,
     )
-    backends.kernel.fill_table(**good)
+    kernel.fill(filler.plan, *good.values())
     for bad in (
-        dict(out=np.empty((4000, 8))),
-        dict(n_sin=5),
-        dict(step=3),
-        dict(pad_col=8),
+        dict(out0=np.empty((40, 9))),
+        dict(out0=np.empty((40, 8))[:, ::-1]),
+        dict(out1=np.empty((40, 8))),
+        dict(anchors=anchors[:, :, :2]),
+        dict(codes=codes + 1024),  # names anchor 1, which is not there
+        dict(codes=codes[:, :39]),
+        dict(codes=None, start=1000),  # rows past 1023 need a second anchor
         dict(threads=0),
-        dict(fine=coarse[:, :, :2]),
+        dict(anchors=None, codes=codes),  # values are needed with codes
+        dict(anchors=None, codes=None, origin=2.0**53),
+        dict(anchors=None, values=np.zeros((1, 40)), codes=codes + 1024),
     ):
         with pytest.raises(ValueError, match="debug"):
-            backends.kernel.fill_table(**{**good, **bad})
-
-
-@pytest.mark.skipif(
-    backends.kernel is None or not backends.kernel.DEBUG, reason="debug builds only"
-)
-def test_debug_build_checks_the_exact_fillers_arguments():
-    from sinpe import _angles
-
-    table, _ = _angles.frequency_table(conventions.VASWANI.frequency_key(8, 10000.0))
-    positions = np.arange(5, dtype=np.float64)
-    good = dict(
-        out=np.empty((5, 8)),
-        positions=positions,
-        table=table,
-        sin_col=0,
-        cos_col=1,
-        step=2,
-        n_sin=4,
-        n_cos=4,
-        pad_col=-1,
-        threads=1,
-    )
-    backends.kernel.fill_exact(**good)
-    for bad in (dict(positions=positions[:4]), dict(n_sin=5), dict(step=3), dict(pad_col=8)):
-        with pytest.raises(ValueError, match="debug"):
-            backends.kernel.fill_exact(**{**good, **bad})
+            kernel.fill(filler.plan, *{**good, **bad}.values())
+    segments = filler.plan.segments.copy()
+    segments[0, 4] = 7  # cos from column 7, step 2: past the row
+    too_wide = kernel.Plan(filler.grid, filler.frequencies.table, segments, 8, 1, -1, 1.0)
     with pytest.raises(ValueError, match="debug"):
-        backends.kernel.exact_cos_sin(positions, table, np.empty((4, 2, 4)), 1)
+        kernel.fill(too_wide, *good.values())
+    with pytest.raises(ValueError, match="debug"):
+        kernel.exact_cos_sin(np.arange(5.0), filler.frequencies.table, np.empty((4, 2, 4)), 1)

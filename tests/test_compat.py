@@ -2,140 +2,17 @@
 diffusers, transformers, fairseq, TensorFlow or torch needed), the mpmath oracle where the
 positions are fractional, the originals' refusals, and torch hand-over where torch exists."""
 
-import math
-
 import numpy as np
+import oracle
 import pytest
-from oracle import exact_table
+import references as ref
 
-import sinpe
 from sinpe.compat import diffusers, fairseq, mae, tensor2tensor, transformers
 
 # Transcriptions in float64 differ from the exact values by about |p * w| * 2**-52; every
 # position here keeps |p * w| below ~2000.
 ATOL = 1e-12
 F32_ATOL = 2.0**-24  # one float32 ulp at 1: exact-then-rounded against rounded-from-float64
-
-
-# --------------------------------------------------------------------------- transcriptions
-
-
-def ref_1d(embed_dim, pos, flip=False):
-    """MAE / diffusers ``get_1d_sincos_pos_embed_from_grid`` (NumPy versions), float64."""
-    omega = np.arange(embed_dim // 2, dtype=np.float64)
-    omega /= embed_dim / 2.0
-    omega = 1.0 / 10000**omega
-    pos = np.asarray(pos, dtype=np.float64).reshape(-1)
-    out = np.einsum("m,d->md", pos, omega)
-    emb = np.concatenate([np.sin(out), np.cos(out)], axis=1)
-    if flip:
-        emb = np.concatenate([emb[:, embed_dim // 2 :], emb[:, : embed_dim // 2]], axis=1)
-    return emb
-
-
-def ref_2d_from_grid(embed_dim, grid):
-    return np.concatenate(
-        [ref_1d(embed_dim // 2, grid[0]), ref_1d(embed_dim // 2, grid[1])], axis=1
-    )
-
-
-def ref_diffusers_2d(
-    embed_dim, grid_size, cls_token=False, extra_tokens=0, interpolation_scale=1.0, base_size=16
-):
-    if isinstance(grid_size, int):
-        grid_size = (grid_size, grid_size)
-    grid_h = np.arange(grid_size[0], dtype=np.float64) / (grid_size[0] / base_size)
-    grid_h = grid_h / interpolation_scale
-    grid_w = np.arange(grid_size[1], dtype=np.float64) / (grid_size[1] / base_size)
-    grid_w = grid_w / interpolation_scale
-    grid = np.stack(np.meshgrid(grid_w, grid_h), axis=0)  # here w goes first
-    grid = grid.reshape([2, 1, grid_size[1], grid_size[0]])
-    emb = ref_2d_from_grid(embed_dim, grid)
-    if cls_token and extra_tokens > 0:
-        emb = np.concatenate([np.zeros([extra_tokens, embed_dim]), emb], axis=0)
-    return emb
-
-
-def ref_mae_2d(embed_dim, grid_size, cls_token=False):
-    grid_h = np.arange(grid_size, dtype=np.float32)
-    grid_w = np.arange(grid_size, dtype=np.float32)
-    grid = np.stack(np.meshgrid(grid_w, grid_h), axis=0).reshape([2, 1, grid_size, grid_size])
-    emb = ref_2d_from_grid(embed_dim, grid)
-    if cls_token:
-        emb = np.concatenate([np.zeros([1, embed_dim]), emb], axis=0)
-    return emb
-
-
-def ref_diffusers_3d(embed_dim, spatial_size, temporal_size, s_scale=1.0, t_scale=1.0):
-    if isinstance(spatial_size, int):
-        spatial_size = (spatial_size, spatial_size)
-    grid_h = np.arange(spatial_size[1], dtype=np.float64) / s_scale
-    grid_w = np.arange(spatial_size[0], dtype=np.float64) / s_scale
-    grid = np.stack(np.meshgrid(grid_w, grid_h), axis=0)
-    grid = grid.reshape([2, 1, spatial_size[1], spatial_size[0]])
-    spatial = ref_2d_from_grid(3 * embed_dim // 4, grid)
-    grid_t = np.arange(temporal_size, dtype=np.float64) / t_scale
-    temporal = ref_1d(embed_dim // 4, grid_t)
-    spatial = np.repeat(spatial[np.newaxis], temporal_size, axis=0)
-    temporal = np.repeat(temporal[:, np.newaxis], spatial_size[0] * spatial_size[1], axis=1)
-    return np.concatenate([temporal, spatial], axis=-1)
-
-
-def ref_timestep(t, dim, flip=False, shift=1.0, scale=1.0, max_period=10000):
-    half = dim // 2
-    exponent = -math.log(max_period) * np.arange(half, dtype=np.float64) / (half - shift)
-    emb = scale * (np.asarray(t, dtype=np.float64)[:, None] * np.exp(exponent)[None, :])
-    emb = np.concatenate([np.sin(emb), np.cos(emb)], axis=-1)
-    if flip:
-        emb = np.concatenate([emb[:, half:], emb[:, :half]], axis=-1)
-    if dim % 2:
-        emb = np.pad(emb, ((0, 0), (0, 1)))
-    return emb
-
-
-def ref_fairseq(n, d, padding_idx=None):
-    half = d // 2
-    step = math.log(10000) / (half - 1)
-    freqs = np.exp(np.arange(half, dtype=np.float64) * -step)
-    emb = np.arange(n, dtype=np.float64)[:, None] * freqs[None, :]
-    emb = np.concatenate([np.sin(emb), np.cos(emb)], axis=1).reshape(n, -1)
-    if d % 2:
-        emb = np.concatenate([emb, np.zeros((n, 1))], axis=1)
-    if padding_idx is not None:
-        emb[padding_idx, :] = 0
-    return emb
-
-
-def ref_t2t(length, channels, min_timescale=1.0, max_timescale=1.0e4, start_index=0):
-    position = np.arange(length, dtype=np.float64) + start_index
-    num_timescales = channels // 2
-    increment = math.log(float(max_timescale) / float(min_timescale)) / max(num_timescales - 1, 1)
-    inv = min_timescale * np.exp(np.arange(num_timescales, dtype=np.float64) * -increment)
-    scaled = position[:, None] * inv[None, :]
-    signal = np.concatenate([np.sin(scaled), np.cos(scaled)], axis=1)
-    signal = np.pad(signal, [[0, 0], [0, channels % 2]])
-    return signal.reshape([1, length, channels])
-
-
-def ref_distilbert(n_pos, dim):
-    enc = np.array(
-        [[p / np.power(10000, 2 * (j // 2) / dim) for j in range(dim)] for p in range(n_pos)]
-    )
-    out = np.zeros((n_pos, dim))
-    out[:, 0::2] = np.sin(enc[:, 0::2])
-    out[:, 1::2] = np.cos(enc[:, 1::2])
-    return out
-
-
-def ref_marian(n_pos, dim):
-    enc = np.array(
-        [[p / np.power(10000, 2 * (j // 2) / dim) for j in range(dim)] for p in range(n_pos)]
-    )
-    sentinel = dim // 2 if dim % 2 == 0 else dim // 2 + 1
-    out = np.zeros((n_pos, dim))
-    out[:, :sentinel] = np.sin(enc[:, 0::2])
-    out[:, sentinel:] = np.cos(enc[:, 1::2])
-    return out
 
 
 def close(got, expected, atol=ATOL):
@@ -160,22 +37,21 @@ def close(got, expected, atol=ATOL):
     ],
 )
 def test_diffusers_2d(args):
-    close(diffusers.get_2d_sincos_pos_embed(**args), ref_diffusers_2d(**args))
+    close(diffusers.get_2d_sincos_pos_embed(**args), ref.diffusers_2d(**args))
 
 
 def test_diffusers_2d_is_exact_at_its_fractional_positions():
     """SD3's default scaling puts x and y at multiples of 16/14: every value within 1e-15 of
     mpmath's at those (float64) positions and sinpe's frequencies."""
     got = diffusers.get_2d_sincos_pos_embed(16, (3, 5), interpolation_scale=1.5, base_size=7)
-    w = sinpe.frequencies(8, convention="hf-marian")
     xs = np.arange(5, dtype=np.float64) / (5 / 7) / 1.5
     ys = np.arange(3, dtype=np.float64) / (3 / 7) / 1.5
-    along_x, along_y = exact_table(list(xs), w), exact_table(list(ys), w)
+    along_x = oracle.encoding(list(xs), 8, "hf-marian")
+    along_y = oracle.encoding(list(ys), 8, "hf-marian")
     for y in range(3):
         for x in range(5):
-            row = got[y * 5 + x]
-            expected = np.concatenate([along_x[x, 1], along_x[x, 0], along_y[y, 1], along_y[y, 0]])
-            np.testing.assert_allclose(row, expected, rtol=0, atol=1e-15)
+            expected = np.concatenate([along_x[x], along_y[y]])
+            np.testing.assert_allclose(got[y * 5 + x], expected, rtol=0, atol=1e-15)
 
 
 @pytest.mark.parametrize(
@@ -191,20 +67,20 @@ def test_diffusers_3d(args):
     got = diffusers.get_3d_sincos_pos_embed(
         **args, spatial_interpolation_scale=s_scale, temporal_interpolation_scale=t_scale
     )
-    close(got, ref_diffusers_3d(**args, s_scale=s_scale, t_scale=t_scale))
+    close(got, ref.diffusers_3d(**args, s_scale=s_scale, t_scale=t_scale))
 
 
 def test_diffusers_from_grid_functions():
     grid = np.random.default_rng(3).uniform(0, 30, (2, 1, 4, 5))
-    close(diffusers.get_2d_sincos_pos_embed_from_grid(16, grid), ref_2d_from_grid(16, grid))
+    close(diffusers.get_2d_sincos_pos_embed_from_grid(16, grid), ref.two_d_from_grid(16, grid))
     pos = np.linspace(0, 50, 12).reshape(3, 4)
-    close(diffusers.get_1d_sincos_pos_embed_from_grid(10, pos), ref_1d(10, pos))
+    close(diffusers.get_1d_sincos_pos_embed_from_grid(10, pos), ref.one_d(10, pos))
     close(
         diffusers.get_1d_sincos_pos_embed_from_grid(10, pos, flip_sin_to_cos=True),
-        ref_1d(10, pos, flip=True),
+        ref.one_d(10, pos, flip=True),
     )
-    close(mae.get_1d_sincos_pos_embed_from_grid(6, pos), ref_1d(6, pos))
-    close(mae.get_2d_sincos_pos_embed_from_grid(8, grid), ref_2d_from_grid(8, grid))
+    close(mae.get_1d_sincos_pos_embed_from_grid(6, pos), ref.one_d(6, pos))
+    close(mae.get_2d_sincos_pos_embed_from_grid(8, grid), ref.two_d_from_grid(8, grid))
 
 
 @pytest.mark.parametrize(
@@ -218,7 +94,7 @@ def test_diffusers_from_grid_functions():
 )
 def test_diffusers_timesteps_float32(t, dim, kwargs):
     got = diffusers.get_timestep_embedding(t, dim, **kwargs)
-    ref = ref_timestep(
+    expected = ref.diffusers_timestep(
         t,
         dim,
         flip=kwargs.get("flip_sin_to_cos", False),
@@ -227,12 +103,15 @@ def test_diffusers_timesteps_float32(t, dim, kwargs):
         max_period=kwargs.get("max_period", 10000),
     )
     # |t * w| reaches 1e6 with scale=1000: the float64 transcription is good to ~1e-10 there
-    close(got, ref.astype(np.float32), atol=F32_ATOL + 1e-10)
+    close(got, expected.astype(np.float32), atol=F32_ATOL + 1e-10)
 
 
 def test_diffusers_timesteps_list_and_zero_width():
     assert diffusers.get_timestep_embedding([1, 2, 3], 0).shape == (3, 0)
-    close(diffusers.get_timestep_embedding([5, 6], 4), ref_timestep([5, 6], 4).astype(np.float32))
+    close(
+        diffusers.get_timestep_embedding([5, 6], 4),
+        ref.diffusers_timestep([5, 6], 4).astype(np.float32),
+    )
 
 
 # --------------------------------------------------------------------------- MAE
@@ -244,7 +123,7 @@ def test_diffusers_timesteps_list_and_zero_width():
 def test_mae_2d(embed_dim, grid_size, cls_token):
     close(
         mae.get_2d_sincos_pos_embed(embed_dim, grid_size, cls_token),
-        ref_mae_2d(embed_dim, grid_size, cls_token),
+        ref.mae_2d(embed_dim, grid_size, cls_token),
     )
 
 
@@ -256,8 +135,8 @@ def test_mae_2d(embed_dim, grid_size, cls_token):
 )
 def test_fairseq(n, d, padding_idx):
     got = fairseq.get_embedding(n, d, padding_idx)
-    ref = ref_fairseq(n, d, padding_idx) if d > 1 else np.zeros((n, 1))
-    close(got, ref.astype(np.float32), atol=F32_ATOL)
+    expected = ref.fairseq(np.arange(n), d, padding_idx) if d > 1 else np.zeros((n, 1))
+    close(got, expected.astype(np.float32), atol=F32_ATOL)
 
 
 def test_fairseq_without_rows():
@@ -280,7 +159,7 @@ def test_fairseq_without_rows():
 def test_tensor2tensor(args):
     close(
         tensor2tensor.get_timing_signal_1d(**args),
-        ref_t2t(**args).astype(np.float32),
+        ref.tensor2tensor(**args).astype(np.float32),
         atol=F32_ATOL,
     )
 
@@ -295,7 +174,7 @@ def test_create_sinusoidal_embeddings_numpy(n_pos, dim, dtype):
     assert transformers.create_sinusoidal_embeddings(n_pos, dim, out) is None
     close(
         out,
-        ref_distilbert(n_pos, dim).astype(dtype),
+        ref.distilbert(n_pos, dim).astype(dtype),
         atol=ATOL if dtype == np.float64 else F32_ATOL,
     )
     # a strided view is filled too
@@ -308,11 +187,12 @@ def test_create_sinusoidal_embeddings_numpy(n_pos, dim, dtype):
 def test_marian_weight(n_pos, dim):
     close(
         transformers.marian_sinusoidal_weight(n_pos, dim),
-        ref_marian(n_pos, dim).astype(np.float32),
+        ref.marian(range(n_pos), dim).astype(np.float32),
         atol=F32_ATOL,
     )
     close(
-        transformers.marian_sinusoidal_weight(n_pos, dim, dtype=np.float64), ref_marian(n_pos, dim)
+        transformers.marian_sinusoidal_weight(n_pos, dim, dtype=np.float64),
+        ref.marian(range(n_pos), dim),
     )
 
 
@@ -428,7 +308,7 @@ def test_torch_hand_over():
     assert tuple(video.shape) == (2, 9, 32)
     grid = torch.arange(6, dtype=torch.float32).reshape(2, 1, 1, 3)
     out = diffusers.get_2d_sincos_pos_embed_from_grid(8, grid, output_type="pt")
-    np.testing.assert_allclose(out.numpy(), ref_2d_from_grid(8, grid.numpy()), rtol=0, atol=ATOL)
+    np.testing.assert_allclose(out.numpy(), ref.two_d_from_grid(8, grid.numpy()), rtol=0, atol=ATOL)
 
 
 def test_torch_timesteps_and_in_place_fill():
@@ -442,4 +322,4 @@ def test_torch_timesteps_and_in_place_fill():
     weight = torch.nn.Parameter(torch.empty(12, 10))
     transformers.create_sinusoidal_embeddings(12, 10, weight)
     assert not weight.requires_grad
-    close(weight.detach().numpy(), ref_distilbert(12, 10).astype(np.float32), atol=F32_ATOL)
+    close(weight.detach().numpy(), ref.distilbert(12, 10).astype(np.float32), atol=F32_ATOL)

@@ -4,79 +4,21 @@ transcriptions of each library's own formula (and the mpmath oracle for exactnes
 import math
 
 import numpy as np
+import oracle
 import pytest
-from oracle import exact_table
+import references as ref
 
 import sinpe
 from sinpe import conventions, encode, encode_2d, shift_matrix
 from sinpe import sinusoidal_positional_encoding as pe
 
 POSITIONS = np.array([0, 1, 2, 7, 100, 511, 4095], dtype=np.float64)
-
-
-def fairseq_reference(positions, d):
-    """fairseq SinusoidalPositionalEmbedding.get_embedding / t2t get_timing_signal_1d."""
-    half = d // 2
-    scale = math.log(10000.0) / max(half - 1, 1)
-    freqs = np.exp(np.arange(half) * -scale)
-    angles = positions[:, None] * freqs[None, :]
-    table = np.concatenate([np.sin(angles), np.cos(angles)], axis=1)
-    if d % 2:
-        table = np.concatenate([table, np.zeros((len(positions), 1))], axis=1)
-    return table
-
-
-def marian_reference(positions, d):
-    """Hugging Face MarianSinusoidalPositionalEmbedding._init_weight."""
-    enc = np.array([[p / np.power(10000, 2 * (j // 2) / d) for j in range(d)] for p in positions])
-    sentinel = d // 2 if d % 2 == 0 else d // 2 + 1
-    out = np.zeros((len(positions), d))
-    out[:, :sentinel] = np.sin(enc[:, 0::2])
-    out[:, sentinel:] = np.cos(enc[:, 1::2])
-    return out
-
-
-def diffusers_reference(t, d, flip=False, shift=1.0, scale=1.0, max_period=10000):
-    """diffusers get_timestep_embedding, in float64."""
-    half = d // 2
-    exponent = -math.log(max_period) * np.arange(half) / (half - shift)
-    emb = t[:, None] * np.exp(exponent)[None, :]
-    emb = scale * emb
-    emb = np.concatenate([np.sin(emb), np.cos(emb)], axis=-1)
-    if flip:
-        emb = np.concatenate([emb[:, half:], emb[:, :half]], axis=-1)
-    if d % 2:
-        emb = np.pad(emb, ((0, 0), (0, 1)))
-    return emb
-
-
-def mae_reference(height, width, d):
-    """MAE get_2d_sincos_pos_embed, generalised from a square grid to height x width."""
-
-    def one_d(dim, pos):
-        omega = np.arange(dim // 2, dtype=np.float64) / (dim / 2.0)
-        omega = 1.0 / 10000**omega
-        out = np.einsum("m,d->md", pos.reshape(-1), omega)
-        return np.concatenate([np.sin(out), np.cos(out)], axis=1)
-
-    grid = np.meshgrid(np.arange(width, dtype=np.float64), np.arange(height, dtype=np.float64))
-    return np.concatenate([one_d(d // 2, grid[0]), one_d(d // 2, grid[1])], axis=1)
-
-
-def vaswani_reference(positions, d):
-    div = np.exp(np.arange(0, d, 2) * (-math.log(10000.0) / d))
-    out = np.zeros((len(positions), d))
-    out[:, 0::2] = np.sin(positions[:, None] * div)
-    out[:, 1::2] = np.cos(positions[:, None] * div[: d // 2])
-    return out
-
-
 REFERENCES = {
-    "vaswani": vaswani_reference,
-    "tensor2tensor": fairseq_reference,
-    "fairseq": fairseq_reference,
-    "hf-marian": marian_reference,
-    "diffusers": diffusers_reference,
+    "vaswani": ref.vaswani,
+    "tensor2tensor": ref.fairseq,
+    "fairseq": ref.fairseq,
+    "hf-marian": ref.marian,
+    "diffusers": ref.diffusers_timestep,
 }
 WIDTHS = [2, 3, 4, 5, 8, 9, 64, 65]
 
@@ -108,7 +50,7 @@ def test_named_conventions_match_their_library(backend, name, d):
 def test_diffusers_factory_matches(backend, flip, shift, scale, d):
     t = np.array([0.0, 1.0, 0.5, 17.25, 999.0, 981.0])
     conv = conventions.diffusers(flip_sin_to_cos=flip, downscale_freq_shift=shift, scale=scale)
-    expected = diffusers_reference(t, d, flip, shift, scale)
+    expected = ref.diffusers_timestep(t, d, flip, shift, scale)
     np.testing.assert_allclose(encode(t, d, convention=conv, backend=backend), expected, atol=1e-11)
 
 
@@ -124,48 +66,34 @@ def test_unknown_convention_lists_known_names():
         pe(2, 4, convention=None)
 
 
-@pytest.mark.parametrize("name", ["tensor2tensor", "hf-marian"])
+@pytest.mark.parametrize("name", ["tensor2tensor", "hf-marian", "diffusers", "vaswani"])
 @pytest.mark.parametrize("offset", [0, 2**33 + 5, 2**52 + 3])
 def test_conventions_keep_the_exactness_contract(backend, name, offset):
     d = 11
-    conv = conventions.get(name)
-    key = conv.frequency_key(d, 10000.0)
-    from sinpe._frequencies import frequency_vector
-
-    w = frequency_vector(*key)
     table = pe(40, d, offset=offset, convention=name, backend=backend)
-    exact = exact_table([offset + r for r in (0, 17, 39)], w)
-    cols = conv.column_map(d)
-    got = table[[0, 17, 39]]
-    assert (
-        np.abs(got[:, cols.sin_col : cols.sin_col + cols.n_sin] - exact[:, 1, : cols.n_sin]).max()
-        <= 1e-15
-    )
-    assert (
-        np.abs(got[:, cols.cos_col : cols.cos_col + cols.n_cos] - exact[:, 0, : cols.n_cos]).max()
-        <= 1e-15
-    )
+    exact = oracle.encoding([offset + r for r in (0, 17, 39)], d, name)
+    assert np.abs(table[[0, 17, 39]] - exact).max() <= 1e-15
+    cols = conventions.get(name).column_map(d)
     if cols.pad_col >= 0:
-        assert np.all(got[:, cols.pad_col] == 0)
+        assert not table[:, cols.pad_col].any()
 
 
-def test_encode_equals_table_rows_for_integer_positions(backend):
-    positions = [0, 5, 3, 2**40 + 1, 77]
-    rows = encode(positions, 10, backend=backend)
+@pytest.mark.parametrize("name", ["vaswani", "tensor2tensor", "hf-marian", "diffusers"])
+def test_encode_equals_table_rows_for_integer_positions(backend, name):
+    """Bit for bit, every convention: a position's row does not depend on the call."""
+    positions = [0, 5, 3, 2**40 + 1, 77, 1023, 1024, 2**53 - 1]
+    rows = encode(positions, 10, convention=name, backend=backend)
     for r, p in enumerate(positions):
-        assert np.abs(rows[r] - pe(1, 10, offset=p, backend=backend)[0]).max() <= 1e-15
+        assert np.array_equal(rows[r], pe(1, 10, offset=p, convention=name, backend=backend)[0])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_encode_fractional_and_negative_positions_are_exact(backend, dtype):
     positions = np.array([-2.5, -1e9 - 0.125, 0.3, 1e15 + 0.5, -(2.0**52) + 0.5])
     d = 9
-    w = sinpe.frequencies(d)
     got = encode(positions, d, dtype=dtype, backend=backend).astype(np.float64)
-    exact = exact_table(positions.tolist(), w)
     bound = 1e-15 if dtype == np.float64 else 6e-8
-    assert np.abs(got[:, 0::2] - exact[:, 1]).max() <= bound
-    assert np.abs(got[:, 1::2] - exact[:, 0, : d // 2]).max() <= bound
+    assert np.abs(got - oracle.encoding(positions.tolist(), d)).max() <= bound
 
 
 def test_encode_out_and_empty(backend):
@@ -183,10 +111,8 @@ def test_encode_keeps_the_shape_of_positions(backend, shape):
     table = encode(positions, 7, backend=backend)
     assert table.shape == shape + (7,)
     flat = table.reshape(-1, 7)
-    w = sinpe.frequencies(7)
-    exact = exact_table([float(p) for p in positions.reshape(-1)], w)
-    np.testing.assert_allclose(flat[:, 0::2], exact[:, 1, :4], rtol=0, atol=1e-15)
-    np.testing.assert_allclose(flat[:, 1::2], exact[:, 0, :3], rtol=0, atol=1e-15)
+    exact = oracle.encoding(positions.reshape(-1).tolist(), 7)
+    np.testing.assert_allclose(flat, exact, rtol=0, atol=1e-15)
     if shape == ():
         assert np.array_equal(table, encode([positions.item()], 7, backend=backend)[0])
 
@@ -258,7 +184,7 @@ def test_shift_matrix_rejects(args, error):
 def test_encode_2d_matches_mae(height, width, d):
     got = encode_2d(height, width, d)
     assert got.shape == (height * width, d)
-    np.testing.assert_allclose(got, mae_reference(height, width, d), rtol=0, atol=1e-13)
+    np.testing.assert_allclose(got, ref.mae_grid(height, width, d), rtol=0, atol=1e-13)
 
 
 @pytest.mark.parametrize(
@@ -285,22 +211,14 @@ def test_encode_2d_empty_grid():
 )
 def test_frequencies_of_any_convention_are_within_one_ulp(convention, d_model, count):
     """Each convention's public frequencies are within 1 ulp of its exact rule (mpmath)."""
-    import mpmath
-
     w = sinpe.frequencies(d_model, convention=convention, base=100.0)
     assert w.shape == (count,) and not w.flags.writeable
     h = count
     for i, value in enumerate(w):
-        with mpmath.workdps(60):
-            exact = exact_rule(convention, i, d_model, h)
+        if convention in ("vaswani", "hf-marian"):
+            exact = oracle.power_rule(100.0, 2, i, d_model)
+        elif convention == "tensor2tensor":
+            exact = oracle.power_rule(100.0, 1, i, max(h - 1, 1))
+        else:  # diffusers: max_period 10000, shift 1
+            exact = oracle.power_rule(10000.0, 1, i, h - 1)
         assert abs(value - exact) <= math.ulp(float(exact)), (i, value)
-
-
-def exact_rule(convention, i, d_model, h):
-    import mpmath
-
-    if convention in ("vaswani", "hf-marian"):
-        return mpmath.power(100, -mpmath.mpf(2 * i) / d_model)
-    if convention == "tensor2tensor":
-        return mpmath.exp(-i * mpmath.log(100) / max(h - 1, 1))
-    return mpmath.exp(-i * mpmath.log(10000) / (h - 1))  # diffusers: max_period 10000, shift 1

@@ -1,53 +1,39 @@
-"""The exact evaluator (``_exact.h`` and its NumPy twin in ``_angles.py``) against mpmath, where
-argument reduction is hardest, on both backends, bit for bit; and float64-only frequencies.
+"""The exact evaluator (``exact.h`` and its NumPy twin ``_twin/exact.py``) against mpmath,
+where argument reduction is hardest, on both backends, bit for bit; and float64-only
+frequencies and their per-frequency constants, twin against twin.
 
-The evaluator's own bound is 0.5 ulp + 2**-65.3 (derived in ``_exact.h``); these tests allow
+The evaluator's own bound is 0.5 ulp + 2**-65.3 (derived in ``exact.h``); these tests allow
 0.5 ulp + 2**-62, and the tables built from it keep the 1e-15 contract (``test_accuracy``).
 """
 
 import re
 from pathlib import Path
 
-import mpmath
 import numpy as np
+import oracle
 import pytest
+from oracle import CTX
 
 import sinpe
-import sinpe._backends as backends
-from sinpe import _angles, _turns
+from sinpe._front import backends, plan
+from sinpe._twin import dd, turns
+from sinpe._twin import frequencies as twin_frequencies
 
-CTX = mpmath.MPContext()
-CTX.prec = 1400  # p * w up to 2**953: every bit of the reduction is kept
 SLACK = 2.0**-62
-needs_kernel = pytest.mark.skipif("cython" not in backends.FILLERS, reason="kernel not built")
-
-
-def exact_cos_sin(positions, w):
-    out = np.empty((len(positions), 2, len(w)))
-    for r, p in enumerate(positions):
-        for i, wi in enumerate(w):
-            x = CTX.mpf(float(p)) * CTX.mpf(float(wi))
-            out[r, 0, i] = float(CTX.cos(x))
-            out[r, 1, i] = float(CTX.sin(x))
-    return out
-
-
-def frequency_tables(w):
-    """What ``_angles.frequency_table`` makes for a frequency key, for any ``w``."""
-    w = np.asarray(w, dtype=np.float64)
-    slow = np.flatnonzero(np.abs(w) >= _angles.FAST_W_LIMIT)
-    return _angles.prepare_frequency_table(w), slow
+needs_kernel = pytest.mark.skipif("cython" not in backends.BACKENDS, reason="kernel not built")
 
 
 def evaluate(backend, positions, w):
+    """What the tables start from: a backend's evaluator plus the big-integer columns."""
     positions = np.asarray(positions, dtype=np.float64)
-    return _angles.exact_cos_sin(backends.EVALUATORS[backend], positions, frequency_tables(w))
+    frequencies = plan.prepare(np.asarray(w, dtype=np.float64))
+    return plan.exact_values(backends.BACKENDS[backend], positions, frequencies)
 
 
-def check_against_mpmath(positions, w, backends_to_check=None):
+def check_against_mpmath(positions, w):
     """Every value within 0.5 ulp + 2**-62 of the exact one, and identical on every backend."""
-    exact = exact_cos_sin(positions, w)
-    results = {b: evaluate(b, positions, w) for b in (backends_to_check or backends.EVALUATORS)}
+    exact = oracle.cos_sin(positions, w)
+    results = {b: evaluate(b, positions, w) for b in backends.BACKENDS}
     for backend, got in results.items():
         ulp_half = np.spacing(np.abs(got)) / 2
         excess = np.abs(got - exact) - ulp_half
@@ -151,27 +137,17 @@ def test_the_public_paths_use_the_evaluator_exactly():
     assert abs(shift[0, 1] - float(CTX.sin(CTX.mpf(p)))) <= 1e-15
 
 
-@pytest.mark.skipif("cython" not in backends.EVALUATORS, reason="kernel not built")
+@needs_kernel
 def test_threaded_evaluation_matches_serial():
-    table = frequency_tables(sinpe.frequencies(64))
+    table = plan.prepare(sinpe.frequencies(64)).table
     positions = np.arange(5000, dtype=np.float64) * 1.37e9
-    one = _angles.exact_cos_sin(backends.EVALUATORS["cython"], positions, table, threads=1)
-    two = _angles.exact_cos_sin(backends.EVALUATORS["cython"], positions, table, threads=2)
-    assert np.array_equal(one, two)
-    assert np.array_equal(one, _angles.exact_cos_sin(_angles.evaluate, positions, table))
-
-
-@pytest.mark.skipif("cython" not in backends.EVALUATORS, reason="kernel not built")
-def test_evaluator_simd_is_the_one_built_for():
-    import os
-
-    asked = os.environ.get("SINPE_SIMD", "").strip().lower() or "auto"
-    if asked != "auto":
-        assert backends.kernel.EXACT_SIMD == "c"
-    elif Path("/proc/cpuinfo").exists():
-        flags = Path("/proc/cpuinfo").read_text()
-        has = " avx2" in flags and " fma" in flags
-        assert backends.kernel.EXACT_SIMD == ("avx2-fma" if has else "c")
+    results = []
+    for module, threads in ((backends.kernel, 1), (backends.kernel, 2), (sinpe._twin, 1)):
+        out = np.empty((5000, 2, 32))
+        module.exact_cos_sin(positions, table, out, threads)
+        results.append(out)
+    assert np.array_equal(results[0], results[1])
+    assert np.array_equal(results[0], results[2])
 
 
 # --------------------------------------------------------------------------- frequencies
@@ -190,13 +166,12 @@ def test_evaluator_simd_is_the_one_built_for():
 def test_frequencies_are_correctly_rounded(count, base, numerator, denominator, scale):
     """Computed in float64 only, yet the nearest double to the exact value on these grids
     (the contract is 1 ulp; the error before the one rounding is below 2**-89)."""
-    from sinpe._frequencies import frequency_vector
+    from sinpe._front.frequencies import frequency_vector
 
     w = frequency_vector(count, base, numerator, denominator, scale)
-    with mpmath.workprec(200):
-        for i in range(count):
-            exact = scale * mpmath.power(mpmath.mpf(base), -mpmath.mpf(numerator * i) / denominator)
-            assert w[i] == float(exact), (i, w[i], exact)
+    for i in range(count):
+        exact = oracle.power_rule(base, numerator, i, denominator, scale)
+        assert w[i] == float(exact), (i, w[i], exact)
 
 
 def test_no_extended_precision_in_the_package():
@@ -204,14 +179,16 @@ def test_no_extended_precision_in_the_package():
     package = Path(sinpe.__file__).parent
     python = re.compile(r"\b(np|numpy)\.(longdouble|float128|longfloat)\b")
     c = re.compile(r"\b(sinl|cosl|expl|logl|powl)\s*\(|^\s*(static\s+)?(const\s+)?long double\b")
-    for path in sorted(package.glob("*.py")):
+    for path in sorted(package.rglob("*.py")):
         assert not python.search(path.read_text()), path.name
-    for path in sorted(package.glob("*.h")):
+    for path in sorted(package.rglob("*.h")):
         for line in path.read_text().splitlines():
             assert not c.search(line), (path.name, line)
 
 
-@pytest.mark.parametrize("script", ["gen_exact_constants.py", "gen_frequency_constants.py"])
+@pytest.mark.parametrize(
+    "script", ["gen_constants.py", "gen_exact_constants.py", "gen_frequency_constants.py"]
+)
 def test_generated_constants_are_up_to_date(script):
     tool = Path(__file__).resolve().parent.parent / "tools" / script
     if not tool.exists():
@@ -254,27 +231,25 @@ def _generated_frequency_rules(rng, count):
 
 @needs_kernel
 def test_compiled_frequencies_are_the_numpy_bits():
-    """``_frequencies.h`` (the compiled backend's frequencies) and ``_frequencies.py`` give
+    """``frequencies.h`` (the compiled backend's frequencies) and ``_twin/frequencies.py`` give
     the same bits: logarithm, step, exp and the one rounding, on 210 generated rules."""
-    from sinpe import _frequencies
-
     kernel = backends.kernel
     for base, numerator, denominator, scale, length in _generated_frequency_rules(
         np.random.default_rng(11), 200
     ):
-        log_base = _frequencies._log_dd(base)
+        log_base = twin_frequencies.log_dd(base)
         assert kernel.log_dd(base) == log_base, base
         compiled = np.empty(length)
         kernel.power_vector(compiled, *log_base, float(numerator), denominator, scale)
         twin = np.empty(length)
-        _frequencies._numpy_power_vector(twin, log_base, numerator, denominator, scale)
+        twin_frequencies.power_vector(twin, *log_base, float(numerator), denominator, scale)
         rule = (base, numerator, denominator, scale, length)
         assert np.array_equal(compiled.view(np.uint64), twin.view(np.uint64)), rule
 
 
 @needs_kernel
 def test_compiled_frequency_table_is_the_numpy_bits():
-    """``_turns.h`` and ``_turns._numpy_frequency_table`` agree bit for bit over the whole
+    """``turns.h`` and ``_twin/turns.py`` agree bit for bit over the whole
     range of w (fast, tiny, huge, not finite), and mark for the big-integer path exactly the
     columns the NumPy twin sends there: a few percent of 2**-760 .. 2**40 fail the certificate
     or are tiny, so the marking itself is exercised."""
@@ -286,11 +261,14 @@ def test_compiled_frequency_table_is_the_numpy_bits():
             [np.inf, -np.inf, np.nan, 1.0, -1.0],
         ]
     )
-    table = np.empty((_turns.TABLE_ROWS, w.size))
+    table = np.empty((turns.TABLE_ROWS, w.size))
     exact = backends.kernel.prepare_frequency_table(w, table)
-    assert exact is not None and np.all(np.abs(w[exact]) < _turns.FAST_W_LIMIT)
-    _turns._exact_columns(table, exact)
-    twin = _turns._numpy_frequency_table(w)
+    assert exact is not None and np.all(np.abs(w[exact]) < turns.FAST_W_LIMIT)
+    twin = np.empty((turns.TABLE_ROWS, w.size))
+    twin_exact = turns.prepare_frequency_table(w, twin)
+    assert np.array_equal(exact, twin_exact)
+    turns.exact_columns(table, exact)
+    turns.exact_columns(twin, twin_exact)
     assert np.array_equal(table.view(np.uint64), twin.view(np.uint64))
 
 
@@ -306,13 +284,13 @@ def test_frequency_constants_are_the_big_integer_ones():
             [0.0, 2.0**-1074, 2.0**-700, 2.0**-701, 1.0, 2.0**31, 2.0**32, 2.0**100],
         ]
     )
-    table = _turns.prepare_frequency_table(w)
+    table = plan.prepare(w).table
     for i, wi in enumerate(w):
-        if abs(wi) < _turns.FAST_W_LIMIT:
-            expected = _turns._turns_per_radian(float(wi))
-            got = tuple(table[_turns.ROW_C0 : _turns.ROW_C2 + 1, i])
+        if abs(wi) < turns.FAST_W_LIMIT:
+            expected = turns._turns_per_radian(float(wi))
+            got = tuple(table[turns.ROW_C0 : turns.ROW_C2 + 1, i])
             assert got == expected, (wi, got, expected)
-            c0_hi, c0_lo = _turns._split(table[_turns.ROW_C0, i])
-            assert (table[_turns.ROW_C0_HI, i], table[_turns.ROW_C0_LO, i]) == (c0_hi, c0_lo)
+            c0_hi, c0_lo = dd.split(table[turns.ROW_C0, i])
+            assert (table[turns.ROW_C0_HI, i], table[turns.ROW_C0_LO, i]) == (c0_hi, c0_lo)
         else:
             assert not table[1:, i].any()

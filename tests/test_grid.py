@@ -2,25 +2,11 @@
 at fractional positions, with every column order, dtype and ``out``; and its refusals."""
 
 import numpy as np
+import oracle
 import pytest
-from oracle import exact_table
 
 import sinpe
 from sinpe import encode_grid
-
-
-def exact_block(positions, width, convention="hf-marian"):
-    """The exact encoding of ``positions`` at ``width``: mpmath sin/cos of each position times
-    sinpe's own frequencies, placed by the convention's column map."""
-    w = sinpe.frequencies(width, convention=convention)
-    cs = exact_table(list(positions), w)
-    c = sinpe.conventions.get(convention).column_map(width)
-    table = np.zeros((len(positions), width))
-    for i in range(c.n_sin):
-        table[:, c.sin_col + i * c.step] = cs[:, 1, i]
-    for i in range(c.n_cos):
-        table[:, c.cos_col + i * c.step] = cs[:, 0, i]
-    return table
 
 
 def exact_grid(axes, widths, order):
@@ -29,7 +15,11 @@ def exact_grid(axes, widths, order):
     for point in np.ndindex(*lengths):
         rows.append(
             np.concatenate(
-                [exact_block([axes[k][point[k]]], widths[k])[0] for k in order if widths[k]]
+                [
+                    oracle.encoding([axes[k][point[k]]], widths[k], "hf-marian")[0]
+                    for k in order
+                    if widths[k]
+                ]
             )
         )
     return np.array(rows).reshape(int(np.prod(lengths)), sum(widths))

@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 
 import sinpe
-import sinpe._api as api
-import sinpe._backends as backends
 from sinpe import conventions
+from sinpe._front import backends, tables
 
-needs_kernel = pytest.mark.skipif("cython" not in backends.FILLERS, reason="kernel not built")
+needs_kernel = pytest.mark.skipif("cython" not in backends.BACKENDS, reason="kernel not built")
 
 
 def workload():
@@ -34,7 +33,7 @@ def workload():
                 "hf-marian",
                 conventions.diffusers(flip_sin_to_cos=bool(i % 2)),
             ][i % 4],
-            backend=api.BACKEND if i % 3 else "numpy",
+            backend=sinpe.BACKEND if i % 3 else "numpy",
             threads=[None, 1, 2][i % 3],
         )
         calls.append((sinpe.sinusoidal_positional_encoding, (n, d), kwargs))
@@ -109,28 +108,42 @@ def test_threads_filling_their_own_out_buffers():
         assert np.array_equal(out, want)
 
 
+def _cached_arrays(value):
+    if isinstance(value, np.ndarray):
+        yield value
+    elif isinstance(value, tuple):
+        for item in value:
+            yield from _cached_arrays(item)
+
+
 def test_caches_hold_only_read_only_arrays():
+    sinpe.clear_cache()
     sinpe.sinusoidal_positional_encoding(100, 16, offset=7)
-    columns, key, sizes, tables = api._plan(api.BACKEND, conventions.VASWANI, 16, 10000.0, 100)
-    assert all(not t.flags.writeable for t in tables)
-    for t in tables:  # nor can the flag be turned back on through the buffer under the view
-        with pytest.raises(ValueError):
-            t.flags.writeable = True
-        assert not t.base.flags.writeable
+    sinpe.sinusoidal_positional_encoding(100, 16)
+    sinpe.rope(50, 16)
+    kept = [
+        a for entry in sinpe._front.cache._CACHE._entries.values() for a in _cached_arrays(entry[0])
+    ]
+    assert len(kept) >= 8
+    for array in kept:
+        assert not array.flags.writeable
+    filler = tables._table_filler(backends.DEFAULT, conventions.VASWANI, 16, 10000.0)
+    with pytest.raises(ValueError):  # nor can the flag be turned back on through the buffer
+        filler.grid.flags.writeable = True
+    assert not filler.grid.base.flags.writeable
     assert not sinpe.frequencies(16).flags.writeable
 
 
 def test_cached_tables_start_where_the_kernel_expects_them():
     """64-byte aligned (no AVX2 load splits a cache line) at a fixed page offset (the kernel
-    places its anchor rows at the same offset); odd widths and one-row tables included."""
-    from sinpe._angles import TABLE_PLACEMENT
+    places each thread's anchor product at its fine rows' offset); odd widths included."""
+    from sinpe._front.plan import TABLE_PLACEMENT
 
     assert TABLE_PLACEMENT % 64 == 0
-    for n_rows, d_model in ((1, 1), (1, 128), (100, 7), (2048, 512), (5000, 33)):
-        *_, tables = api._plan(api.BACKEND, conventions.VASWANI, d_model, 10000.0, n_rows)
-        for t in tables:
-            assert t.ctypes.data % 4096 == TABLE_PLACEMENT
-            assert t.flags.c_contiguous and t.dtype == np.float64
+    for d_model in (1, 2, 128, 7, 512, 33):
+        grid = tables._table_filler(backends.DEFAULT, conventions.VASWANI, d_model, 10000.0).grid
+        assert grid.ctypes.data % 4096 == TABLE_PLACEMENT
+        assert grid.flags.c_contiguous and grid.dtype == np.float64
 
 
 @needs_kernel
@@ -181,7 +194,7 @@ def test_thousands_of_calls_leave_memory_flat():
     def burst(n):
         for i in range(n):
             dtype = (np.float32, np.float64)[i % 2]
-            backend = api.BACKEND if i % 4 else "numpy"
+            backend = sinpe.BACKEND if i % 4 else "numpy"
             out = outs[dtype] if i % 3 == 0 else None
             sinpe.sinusoidal_positional_encoding(
                 257, 130, offset=i % 5, dtype=dtype, out=out, backend=backend
@@ -227,7 +240,8 @@ def test_nothing_global_changes_after_import():
 
     modules = [
         importlib.import_module(f"sinpe.{m}")
-        for m in ("_api", "_angles", "_frequencies", "_numpy", "conventions")
+        for m in ("_front.tables", "_front.plan", "_front.rope", "_twin.exact", "_twin.fill")
+        + ("_twin.frequencies", "conventions", "rope_scaling")
     ]
     modules.append(sinpe)
 

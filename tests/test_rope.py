@@ -4,14 +4,14 @@ tables against mpmath at every scale, layouts, rope == rope_at bit for bit, bad 
 import itertools
 import math
 
-import mpmath
 import numpy as np
+import oracle
 import pytest
+import references as ref
 
 import sinpe
-
-CTX = mpmath.MPContext()
-CTX.prec = 320
+from sinpe._front import backends
+from sinpe._front.rope import LAYOUTS
 
 LLAMA31 = {
     "rope_type": "llama3",
@@ -41,97 +41,6 @@ LONGROPE = {
 DYNAMIC = {"rope_type": "dynamic", "factor": 2.0, "max_position_embeddings": 2048}
 
 
-# --------------------------------------------------------------------------- transcription
-
-
-def hf_formula(scaling, dim, base, seq_len):
-    """transformers 5's ``_compute_*_parameters``, transcribed, in exact (320-bit) arithmetic:
-    the real-number inverse frequencies and attention factor for these float64 parameters."""
-    mpf, log = CTX.mpf, CTX.log
-    p = dict(scaling or {})
-    kind = p.get("rope_type", p.get("type", "default"))
-    base = mpf(base)
-    if kind in ("llama3", "yarn", "longrope"):
-        p.setdefault("original_max_position_embeddings", p.get("max_position_embeddings"))
-    pos_freqs = [base ** (mpf(i) / dim) for i in range(0, dim, 2)]
-    attention = mpf(1)
-    if kind == "default":
-        inv = [1 / x for x in pos_freqs]
-    elif kind == "linear":
-        inv = [1 / x / mpf(p["factor"]) for x in pos_freqs]
-    elif kind == "dynamic":
-        factor, limit = mpf(p["factor"]), p["max_position_embeddings"]
-        length = limit if seq_len is None else max(seq_len, limit)
-        new_base = base * ((factor * length / limit) - (factor - 1)) ** (mpf(dim) / (dim - 2))
-        inv = [1 / new_base ** (mpf(i) / dim) for i in range(0, dim, 2)]
-    elif kind == "yarn":
-        original = p["original_max_position_embeddings"]
-        factor = p.get("factor")
-        if factor is None:
-            factor = p["max_position_embeddings"] / original
-        factor = mpf(factor)
-
-        def get_mscale(scale, mscale=1):
-            return mpf(1) if scale <= 1 else mpf("0.1") * mscale * log(scale) + 1
-
-        attention = p.get("attention_factor")
-        if attention is None:
-            if p.get("mscale") and p.get("mscale_all_dim"):
-                attention = get_mscale(factor, mpf(p["mscale"])) / get_mscale(
-                    factor, mpf(p["mscale_all_dim"])
-                )
-            else:
-                attention = get_mscale(factor)
-        beta_fast = p.get("beta_fast") or 32
-        beta_slow = p.get("beta_slow") or 1
-
-        def correction_dim(rotations):
-            return (dim * log(original / (mpf(rotations) * 2 * CTX.pi))) / (2 * log(base))
-
-        low, high = correction_dim(beta_fast), correction_dim(beta_slow)
-        if p.get("truncate", True):
-            low, high = CTX.floor(low), CTX.ceil(high)
-        low, high = max(low, 0), min(high, dim - 1)
-        if low == high:
-            high += mpf(0.001)
-        inv = []
-        for i, x in enumerate(pos_freqs):
-            ramp = min(max((i - low) / (high - low), 0), 1)
-            extrapolation = 1 - ramp
-            inv.append((1 / (factor * x)) * (1 - extrapolation) + (1 / x) * extrapolation)
-    elif kind == "longrope":
-        original = p["original_max_position_embeddings"]
-        factor = p.get("factor")
-        if factor is None:
-            factor = p["max_position_embeddings"] / original
-        factor = mpf(factor)
-        attention = p.get("attention_factor")
-        if attention is None:
-            attention = 1 if factor <= 1 else CTX.sqrt(1 + log(factor) / log(original))
-        ext = p["long_factor"] if seq_len and seq_len > original else p["short_factor"]
-        inv = [1 / (mpf(e) * x) for e, x in zip(ext, pos_freqs)]
-    elif kind == "llama3":
-        factor = mpf(p["factor"])
-        low_ff, high_ff = mpf(p["low_freq_factor"]), mpf(p["high_freq_factor"])
-        old = p["original_max_position_embeddings"]
-        low_wavelen, high_wavelen = old / low_ff, old / high_ff
-        inv = []
-        for x in pos_freqs:
-            w = 1 / x
-            wavelen = 2 * CTX.pi / w
-            llama = w / factor if wavelen > low_wavelen else w
-            smooth = (old / wavelen - low_ff) / (high_ff - low_ff)
-            if not wavelen < high_wavelen and not wavelen > low_wavelen:
-                llama = (1 - smooth) * llama / factor + smooth * llama
-            inv.append(llama)
-    elif kind == "proportional":
-        angles = int(p.get("partial_rotary_factor", 1.0) * dim // 2)
-        inv = [1 / base ** (mpf(i) / dim) for i in range(0, 2 * angles, 2)]
-        inv += [mpf(0)] * (dim // 2 - angles)
-        inv = [v / mpf(p.get("factor", 1.0)) for v in inv]
-    return inv, attention
-
-
 CASES = [
     ("default", None, 64, 10000.0, None),
     ("linear", {"rope_type": "linear", "factor": 4.0}, 64, 10000.0, None),
@@ -159,7 +68,7 @@ CASES = [
 @pytest.mark.parametrize("name, scaling, dim, base, seq_len", CASES, ids=[c[0] for c in CASES])
 def test_inverse_frequencies_match_the_exact_formula(name, scaling, dim, base, seq_len):
     inv_freq, attention = sinpe.rope_frequencies(dim, base=base, scaling=scaling, seq_len=seq_len)
-    exact, exact_attention = hf_formula(scaling, dim, base, seq_len)
+    exact, exact_attention = ref.transformers_rope_parameters(scaling, dim, base, seq_len)
     assert inv_freq.shape == (dim // 2,) and inv_freq.dtype == np.float64
     assert not inv_freq.flags.writeable
     exact = np.array([float(v) for v in exact])
@@ -200,17 +109,6 @@ TABLE_CASES = [
 ]
 
 
-def exact_cos_sin(positions, inv_freq, attention):
-    cos = np.empty((len(positions), len(inv_freq)))
-    sin = np.empty_like(cos)
-    for r, p in enumerate(positions):
-        for i, w in enumerate(inv_freq):
-            x = CTX.mpf(p) * CTX.mpf(float(w))
-            cos[r, i] = float(attention * CTX.cos(x))
-            sin[r, i] = float(attention * CTX.sin(x))
-    return cos, sin
-
-
 @pytest.mark.parametrize("name, scaling, base", TABLE_CASES, ids=[c[0] for c in TABLE_CASES])
 @pytest.mark.parametrize("dtype, bound", [(np.float64, 1e-15), (np.float32, 6e-8)])
 def test_every_entry_within_the_bound_at_every_scale(backend, name, scaling, base, dtype, bound):
@@ -219,7 +117,7 @@ def test_every_entry_within_the_bound_at_every_scale(backend, name, scaling, bas
         POSITIONS, 16, base=base, scaling=scaling, layout="compact", dtype=dtype, backend=backend
     )
     inv_freq, attention = sinpe.rope_frequencies(16, base=base, scaling=scaling, seq_len=seq_len)
-    exact_cos, exact_sin = exact_cos_sin(POSITIONS, inv_freq, attention)
+    exact_cos, exact_sin = oracle.rope(POSITIONS, inv_freq, attention)
     limit = bound * max(1.0, attention)
     assert cos.dtype == dtype and cos.shape == (len(POSITIONS), 8)
     assert np.abs(cos - exact_cos).max() <= limit
@@ -233,7 +131,7 @@ def test_runs_within_the_bound(backend, offset):
     )
     inv_freq, attention = sinpe.rope_frequencies(8, scaling=YARN_DEEPSEEK)
     rows = [0, 1, 15, 16, 1023, 1024, 2047, 2999]
-    exact_cos, exact_sin = exact_cos_sin([offset + r for r in rows], inv_freq, attention)
+    exact_cos, exact_sin = oracle.rope([offset + r for r in rows], inv_freq, attention)
     assert np.abs(cos[rows] - exact_cos).max() <= 1e-15 * attention
     assert np.abs(sin[rows] - exact_sin).max() <= 1e-15 * attention
 
@@ -242,7 +140,7 @@ def test_fractional_positions_are_exact(backend):
     positions = [0.5, -3.25, 1e6 + 0.125, 2.0**40 + 0.5, -(2.0**52) + 0.5]
     cos, sin = sinpe.rope_at(positions, 8, layout="compact", backend=backend)
     inv_freq, _ = sinpe.rope_frequencies(8)
-    exact_cos, exact_sin = exact_cos_sin(positions, inv_freq, 1)
+    exact_cos, exact_sin = oracle.rope(positions, inv_freq, 1)
     assert np.abs(cos - exact_cos).max() <= 1e-15
     assert np.abs(sin - exact_sin).max() <= 1e-15
 
@@ -255,7 +153,7 @@ def test_the_usual_float32_computation_drifts_where_sinpe_does_not():
     cos, _ = sinpe.rope_at(
         [p], 128, base=500000.0, scaling=LLAMA31, layout="compact", dtype=np.float32
     )
-    exact, _ = exact_cos_sin([p], inv_freq, 1)
+    exact, _ = oracle.rope([p], inv_freq, 1)
     assert np.abs(usual - exact[0]).max() > 1e-3
     assert np.abs(cos[0] - exact[0]).max() <= 6e-8
 
@@ -277,7 +175,7 @@ def test_layouts_place_each_value_twice_or_once(backend):
 
 
 @pytest.mark.parametrize("offset", [0, 1, 1023, 5000, 2**45 + 17])
-@pytest.mark.parametrize("layout", sinpe._rope.LAYOUTS)
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_rope_equals_rope_at_bit_for_bit(backend, offset, layout, dtype):
     n = 2100
@@ -292,13 +190,13 @@ def test_rope_equals_rope_at_bit_for_bit(backend, offset, layout, dtype):
 
 
 def test_backends_and_threads_agree():
-    if "cython" not in sinpe._backends.FILLERS:
+    if "cython" not in backends.BACKENDS:
         pytest.skip("compiled kernel not built")
     positions = np.concatenate([np.arange(3000.0), [0.5, 1e9 + 0.25, -7.0, 2.0**50]])
     # yarn: attention factor != 1 (clamped and scaled); llama3: 1 (float32 skips the clamp)
     cases = [(YARN, 1e6, 24), (LLAMA31, 500000.0, 40), (LLAMA31, 500000.0, 36)]
     for (scaling, base, dim), layout, dtype in itertools.product(
-        cases, sinpe._rope.LAYOUTS, [np.float32, np.float64]
+        cases, LAYOUTS, [np.float32, np.float64]
     ):
         kwargs = dict(scaling=scaling, base=base, layout=layout, dtype=dtype)
         a = sinpe.rope_at(positions, dim, backend="cython", **kwargs)
@@ -400,10 +298,27 @@ def test_bad_table_arguments():
         sinpe.rope(4, 8, offset=2**53 - 2)
     with pytest.raises(ValueError, match="positions"):
         sinpe.rope_at([1.0, np.nan], 8)
-    with pytest.raises(ValueError, match="below 2\\*\\*32"):
-        sinpe.rope(4, 8, scaling={"rope_type": "linear", "factor": 1e-12})
+    with pytest.raises(ValueError, match="below 2\\*\\*900"):
+        sinpe.rope(4, 8, scaling={"rope_type": "linear", "factor": 1e-300})
     with pytest.raises(ValueError, match="backend"):
         sinpe.rope(4, 8, backend="torch")
+
+
+def test_frequencies_of_2_to_the_32_and_more_are_exact(backend):
+    """Inverse frequencies past the evaluator's fast range (2**32) take the big-integer path
+    for the anchors and grid, then the same rotations: exact, and rope == rope_at."""
+    scaling = {"rope_type": "linear", "factor": 1e-12}  # inv_freq up to 1e12
+    inv_freq, _ = sinpe.rope_frequencies(8, scaling=scaling)
+    assert inv_freq.max() > 2.0**32
+    cos, sin = sinpe.rope(40, 8, offset=2**40, scaling=scaling, layout="compact", backend=backend)
+    rows = [0, 1, 17, 39]
+    exact_cos, exact_sin = oracle.rope([2**40 + r for r in rows], inv_freq)
+    assert np.abs(cos[rows] - exact_cos).max() <= 1e-15
+    assert np.abs(sin[rows] - exact_sin).max() <= 1e-15
+    at = sinpe.rope_at(
+        np.arange(2**40, 2**40 + 40), 8, scaling=scaling, layout="compact", backend=backend
+    )
+    assert np.array_equal(at[0], cos) and np.array_equal(at[1], sin)
 
 
 def test_dynamic_needs_a_head_dim_of_four():

@@ -5,8 +5,8 @@ as double-doubles.
     python tools/gen_exact_constants.py          # rewrite both files
     python tools/gen_exact_constants.py --check  # exit 1 if either is out of date
 
-It writes the generated block of ``src/sinpe/_exact.h`` and the whole of
-``src/sinpe/_exact_constants.py``, so the C and NumPy backends carry the very same bits.
+It writes the generated block of ``src/sinpe/_c/exact.h`` and the whole of
+``src/sinpe/_twin/exact_constants.py``, so the C and NumPy backends carry the very same bits.
 Everything is computed with mpmath at 2000 bits and rounded once to the nearest double (hi),
 then the remainder once more (lo).
 """
@@ -66,7 +66,7 @@ def generate():
         *("    {" + ", ".join(v.hex() for v in row) + "}," for row in rows),
         "};",
         "/* 1/(2*pi) = sum(sinpe__inv_2pi_chunks) + t, |t| < 2^-228; chunk j is on the grid",
-        " * 2^-25(j+1), so a 27-bit head times it is exact (_turns.h). */",
+        " * 2^-25(j+1), so a 27-bit head times it is exact (turns.h). */",
         f"static const double sinpe__inv_2pi_chunks[{len(chunks)}] = {{",
         *(f"    {c.hex()}," for c in chunks),
         "};",
@@ -106,13 +106,13 @@ def generate():
 
 def main(check: bool) -> int:
     c_block, py_module = generate()
-    header = PACKAGE / "_exact.h"
+    header = PACKAGE / "_c" / "exact.h"
     source = header.read_text()
     pattern = r"/\* BEGIN GENERATED.*?END GENERATED \*/"
     if len(re.findall(pattern, source, flags=re.S)) != 1:
         raise SystemExit(f"{header}: expected exactly one generated block")
     new_header = re.sub(pattern, lambda _: c_block, source, flags=re.S)
-    module = PACKAGE / "_exact_constants.py"
+    module = PACKAGE / "_twin" / "exact_constants.py"
     stale = [
         path
         for path, text in ((header, new_header), (module, py_module))

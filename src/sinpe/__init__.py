@@ -1,7 +1,9 @@
 """sinpe: fast, exact sinusoidal positional encoding tables."""
 
 from . import conventions, rope_scaling
-from ._api import (
+from ._front.grid import encode_2d, encode_grid
+from ._front.rope import rope, rope_at, rope_frequencies
+from ._front.tables import (
     BACKEND,
     HAVE_OPENMP,
     cache_info,
@@ -12,9 +14,7 @@ from ._api import (
     shift_matrix,
     sinusoidal_positional_encoding,
 )
-from ._grid import encode_2d, encode_grid
-from ._rope import rope, rope_at, rope_frequencies
-from ._threads import thread_limit
+from ._front.threads import thread_limit
 from ._version import __version__
 
 __all__ = [

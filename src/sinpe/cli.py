@@ -10,9 +10,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import __version__, _backends, _half, _rope, conventions
-from . import _api as api
-from ._threads import thread_limit, usable_cores
+from . import __version__, conventions
+from ._front import backends
+from ._front import rope as _rope
+from ._front import tables as api
+from ._front.checks import bfloat16
+from ._front.threads import thread_limit, usable_cores
 
 _THREAD_VARIABLES = ("SINPE_NUM_THREADS", "OMP_NUM_THREADS")
 
@@ -194,7 +197,7 @@ def _plot(args) -> int:
 def _bench(args) -> int:
     import statistics
 
-    from ._bench import ones, textbook, timed
+    from ._front.bench import ones, textbook, timed
 
     shapes = [(128, 64), (2048, 512)] if args.quick else [(128, 64), (2048, 512), (8192, 1024)]
     rounds = 3 if args.quick else 7
@@ -211,7 +214,7 @@ def _bench(args) -> int:
             lambda n, d: api.sinusoidal_positional_encoding(n, d, backend="numpy"),
         ),
     ]
-    if "cython" in _backends.FILLERS:
+    if "cython" in backends.BACKENDS:
         contenders.insert(
             1,
             (
@@ -232,11 +235,11 @@ def _bench(args) -> int:
 
 
 def _info(args) -> int:
-    kernel = _backends.kernel
+    kernel = backends.kernel
     print(f"sinpe {__version__}")
     print(
         f"backend: {api.BACKEND} (compiled kernel: "
-        f"{'yes' if kernel is not None else 'no - ' + _backends.KERNEL_ERROR})"
+        f"{'yes' if kernel is not None else 'no - ' + backends.KERNEL_ERROR})"
     )
     limit = thread_limit()
     print(f"OpenMP: {api.HAVE_OPENMP}; threads: up to {limit.threads} (set by {limit.source})")
@@ -246,10 +249,8 @@ def _info(args) -> int:
     )
     cache = api.cache_info()
     print(f"cache: {cache.nbytes / 2**20:.1f} of {cache.limit / 2**20:.0f} MiB kept")
-    print(f"SIMD: {kernel.SIMD if kernel is not None else 'n/a'}")
-    print(f"exact evaluator: {kernel.EXACT_SIMD if kernel is not None else 'numpy'}")
-    print(f"float16/bfloat16 rounding: {kernel.HALF_SIMD if kernel is not None else 'numpy'}")
-    print(f"bfloat16: {'ml_dtypes' if _half.bfloat16() is not None else 'not available'}")
+    print(f"instruction set: {kernel.ISA if kernel is not None else 'n/a (NumPy)'}")
+    print(f"bfloat16: {'ml_dtypes' if bfloat16() is not None else 'not available'}")
     print(f"numpy: {np.__version__}")
     return 0
 

@@ -26,17 +26,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._exact_constants import TWO_PI_HI, TWO_PI_LO
-from ._frequencies import (
-    _dd_add,
-    _dd_mul,
-    _fast_two_sum,
-    _log_dd,
-    _two_prod,
-    _two_sum,
-    frequency_vector,
-    power_vector_from_log,
-)
+from ._front.frequencies import frequency_vector, power_vector_from_log
+from ._twin.dd import dd_add, dd_mul, fast_two_sum, two_prod_split, two_sum
+from ._twin.exact_constants import TWO_PI_HI, TWO_PI_LO
+from ._twin.frequencies import log_dd
 
 __all__ = ["ROPE_TYPES", "RopeScaling", "parse", "inverse_frequencies"]
 
@@ -63,7 +56,7 @@ ROPE_TYPES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # Types whose transformers config standardisation fills original_max_position_embeddings from
 # max_position_embeddings when it is missing.
 _ORIGINAL_FROM_MAX = ("llama3", "yarn", "longrope")
-_LOG_TWO_PI = _dd_add(*_log_dd(TWO_PI_HI), TWO_PI_LO / TWO_PI_HI, 0.0)
+_LOG_TWO_PI = dd_add(*log_dd(TWO_PI_HI), TWO_PI_LO / TWO_PI_HI, 0.0)
 
 
 class RopeScaling(NamedTuple):
@@ -195,13 +188,13 @@ def _dd(value) -> tuple[float, float]:
 def _dd_div(a_hi, a_lo, b_hi, b_lo):
     """(a_hi + a_lo) / (b_hi + b_lo) as a dd; relative error < 2**-100."""
     q = a_hi / b_hi
-    p_hi, p_err = _two_prod(q, b_hi)
+    p_hi, p_err = two_prod_split(q, b_hi)
     remainder = (((a_hi - p_hi) - p_err) + a_lo) - q * b_lo
-    return _fast_two_sum(q, remainder / b_hi)
+    return fast_two_sum(q, remainder / b_hi)
 
 
 def _dd_log(value: float) -> tuple[float, float]:
-    return _log_dd(float(value))
+    return log_dd(float(value))
 
 
 def _dd_less(a, b) -> bool:
@@ -224,7 +217,7 @@ def _ceil_dd(x) -> float:
 
 def _round_product(w: np.ndarray, g_hi: np.ndarray, g_lo: np.ndarray) -> np.ndarray:
     """RN(w * (g_hi + g_lo)) for float64 arrays: one rounding of an almost exact product."""
-    product, error = _two_prod(w, g_hi)
+    product, error = two_prod_split(w, g_hi)
     return product + (error + w * g_lo)
 
 
@@ -269,9 +262,9 @@ def _dynamic(s, head_dim, base, seq_len):
     if ratio == 1:  # within the trained length: the base itself
         return _powers(head_dim, base), 1.0
     x_hi, x_lo = _dd(ratio)
-    log_x = _dd_add(*_dd_log(x_hi), x_lo / x_hi, 0.0)  # log(x_hi + x_lo), x_lo/x_hi < 2**-53
+    log_x = dd_add(*_dd_log(x_hi), x_lo / x_hi, 0.0)  # log(x_hi + x_lo), x_lo/x_hi < 2**-53
     exponent = _dd(Fraction(head_dim, head_dim - 2))
-    log_base = _dd_add(*_dd_log(base), *_dd_mul(*exponent, *log_x))
+    log_base = dd_add(*_dd_log(base), *dd_mul(*exponent, *log_x))
     w = _sized(head_dim, power_vector_from_log, head_dim // 2, *log_base, 2, float(head_dim))
     return w, 1.0
 
@@ -317,10 +310,10 @@ def _yarn(s, head_dim, base, seq_len):
         )
 
     def correction_dim(rotations):  # dim * log(original / (rotations * 2 pi)) / (2 log base)
-        log_ratio = _dd_add(*_dd_log(original), *(-v for v in _dd_log(rotations)))
-        log_ratio = _dd_add(*log_ratio, *(-v for v in _LOG_TWO_PI))
+        log_ratio = dd_add(*_dd_log(original), *(-v for v in _dd_log(rotations)))
+        log_ratio = dd_add(*log_ratio, *(-v for v in _LOG_TWO_PI))
         return _dd_div(
-            *_dd_mul(float(head_dim), 0.0, *log_ratio), 2.0 * log_base[0], 2.0 * log_base[1]
+            *dd_mul(float(head_dim), 0.0, *log_ratio), 2.0 * log_base[0], 2.0 * log_base[1]
         )
 
     low, high = correction_dim(beta_fast), correction_dim(beta_slow)
@@ -334,16 +327,16 @@ def _yarn(s, head_dim, base, seq_len):
         high = (high[0] + 0.001, 0.0)  # transformers' guard against a zero-width ramp
     # ramp r_i = clamp((i - low) / (high - low), 0, 1) and the blend weight
     # g_i = r_i/factor + (1 - r_i), so inv_freq_i = w_i * g_i; both as dd.
-    width = _dd_add(*high, -low[0], -low[1])
+    width = dd_add(*high, -low[0], -low[1])
     g_hi, g_lo = np.empty_like(w), np.empty_like(w)
     inverse_factor = _dd(Fraction(1) / Fraction(factor))
     for i in range(w.size):
-        r = _dd_div(*_dd_add(float(i), 0.0, -low[0], -low[1]), *width)
+        r = _dd_div(*dd_add(float(i), 0.0, -low[0], -low[1]), *width)
         if _dd_less(r, 0.0):
             r = (0.0, 0.0)
         elif _dd_less(1.0, r):
             r = (1.0, 0.0)
-        g = _dd_add(*_dd_mul(*r, *inverse_factor), *_dd_add(1.0, 0.0, -r[0], -r[1]))
+        g = dd_add(*dd_mul(*r, *inverse_factor), *dd_add(1.0, 0.0, -r[0], -r[1]))
         g_hi[i], g_lo[i] = g
     return _round_product(w, g_hi, g_lo), float(attention)
 
@@ -372,20 +365,18 @@ def _llama3(s, head_dim, base, seq_len):
     w = _powers(head_dim, base)
     # smooth s_i = (original * w_i / (2 pi) - low) / (high - low), as a dd: wavelength
     # 2 pi / w_i > original / low is s_i < 0 (w/factor), < original / high is s_i > 1 (w).
-    span = _two_sum(high, -low)
+    span = two_sum(high, -low)
     inverse_factor = _dd(Fraction(1) / Fraction(factor))
     result = np.empty_like(w)
     for i, wi in enumerate(w.tolist()):
-        turns = _dd_div(*_two_prod(original, wi), TWO_PI_HI, TWO_PI_LO)
-        smooth = _dd_div(*_dd_add(*turns, -low, 0.0), *span)
+        turns = _dd_div(*two_prod_split(original, wi), TWO_PI_HI, TWO_PI_LO)
+        smooth = _dd_div(*dd_add(*turns, -low, 0.0), *span)
         if _dd_less(smooth, 0.0):
             result[i] = wi / factor
         elif _dd_less(1.0, smooth):
             result[i] = wi
         else:  # (1 - s) * w / factor + s * w = w * ((1 - s)/factor + s)
-            g = _dd_add(
-                *_dd_mul(*_dd_add(1.0, 0.0, -smooth[0], -smooth[1]), *inverse_factor), *smooth
-            )
+            g = dd_add(*dd_mul(*dd_add(1.0, 0.0, -smooth[0], -smooth[1]), *inverse_factor), *smooth)
             result[i] = _round_product(np.float64(wi), *g)
     return result, 1.0
 

@@ -47,7 +47,7 @@ def import_torch(why: str):
 
 def embed_dim(name: str, value, multiple: int) -> int:
     """A width the original accepts: an int (not bool), >= 0, a multiple of ``multiple``."""
-    from .._checks import integer
+    from .._front.checks import integer
 
     value = integer(name, value, 0)
     if value % multiple:

@@ -3,8 +3,8 @@ whose points need not form a product grid (``sinpe.encode_grid`` covers those)."
 
 from __future__ import annotations
 
-from .. import _checks as check
-from .._api import encode
+from .._front import checks as check
+from .._front.tables import encode
 from ._common import as_array
 
 # The grid layout of MAE and diffusers: [sin | cos], w_i = 10000**(-2i/width).

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _checks as check
 from .. import conventions
-from .._api import encode
-from .._grid import encode_grid
+from .._front import checks as check
+from .._front.grid import encode_grid
+from .._front.tables import encode
 from ._common import as_array, hand_over, import_torch, is_tensor, truth
 from ._common import embed_dim as _embed_dim
 from ._common import output_type as _output_type

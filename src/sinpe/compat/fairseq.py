@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _checks as check
-from .._api import sinusoidal_positional_encoding
+from .._front import checks as check
+from .._front.tables import sinusoidal_positional_encoding
 
 __all__ = ["get_embedding"]
 

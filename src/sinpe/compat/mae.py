@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _checks as check
-from .._grid import encode_grid
+from .._front import checks as check
+from .._front.grid import encode_grid
 from ._common import embed_dim as _embed_dim
 from ._common import truth
 from ._points import point_blocks

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _checks as check
-from .._api import encode, sinusoidal_positional_encoding
+from .._front import checks as check
+from .._front.tables import encode, sinusoidal_positional_encoding
 from ..conventions import Convention
 
 __all__ = ["get_timing_signal_1d"]

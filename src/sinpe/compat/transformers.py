@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _checks as check
-from .._api import sinusoidal_positional_encoding
+from .._front import checks as check
+from .._front.tables import sinusoidal_positional_encoding
 from ._common import is_tensor
 
 __all__ = ["create_sinusoidal_embeddings", "marian_sinusoidal_weight"]

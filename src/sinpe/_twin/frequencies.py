@@ -55,13 +55,8 @@ import math
 
 import numpy as np
 
-from ._cache import cached
-from ._compiled import shared
-from ._turns import _fast_two_sum, _product_error, _split, _two_sum
-
-__all__ = ["frequency_vector", "power_vector_from_log"]
-
-from ._frequency_constants import (
+from .dd import dd_add, dd_mul, fast_two_sum, product_error, split, two_prod_split, two_sum
+from .frequency_constants import (
     _ATANH_HI,
     _ATANH_LO,
     _ATANH_TAIL,
@@ -77,6 +72,8 @@ from ._frequency_constants import (
     _STEP_2,
     _STEP_3,
 )
+
+__all__ = ["log_dd", "power_vector"]
 
 _COARSE_HI_ARRAY = np.array(_COARSE_HI)
 _COARSE_LO_ARRAY = np.array(_COARSE_LO)
@@ -103,22 +100,16 @@ _SUBNORMAL_EXPONENT = 1074  # subnormals are the integer multiples of 2**-1074
 _TIE_NOISE = 2.0**-80
 
 
-def _two_prod(a, b):
-    """a * b == p + err exactly, p = fl(a * b)."""
-    product = a * b
-    return product, _product_error(product, *_split(a), *_split(b))
-
-
-_FINE_HEAD, _FINE_TAIL = _split(_FINE_HI_ARRAY)  # the fine table is multiplied in every call
-_COARSE_HEAD, _COARSE_TAIL = _split(_COARSE_HI_ARRAY)
+_FINE_HEAD, _FINE_TAIL = split(_FINE_HI_ARRAY)  # the fine table is multiplied in every call
+_COARSE_HEAD, _COARSE_TAIL = split(_COARSE_HI_ARRAY)
 
 
 def _scaled_coarse_table(mantissa):
     """dd table mantissa * 2**(j/256), with the Veltkamp halves of its high parts."""
     product = mantissa * _COARSE_HI_ARRAY
-    error = _product_error(product, *_split(mantissa), _COARSE_HEAD, _COARSE_TAIL)
-    hi, lo = _fast_two_sum(product, error + mantissa * _COARSE_LO_ARRAY)
-    return (hi, lo, *_split(hi))
+    error = product_error(product, *split(mantissa), _COARSE_HEAD, _COARSE_TAIL)
+    hi, lo = fast_two_sum(product, error + mantissa * _COARSE_LO_ARRAY)
+    return (hi, lo, *split(hi))
 
 
 def _exp_parts(x_hi, x_lo, table):
@@ -135,8 +126,8 @@ def _exp_parts(x_hi, x_lo, table):
     # x_hi - k*_STEP_1: it is a multiple of min(ulp(x_hi), 2**-41 = ulp(_STEP_1)), below 2**-16,
     # and for k != 0 not above |x_hi| (|x_hi| >= ln2/2**17 there): 53 bits of that unit suffice.
     reduced = x_hi - k * _STEP_1
-    r_sum, r_err = _two_sum(reduced, -(k * _STEP_2))
-    r_hi, r_lo = _two_sum(r_sum, r_err + (x_lo - k * _STEP_3))
+    r_sum, r_err = two_sum(reduced, -(k * _STEP_2))
+    r_hi, r_lo = two_sum(r_sum, r_err + (x_lo - k * _STEP_3))
 
     k_int = k.astype(np.int64)
     shift = k_int >> (2 * _TABLE_BITS)  # floor division: k = shift*2**16 + j1*2**8 + j2
@@ -147,7 +138,7 @@ def _exp_parts(x_hi, x_lo, table):
     c_hi = np.take(coarse_hi, j1)
     f_hi = np.take(_FINE_HI_ARRAY, j2)
     t_hi = c_hi * f_hi
-    t_lo = _product_error(
+    t_lo = product_error(
         t_hi,
         np.take(coarse_head, j1),
         np.take(coarse_tail, j1),
@@ -157,15 +148,15 @@ def _exp_parts(x_hi, x_lo, table):
 
     # p = exp(r) - 1 in dd. r_hi**2 is exact (two-product); r**3/6 + r**4/24 + r**5/120 is
     # below 2**-55, so float64 from r_hi alone is accurate to 2**-108.
-    square, square_err = _two_prod(r_hi, r_hi)
+    square, square_err = two_prod_split(r_hi, r_hi)
     cubic = square * r_hi * (_EXP_C3 + r_hi * (_EXP_C4 + r_hi * _EXP_C5))
-    p_hi, p_err = _fast_two_sum(r_hi, 0.5 * square)  # |r_hi| < 2**-17: r_hi**2/2 < |r_hi|
+    p_hi, p_err = fast_two_sum(r_hi, 0.5 * square)  # |r_hi| < 2**-17: r_hi**2/2 < |r_hi|
     p_lo = p_err + (r_lo + (0.5 * square_err + r_hi * r_lo + cubic))
 
     # M = T * (1 + p) = T + T*p; T_hi * p_hi exactly, the other cross terms are < 2**-52.
     tp_hi = t_hi * p_hi
-    tp_err = _product_error(tp_hi, *_split(t_hi), *_split(p_hi))
-    m_hi, m_err = _fast_two_sum(t_hi, tp_hi)  # |T| >= 0.5 > |T*p|
+    tp_err = product_error(tp_hi, *split(t_hi), *split(p_hi))
+    m_hi, m_err = fast_two_sum(t_hi, tp_hi)  # |T| >= 0.5 > |T*p|
     m_lo = m_err + (tp_err + (t_lo + (t_hi * p_lo + t_lo * p_hi)))
     return m_hi, m_lo, shift
 
@@ -179,7 +170,7 @@ def _round_scaled(m_hi, m_lo, exponent):
     if tiny.size:
         # Subnormal or zero: there ldexp would round a second time (and libm versions may do
         # it differently), so round once, in units of the smallest subnormal, with exact ops.
-        y, y_err = _fast_two_sum(m_hi[tiny], m_lo[tiny])  # |m_hi| > 0.49 >> |m_lo|
+        y, y_err = fast_two_sum(m_hi[tiny], m_lo[tiny])  # |m_hi| > 0.49 >> |m_lo|
         # Exact, except far below 0.5 where the result is +-0 anyway.
         units = np.ldexp(y, exponent[tiny] + _SUBNORMAL_EXPONENT)
         nearest = np.rint(units)  # ties to even
@@ -192,59 +183,45 @@ def _round_scaled(m_hi, m_lo, exponent):
     return w
 
 
-def _dd_mul(a_hi, a_lo, b_hi, b_lo):
-    """(a_hi + a_lo) * (b_hi + b_lo) as a normalized dd; relative error < 2**-104."""
-    product, err = _two_prod(a_hi, b_hi)
-    return _fast_two_sum(product, err + (a_hi * b_lo + a_lo * b_hi))
-
-
-def _dd_add(a_hi, a_lo, b_hi, b_lo):
-    """(a_hi + a_lo) + (b_hi + b_lo) as a normalized dd; relative error < 2**-104 unless the
-    sum cancels."""
-    total, err = _two_sum(a_hi, b_hi)
-    return _fast_two_sum(total, err + (a_lo + b_lo))
-
-
-def _log_dd(base):
-    """log(base) as a normalized dd of Python floats; see step 1 of the module docstring."""
+def log_dd(base):
+    """log(base) as a normalized dd of Python floats (step 1 of the module docstring): the
+    twin of ``sinpe_log_dd``."""
     mantissa, exponent = math.frexp(base)
     m, e = (2.0 * mantissa, exponent - 1) if mantissa < _SQRT_HALF else (mantissa, exponent)
     # log(m) = 2*atanh(s), s = (m - 1)/(m + 1) in dd; m - 1 is exact (Sterbenz).
     f = m - 1.0
-    den_hi, den_lo = _two_sum(2.0, f)
+    den_hi, den_lo = two_sum(2.0, f)
     s_hi = f / den_hi
-    back, back_err = _two_prod(s_hi, den_hi)
+    back, back_err = two_prod_split(s_hi, den_hi)
     # f - s_hi*den exactly (f - back is exact by Sterbenz), divided by den.
     s_lo = (((f - back) - back_err) - s_hi * den_lo) / den_hi
-    s_hi, s_lo = _fast_two_sum(s_hi, s_lo)
-    z_hi, z_lo = _dd_mul(s_hi, s_lo, s_hi, s_lo)
+    s_hi, s_lo = fast_two_sum(s_hi, s_lo)
+    z_hi, z_lo = dd_mul(s_hi, s_lo, s_hi, s_lo)
     # atanh(s)/s = sum z**k/(2k+1): terms k >= 11 are below 2**-55, so float64 Horner.
     series_hi, series_lo = 0.0, 0.0
     for coeff in reversed(_ATANH_TAIL):
         series_hi = series_hi * z_hi + coeff
     for coeff_hi, coeff_lo in zip(reversed(_ATANH_HI), reversed(_ATANH_LO)):
-        series_hi, series_lo = _dd_add(
-            *_dd_mul(series_hi, series_lo, z_hi, z_lo), coeff_hi, coeff_lo
-        )
-    log_m_hi, log_m_lo = _dd_mul(2.0 * s_hi, 2.0 * s_lo, series_hi, series_lo)
+        series_hi, series_lo = dd_add(*dd_mul(series_hi, series_lo, z_hi, z_lo), coeff_hi, coeff_lo)
+    log_m_hi, log_m_lo = dd_mul(2.0 * s_hi, 2.0 * s_lo, series_hi, series_lo)
     # e*ln2 with e*_LN2_1 and e*_LN2_2 exact; |log m| <= ln2/2, so log m + e*ln2 cancels at
     # most by a factor of 2.
-    ln2_hi, ln2_err = _two_sum(e * _LN2_1, e * _LN2_2)
-    return _dd_add(ln2_hi, ln2_err + e * _LN2_3, log_m_hi, log_m_lo)
+    ln2_hi, ln2_err = two_sum(e * _LN2_1, e * _LN2_2)
+    return dd_add(ln2_hi, ln2_err + e * _LN2_3, log_m_hi, log_m_lo)
 
 
 def _exponent_step(log_hi, log_lo, numerator, denominator):
     """dd c (Python floats) with x_i = i*c = -numerator * i * (log_hi + log_lo) / denominator."""
     n = float(numerator)  # exact: numerator is a small integer
-    num_hi, num_err = _two_prod(n, log_hi)
+    num_hi, num_err = two_prod_split(n, log_hi)
     num_lo = num_err + n * log_lo
     # Divide by the mantissa of the denominator (in [0.5, 1)) so that nothing over- or
     # underflows; its power of two is applied exactly at the end.
     d_mantissa, d_exponent = math.frexp(denominator)
     q_hi = num_hi / d_mantissa
-    back, back_err = _two_prod(q_hi, d_mantissa)
+    back, back_err = two_prod_split(q_hi, d_mantissa)
     remainder = ((num_hi - back) - back_err) + num_lo  # num_hi - back is exact (Sterbenz)
-    q_hi, q_lo = _fast_two_sum(q_hi, remainder / d_mantissa)
+    q_hi, q_lo = fast_two_sum(q_hi, remainder / d_mantissa)
     if q_hi == 0.0:
         return 0.0, 0.0
     if math.frexp(q_hi)[1] - d_exponent > _STEP_SATURATE_EXP:
@@ -261,60 +238,36 @@ def _unrounded_blocks(size, log_base, numerator, denominator, scale):
     table = _scaled_coarse_table(scale_mantissa)
     # o*c for the offsets o inside a block, shared by all blocks.
     offsets = np.arange(min(size, _BLOCK), dtype=np.float64)
-    head, tail = _split(step_hi, _BLOCK_SPLIT)
-    off_hi, off_err = _two_sum(offsets * head, offsets * tail)  # both products are exact
+    head, tail = split(step_hi, _BLOCK_SPLIT)
+    off_hi, off_err = two_sum(offsets * head, offsets * tail)  # both products are exact
     off_lo = off_err + offsets * step_lo
     for start in range(0, size, _BLOCK):
         stop = min(start + _BLOCK, size)
         x_hi, x_lo = off_hi[: stop - start], off_lo[: stop - start]
         if start:
             # x = start*c + o*c; the two terms have the same sign, so no cancellation.
-            start_hi, start_err = _two_prod(float(start), step_hi)
-            x_hi, x_err = _two_sum(start_hi, x_hi)
+            start_hi, start_err = two_prod_split(float(start), step_hi)
+            x_hi, x_err = two_sum(start_hi, x_hi)
             x_lo = x_err + ((start_err + start * step_lo) + x_lo)
         m_hi, m_lo, shift = _exp_parts(x_hi, x_lo, table)
         yield start, stop, m_hi, m_lo, (shift + scale_exponent).astype(np.intc)
 
 
-@cached
-def frequency_vector(
-    count: int, base: float, numerator: int, denominator: float, scale: float = 1.0
-) -> np.ndarray:
-    """Return ``scale * base**(-numerator*i/denominator)`` for ``i in range(count)``, read-only.
-
-    float64 values rounded once from the exact real value (see the module docstring for the
-    bound); overflow gives +-inf and underflow +-0 or a subnormal, without warnings.
-    Arguments are trusted: base > 0, denominator > 0 and scale finite.
-    """
-    log_base = shared.log_dd(float(base)) if shared is not None else _log_dd(float(base))
-    return _power_vector(count, log_base, numerator, denominator, scale)
-
-
-@cached
-def power_vector_from_log(
-    count: int, log_hi: float, log_lo: float, numerator: int, denominator: float
-) -> np.ndarray:
-    """``exp(-numerator * i * (log_hi + log_lo) / denominator)`` for ``i in range(count)``,
-    rounded once, read-only: ``frequency_vector`` for a base known only through its logarithm
-    as a double-double (RoPE's dynamic base, say). Same method and bound (step 1 aside)."""
-    return _power_vector(count, (float(log_hi), float(log_lo)), numerator, denominator, 1.0)
-
-
-def _power_vector(count, log_base, numerator, denominator, scale) -> np.ndarray:
-    """Steps 2 to 5 into a new read-only vector: the compiled twin (``_frequencies.h``, same
-    bits, ~100x faster) unless the NumPy backend was asked for."""
-    size = max(int(count), 0)
-    w = np.empty(size)
-    if shared is not None:
-        shared.power_vector(w, *log_base, float(numerator), float(denominator), float(scale))
-    else:
-        _numpy_power_vector(w, log_base, numerator, denominator, scale)
-    w.flags.writeable = False
-    return w
-
-
-def _numpy_power_vector(w, log_base, numerator, denominator, scale) -> None:
-    with np.errstate(over="ignore", under="ignore"):  # the caller refuses infinite values
-        blocks = _unrounded_blocks(w.size, log_base, numerator, float(denominator), float(scale))
+def power_vector(
+    out: np.ndarray,
+    log_hi: float,
+    log_lo: float,
+    numerator: float,
+    denominator: float,
+    scale: float,
+) -> None:
+    """Fill ``out`` (1-D float64) with ``scale * exp(-numerator * i * (log_hi + log_lo) /
+    denominator)``, each rounded once (steps 2 to 5): the twin of ``sinpe_power_vector``.
+    denominator > 0 and scale finite (trusted); overflow gives +-inf and underflow +-0 or a
+    subnormal, without warnings."""
+    with np.errstate(over="ignore", under="ignore"):
+        blocks = _unrounded_blocks(
+            out.size, (float(log_hi), float(log_lo)), numerator, float(denominator), float(scale)
+        )
         for start, stop, m_hi, m_lo, exponent in blocks:
-            w[start:stop] = _round_scaled(m_hi, m_lo, exponent)
+            out[start:stop] = _round_scaled(m_hi, m_lo, exponent)

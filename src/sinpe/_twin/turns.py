@@ -1,11 +1,13 @@
-"""Turns per unit position: the per-frequency constants of the exact evaluator, and the exact
-reduction for frequencies too large for them.
+"""Turns per unit position: the NumPy twin of ``turns.h`` (the exact evaluator's
+per-frequency constants), and the exact reductions with Python integers that both backends
+share.
 
 ``prepare_frequency_table`` gives, per frequency ``w``, ``c = w / (2 pi)`` as a triple-double
 (each part the nearest double to what the previous ones leave) and Veltkamp splits: the table
-both backends' evaluators read (``_exact.h``, ``_angles.evaluate``). ``slow_path_turns``
-reduces ``p w / (2 pi) mod 1`` with Python integers for ``|w| >= FAST_W_LIMIT``. The
-error-free steps (Veltkamp, Dekker, Knuth) are here too, shared with ``_angles``.
+both backends' evaluators read (``exact.h``, ``exact.exact_cos_sin``). The rare columns it
+cannot certify go to ``exact_columns`` (big integers); ``slow_turns`` reduces
+``p w / (2 pi) mod 1`` with Python integers for ``|w| >= FAST_W_LIMIT``. Neither of those two
+has a compiled twin: both backends call them.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ import math
 
 import numpy as np
 
-from ._compiled import shared
-from ._exact_constants import INV_2PI, INV_2PI_BITS, INV_2PI_CHUNKS
+from .dd import SPLITTER, split
+from .exact_constants import INV_2PI, INV_2PI_BITS, INV_2PI_CHUNKS
 
 # Frequencies with |w| >= FAST_W_LIMIT use the slow exact path: below it the triple-double
 # w/(2*pi) carries enough bits for every |p| < 2**53.
@@ -24,51 +26,7 @@ FAST_W_LIMIT = 2.0**32
 ROW_W, ROW_C0, ROW_C1, ROW_C2, ROW_C0_HI, ROW_C0_LO, ROW_C1_HI, ROW_C1_LO = range(8)
 TABLE_ROWS = 8
 
-_SPLITTER = 134217729.0  # 2**27 + 1: Veltkamp split into two 26-bit halves
-_TWO52 = 2.0**52
 _SLOW_TURN_BITS = 192  # bits of the turn fraction the slow exact path keeps
-
-
-# --------------------------------------------------------------------------- error-free steps
-
-
-def _split(a, factor=_SPLITTER):
-    """Veltkamp: a = hi + lo exactly; for factor 2**s + 1 the head has 53 - s significant
-    bits and the tail fits in s - 1 bits (plus sign): 26 + 26 for the default."""
-    g = a * factor
-    hi = g - (g - a)
-    return hi, a - hi
-
-
-def _product_error(p, a_hi, a_lo, b_hi, b_lo):
-    """Dekker: a*b - p exactly, for p = fl(a*b) and the Veltkamp halves of a and b."""
-    return (((a_hi * b_hi - p) + a_hi * b_lo) + a_lo * b_hi) + a_lo * b_lo
-
-
-def _two_prod(a, a_hi, a_lo, b, b_hi, b_lo):
-    """Dekker: a*b = p + e exactly (no under/overflow), given splits of a, b."""
-    p = a * b
-    return p, _product_error(p, a_hi, a_lo, b_hi, b_lo)
-
-
-def _two_sum(a, b):
-    """Knuth: a + b = s + e exactly, any magnitudes."""
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-def _fast_two_sum(a, b):
-    """Dekker: a + b = s + e exactly when a == 0 or exponent(a) >= exponent(b)."""
-    s = a + b
-    return s, b - (s - a)
-
-
-def _frac(v):
-    """v minus its nearest integer, exactly; 0 for |v| >= 2**52 (an integer)."""
-    s = np.copysign(_TWO52, v)
-    f = v - ((v + s) - s)  # v + s lands in [2**52, 2**53): rounds v to an integer
-    return np.where(np.abs(v) < _TWO52, f, 0.0)
 
 
 def _mantissa_exponent(x: float) -> tuple[int, int]:
@@ -119,9 +77,9 @@ _FAST_SPAN = int(np.float64(FAST_W_LIMIT).view(np.uint64)) - int(_FAST_LOW_BITS)
 # Scalar constants are 0-d arrays: NumPy combines those with an array as fast as
 # two arrays, while a Python float costs about 0.5 us more per call here.
 # Veltkamp splitters: 2**26 + 1 splits w into 27 + 26 bits (its head and tail).
-# _SPLITTER = 2**27 + 1 is the table's split, 26 + 27 bits, the same as _split.
+# SPLITTER = 2**27 + 1 is the table's split, 26 + 27 bits, the same as dd.split.
 _HEAD_SPLITTER = np.array(2.0**26 + 1.0)
-_TABLE_SPLITTER = np.array(_SPLITTER)
+_TABLE_SPLITTER = np.array(SPLITTER)
 # The product _MATRIX @ [head; tail; 2**E] gives 16 rows:
 #   rows  0..8   g_j = (head*K_j + tail*K_{j-1}) (K_{-1} = 0) for j = 0, 2, 4, 6, 8,
 #                1, 3, 5, 7.  Even rows come first so that both groups are
@@ -213,13 +171,12 @@ def _certificate(r: np.ndarray, margins: np.ndarray) -> np.ndarray:
     return a == r[:3]
 
 
-def _fast_columns(w: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """The table for 2**-700 <= |w| < 2**32; v is (3, n) with 2**E in v[2].
+def _fast_columns(w: np.ndarray, v: np.ndarray, table: np.ndarray) -> np.ndarray | None:
+    """Fill ``table`` for 2**-700 <= |w| < 2**32; v is (3, n) with 2**E in v[2].
 
-    Also returns the indices of the columns whose certificate failed (those
-    columns hold garbage), or None if every column passed.
+    Returns the indices of the columns whose certificate failed (those columns
+    hold garbage), or None if every column passed.
     """
-    table = np.empty((TABLE_ROWS, w.size))
     table[ROW_W] = w
     # r = rows c0, c1, c2, plus the c0_hi row as scratch for r[3].  Only the
     # certificate reads r[3], and the split below overwrites that row.
@@ -228,31 +185,33 @@ def _fast_columns(w: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray 
     ok = _certificate(r, margins)
     # count_nonzero is the cheapest full reduction; the per-column one runs only on failure.
     failed = None if np.count_nonzero(ok) == ok.size else np.flatnonzero(~ok.all(axis=0))
-    # Veltkamp splits of c0 and c1: the operations of _split, two rows at once.
+    # Veltkamp splits of c0 and c1: the operations of dd.split, two rows at once.
     c01 = table[ROW_C0 : ROW_C1 + 1]
     big = c01 * _TABLE_SPLITTER
     hi = np.subtract(big, big - c01, out=table[ROW_C0_HI : ROW_C1_LO + 1 : 2])
     np.subtract(c01, hi, out=table[ROW_C0_LO : ROW_C1_LO + 1 : 2])
-    return table, failed
+    return failed
 
 
-def _exact_columns(table: np.ndarray, columns: np.ndarray) -> None:
-    """Fill rows c0..c1_lo of the given columns with the big-integer path."""
+def exact_columns(table: np.ndarray, columns: np.ndarray) -> None:
+    """Fill rows c0..c1_lo of the given columns with the big-integer path (both backends:
+    the columns ``prepare_frequency_table`` returns)."""
     w = table[ROW_W]
     for i in columns.tolist():
         table[ROW_C0 : ROW_C2 + 1, i] = _turns_per_radian(float(w[i]))
-    table[ROW_C0_HI, columns], table[ROW_C0_LO, columns] = _split(table[ROW_C0, columns])
-    table[ROW_C1_HI, columns], table[ROW_C1_LO, columns] = _split(table[ROW_C1, columns])
+    table[ROW_C0_HI, columns], table[ROW_C0_LO, columns] = split(table[ROW_C0, columns])
+    table[ROW_C1_HI, columns], table[ROW_C1_LO, columns] = split(table[ROW_C1, columns])
 
 
-def prepare_frequency_table(w) -> np.ndarray:
-    """Per-frequency constants shared by every backend, shape (8, n_w).
+def prepare_frequency_table(w: np.ndarray, table: np.ndarray) -> np.ndarray | None:
+    """Fill ``table`` (8, n_w) with the per-frequency constants of ``w`` (n_w,), float64 and
+    C-contiguous both; return the indices of the columns left to ``exact_columns``, or None.
 
     Rows (see ROW_*): w; c0, c1, c2; Veltkamp splits of c0 and c1.  Here
     c = w/(2*pi), c0 = RN(c), c1 = RN(c - c0) and c2 = RN(c - c0 - c1), so
     |c - c0 - c1 - c2| <= ulp(c2)/2 <= 2**-159 |c|.  Columns with
-    |w| >= FAST_W_LIMIT keep only w and the rest is 0: the kernels skip them
-    and ``fill_slow_columns`` computes them.  Arguments are trusted (finite
+    |w| >= FAST_W_LIMIT keep only w and the rest is 0: the evaluators skip them
+    and ``exact.slow_columns`` computes them.  Arguments are trusted (finite
     frequencies, ``_api`` checked them).
 
     Bits: the output equals, bit for bit, the big-integer definition
@@ -313,21 +272,9 @@ def prepare_frequency_table(w) -> np.ndarray:
        that of m, times 2**E.  Columns with |w| < 2**-700 take the
        big-integer path.  Columns with |w| >= 2**32 stay 0, as before.
 
-    Cost: about 35 NumPy calls on 1 to 16 rows of n_w, with no Python loop; with the
-    compiled backend, its twin ``_turns.h`` (same bits) takes about 40 ns per frequency.
+    Cost: about 35 NumPy calls on 1 to 16 rows of n_w, with no Python loop; the compiled twin
+    (``turns.h``, same bits) takes about 40 ns per frequency.
     """
-    w = np.ascontiguousarray(w, dtype=np.float64)
-    if shared is not None:
-        table = np.empty((TABLE_ROWS, w.size))
-        exact = shared.prepare_frequency_table(w, table)
-        if exact is not None:
-            _exact_columns(table, exact)
-        return table
-    return _numpy_frequency_table(w)
-
-
-def _numpy_frequency_table(w: np.ndarray) -> np.ndarray:
-    """prepare_frequency_table in NumPy (w float64, C-contiguous)."""
     # v = [head; tail; 2**E], the right-hand side of the matrix product.  The
     # exponent bits of w, read as a double, are 2**E (sign and mantissa cleared).
     v = np.empty((3, w.size))
@@ -335,25 +282,24 @@ def _numpy_frequency_table(w: np.ndarray) -> np.ndarray:
     # One range test, which also covers validity: 0 and subnormal w give
     # 2**E = 0, and inf or NaN give inf.  Both fall outside the range.
     if w.size and int((scale_bits - _FAST_LOW_BITS).max()) < _FAST_SPAN:
-        table, failed = _fast_columns(w, v)
-        if failed is not None:
-            _exact_columns(table, failed)  # about 2**-30 per frequency
-        return table
+        return _fast_columns(w, v, table)
     # General path: huge, tiny (zero and subnormal included) and fast columns are mixed.
-    table = np.zeros((TABLE_ROWS, w.size))
+    table[...] = 0.0
     table[ROW_W] = w
     scale = v[2]
     fast = np.flatnonzero((scale >= _FAST_W_MIN) & (scale < FAST_W_LIMIT))
+    exact = [np.flatnonzero(scale < _FAST_W_MIN)]  # the tiny |w|
     if fast.size:
-        sub, failed = _fast_columns(w[fast], v[:, fast])
+        sub = np.empty((TABLE_ROWS, fast.size))
+        failed = _fast_columns(w[fast], v[:, fast], sub)
         table[:, fast] = sub
         if failed is not None:
-            _exact_columns(table, fast[failed])
-    _exact_columns(table, np.flatnonzero(scale < _FAST_W_MIN))  # the tiny |w|
-    return table
+            exact.append(fast[failed])
+    columns = np.sort(np.concatenate(exact))
+    return columns if columns.size else None
 
 
-def slow_path_turns(p: np.ndarray, w: float) -> tuple[np.ndarray, np.ndarray]:
+def slow_turns(p: np.ndarray, w: float) -> tuple[np.ndarray, np.ndarray]:
     """p*w/(2*pi) mod 1 as t_hi + t_lo, t_hi in [-1/2, 1/2], for any finite w.
 
     With p = mp * 2**ep and w = mw * 2**ew, the turn count is

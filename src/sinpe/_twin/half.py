@@ -1,34 +1,29 @@
-"""Half-precision tables: float16 and bfloat16 (ml_dtypes, optional), each value rounded once
-from float64. The NumPy twin of ``_half.h`` (read its header for why this is one rounding):
-the same float64 operations, so the same bits."""
+"""float16 and bfloat16 values, each rounded once from float64: the NumPy twin of ``half.h``
+(read its header for why this is one rounding): the same float64 operations, so the same
+bits as every converter of the compiled filler."""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BFLOAT16_HINT", "bfloat16", "is_half", "round_into", "rounded"]
-
-BFLOAT16_HINT = (
-    "dtype bfloat16 needs the ml_dtypes package: pip install 'sinpe[bfloat16]' "
-    "(or pip install ml_dtypes)"
+from .constants import (
+    BF16_MANTISSA,
+    BF16_MAX_EXPONENT,
+    BF16_MIN_EXPONENT,
+    F16_MANTISSA,
+    F16_MAX_EXPONENT,
+    F16_MIN_EXPONENT,
 )
+
+__all__ = ["round_half", "round_into", "rounded"]
+
 F16 = np.dtype(np.float16)
 # (explicit mantissa bits, smallest normal exponent, largest exponent) of each format
-_FORMATS = {"float16": (10, -14, 15), "bfloat16": (7, -126, 127)}
+_FORMATS = {
+    "float16": (F16_MANTISSA, F16_MIN_EXPONENT, F16_MAX_EXPONENT),
+    "bfloat16": (BF16_MANTISSA, BF16_MIN_EXPONENT, BF16_MAX_EXPONENT),
+}
 _SIGN = np.uint64(1 << 63)
-
-
-def bfloat16() -> np.dtype | None:
-    """ml_dtypes' bfloat16 dtype, or None when ml_dtypes is not installed."""
-    try:
-        import ml_dtypes
-    except ImportError:
-        return None
-    return np.dtype(ml_dtypes.bfloat16)
-
-
-def is_half(dtype: np.dtype) -> bool:
-    return dtype.itemsize == 2
 
 
 def rounded(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -44,12 +39,9 @@ def rounded(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return (r.view(np.uint64) | (bits & _SIGN)).view(np.float64)
 
 
-def round_into(out: np.ndarray, values: np.ndarray) -> None:
-    """``out[...] = values`` (float64) rounded once to ``out``'s dtype: a plain cast for float32
-    and float64 (one rounding), the exact encoding of ``rounded`` for float16 and bfloat16."""
-    if not is_half(out.dtype):
-        out[...] = values
-        return
+def round_half(values: np.ndarray, out: np.ndarray) -> None:
+    """``out[...] = values`` (float64) rounded once to ``out``'s dtype, float16 or bfloat16:
+    the twin of the kernel's ``round_half``."""
     r = rounded(values, out.dtype)
     with np.errstate(over="ignore"):  # beyond the format: infinity, as rounding requires
         if out.dtype == F16:
@@ -57,3 +49,12 @@ def round_into(out: np.ndarray, values: np.ndarray) -> None:
         else:  # exact in float32, whose upper 16 bits are the bfloat16
             upper = (r.astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
             out.view(np.uint16)[...] = upper
+
+
+def round_into(out: np.ndarray, values: np.ndarray) -> None:
+    """``out[...] = values`` (float64) rounded once to ``out``'s dtype: a plain cast for
+    float32 and float64 (one rounding), ``round_half`` for float16 and bfloat16."""
+    if out.dtype.itemsize == 2:
+        round_half(values, out)
+    else:
+        out[...] = values

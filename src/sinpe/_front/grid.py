@@ -13,12 +13,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import _checks as check
-from ._api import _frequency_key, encode
-from ._backends import resolve as _backend
-from ._checks import F64, MAX_POSITION
-from .conventions import Convention
-from .conventions import get as get_convention
+from ..conventions import Convention
+from ..conventions import get as get_convention
+from . import checks as check
+from .backends import get as get_backend
+from .checks import F64, MAX_POSITION
+from .tables import encode, frequency_key
 
 __all__ = ["encode_grid", "encode_2d"]
 
@@ -120,12 +120,12 @@ def encode_grid(
     order = _order(order, len(positions))
     base = check.base(base)
     dtype = check.dtype(dtype)
-    backend = _backend(backend)
+    backend = get_backend(backend)
     convention = get_convention(convention)
     for k, width in enumerate(widths):  # every refusal before anything is written
         if width:
             try:
-                _frequency_key(convention, width, base)
+                frequency_key(convention, width, base)
             except ValueError as exc:
                 raise ValueError(f"widths[{k}]={width}: {exc}") from None
     lengths = [p.shape[0] for p in positions]
@@ -145,7 +145,7 @@ def encode_grid(
             base=base,
             convention=convention,
             dtype=table.dtype,
-            backend=backend,
+            backend=backend.NAME,
         )
         along = [1] * len(lengths)
         along[k] = lengths[k]

@@ -8,12 +8,23 @@ import operator
 
 import numpy as np
 
-from . import _half
-
 MAX_POSITION = 2**53  # every position must be below this (exactly representable in float64)
 F64 = np.dtype(np.float64)
 FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.float16))
 _DTYPE_NAMES = "float64, float32, float16 or bfloat16"
+BFLOAT16_HINT = (
+    "dtype bfloat16 needs the ml_dtypes package: pip install 'sinpe[bfloat16]' "
+    "(or pip install ml_dtypes)"
+)
+
+
+def bfloat16() -> np.dtype | None:
+    """ml_dtypes' bfloat16 dtype, or None when ml_dtypes is not installed."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 def integer(name: str, value, minimum: int) -> int:
@@ -72,9 +83,9 @@ def dtype(value) -> np.dtype | None:
     except Exception:  # np.dtype parses strings: TypeError, ValueError, even SyntaxError
         result = None
     if result is None and "bfloat16" in str(value).lower():  # before ml_dtypes is imported
-        result = _half.bfloat16()
+        result = bfloat16()
         if result is None:
-            raise TypeError(f"{_half.BFLOAT16_HINT}; got dtype={value!r:.60}")
+            raise TypeError(f"{BFLOAT16_HINT}; got dtype={value!r:.60}")
     if result is None or not table_dtype(result):  # (np.dtype(None) is float64: test first)
         raise TypeError(
             f"dtype must be {_DTYPE_NAMES} (any NumPy or ml_dtypes spelling) or None, "

@@ -1,23 +1,19 @@
-"""The public functions: the one place that validates arguments, resolves conventions into
-frequencies and tables, allocates (or checks) the output and picks a filler."""
+"""The public table functions: validate, resolve a convention into frequencies and a
+layout, allocate (or check) the output, and hand both to the one filler (``plan``)."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from . import _cache
-from . import _checks as check
-from ._angles import exact_cos_sin, fill_slow_columns, frequency_table, rotation_tables
-from ._backends import BACKEND, EVALUATORS, EXACT_FILLERS, FILLERS, HAVE_OPENMP
-from ._backends import resolve as _backend
-from ._checks import F64, MAX_POSITION
-from ._frequencies import frequency_vector
-from ._half import round_into
-from ._threads import threads_for
-from .conventions import Convention
-from .conventions import get as get_convention
+from ..conventions import ColumnMap, Convention
+from ..conventions import get as get_convention
+from . import cache
+from . import checks as check
+from .backends import BACKEND, DEFAULT, HAVE_OPENMP
+from .backends import get as get_backend
+from .checks import F64, MAX_POSITION
+from .frequencies import frequency_vector
+from .plan import Layout, Place, Segment, exact_values, fill_at, fill_run, make_filler
 
 __all__ = [
     "sinusoidal_positional_encoding",
@@ -32,29 +28,12 @@ __all__ = [
 ]
 
 # Every frequency must be below this (position * frequency < 2**953): the range the exact
-# evaluator's big-integer path is tested on (``_turns.slow_path_turns``).
+# evaluator's big-integer path is tested on (``_twin.turns.slow_turns``).
 MAX_FREQUENCY = 2.0**900
 _TABLE_SIZES = ("seq_len", "d_model")  # what sets each dimension of a table, for errors
 
 
-# --------------------------------------------------------------------------- plans
-
-
-def block_sizes(n_rows: int) -> tuple[int, int, int]:
-    """``(coarse, mid, fine)`` table lengths for ``n_rows`` rows (row = (q*mid + j)*fine + k).
-
-    Small tables get small step tables: one row needs no table at all, and the exact work
-    (coarse + mid + fine rows) grows like the square root of ``n_rows / 16``. ``mid`` is no
-    longer held at 64 or more now that the exact evaluator is cheap: a new 2048 x 512 width
-    (39 table rows instead of 82) took 0.82x the time in a paired run, warm calls unchanged.
-    """
-    fine = max(min(n_rows, 16), 1)
-    blocks = -(-n_rows // fine)
-    mid = max(min(blocks, math.isqrt(blocks)), 1)
-    return -(-blocks // mid), mid, fine
-
-
-def _frequency_key(convention: Convention, d_model: int, base: float) -> tuple:
+def frequency_key(convention: Convention, d_model: int, base: float) -> tuple:
     """The (cached) frequency vector's key, once its frequencies are known to be usable."""
     key = convention.frequency_key(d_model, base)
     try:
@@ -71,83 +50,40 @@ def _frequency_key(convention: Convention, d_model: int, base: float) -> tuple:
     return key
 
 
-def _make_plan(backend: str, convention: Convention, d_model: int, base: float, rows: int):
-    columns = convention.column_map(d_model)
-    key = _frequency_key(convention, d_model, base)
-    coarse, mid, fine = block_sizes(rows)
-    frequency = frequency_table(key)
-    tables = rotation_tables(EVALUATORS[backend], frequency, fine, mid, coarse)
-    return columns, frequency, (coarse, mid, fine), tables
-
-
-def _plan(backend: str, convention: Convention, d_model: int, base: float, n_rows: int):
-    """``(columns, frequency_table(key), (coarse, mid, fine) sizes, (coarse, mid, fine)
-    tables)`` for a table of ``n_rows`` rows at offset 0, made by ``backend``'s evaluator."""
-    # Made for n_rows rounded up to a power of two, so that lengths 1025 to 2048 (say) share
-    # one plan; one cache lookup per call, and the plan's tables count against its bound.
-    rows = 1 << (n_rows - 1).bit_length()
-    key = (_make_plan, backend, convention._token, d_model, base, rows)
-    return _cache.lookup(key, _make_plan, (backend, convention, d_model, base, rows))
-
-
-# An exact sin/cos pair costs about as much as writing this many table elements (measured:
-# ~7 ns per pair with AVX2, ~0.3 ns per element written), for the thread decision.
-_PAIR_COST = 24
-
-
-def _exact(backend: str, positions: np.ndarray, frequency: tuple):
-    """Exact ``(n, 2, h)`` cos/sin of ``positions`` times the frequencies of
-    ``frequency = frequency_table(key)``."""
-    work = positions.shape[0] * frequency[0].shape[1] * _PAIR_COST
-    return exact_cos_sin(EVALUATORS[backend], positions, frequency, threads=threads_for(None, work))
-
-
-def _fill_exact(backend: str, table: np.ndarray, positions: np.ndarray, frequency, columns):
-    """Every row of ``table`` straight from the exact evaluator: row r is ``positions[r]``;
-    ``frequency`` is ``frequency_table(key)``."""
-    frequency, slow = frequency
-    c = columns
-    work = table.shape[0] * frequency.shape[1] * _PAIR_COST
-    EXACT_FILLERS[backend](
-        table,
-        positions,
-        frequency,
-        c.sin_col,
-        c.cos_col,
-        c.step,
-        c.n_sin,
-        c.n_cos,
-        c.pad_col,
-        threads_for(None, work),
+def table_layout(columns: ColumnMap, width: int) -> Layout:
+    """A convention's column map as a one-plane layout: frequency i's sine in column
+    ``sin_col + i * step`` (i < n_sin), its cosine in ``cos_col + i * step`` (i < n_cos)."""
+    h = columns.frequencies
+    segment = Segment(
+        0,
+        h,
+        0,
+        Place(0, columns.cos_col, columns.step, 0, columns.n_cos),
+        Place(0, columns.sin_col, columns.step, 0, columns.n_sin),
     )
-    if slow.size:  # |w| >= 2**32: the exact big-integer path, the same for both backends
-        values = np.empty((positions.shape[0], 2, frequency.shape[1]))
-        fill_slow_columns(positions, frequency, slow, values)
-        for i in slow:
-            if i < c.n_sin:
-                round_into(table[:, c.sin_col + i * c.step], values[:, 1, i])
-            if i < c.n_cos:
-                round_into(table[:, c.cos_col + i * c.step], values[:, 0, i])
-    return table
+    return Layout(width, 1, (segment,) if h else (), columns.pad_col)
 
 
-def _fill(backend: str, table: np.ndarray, tables: tuple, columns, threads: int) -> np.ndarray:
-    """Hand the (coarse, mid, fine) tables and the column map to one filler; return ``table``."""
-    c = columns
-    FILLERS[backend](
-        table, *tables, c.sin_col, c.cos_col, c.step, c.n_sin, c.n_cos, c.pad_col, threads
-    )
-    return table
+def _table_filler(backend, convention: Convention, d_model: int, base: float):
+    """The cached ``Filler`` of a convention's table at this width and base."""
+    key = ("table", backend.NAME, convention._token, d_model, base)
+    return cache.lookup(key, _make_table_filler, (backend, convention, d_model, base, key))
+
+
+def _make_table_filler(backend, convention, d_model, base, key):
+    w = frequency_vector(*frequency_key(convention, d_model, base))
+    layout = table_layout(convention.column_map(d_model), d_model)
+    return make_filler(backend, w, 1.0, layout, key)
 
 
 def clear_cache() -> None:
     """Free every array sinpe keeps between calls (frequencies, rotation tables)."""
-    _cache.clear()
+    cache.clear()
 
 
-def cache_info() -> _cache.CacheInfo:
+def cache_info() -> cache.CacheInfo:
     """What sinpe's cache holds: ``(nbytes, limit, entries, hits, misses)``."""
-    return _cache.cache_info()
+    return cache.cache_info()
 
 
 def set_cache_limit(nbytes: int) -> int:
@@ -157,7 +93,7 @@ def set_cache_limit(nbytes: int) -> int:
     kept, and ``0`` keeps nothing. Every result is the same whatever the bound: only repeated
     calls get slower.
     """
-    return _cache.set_limit(check.integer("nbytes", nbytes, 0))
+    return cache.set_limit(check.integer("nbytes", nbytes, 0))
 
 
 # --------------------------------------------------------------------------- public
@@ -231,7 +167,7 @@ def sinusoidal_positional_encoding(
     if type(base) is not float or base != 10000.0:  # check the type before comparing values
         base = check.base(base)
     dtype = check.dtype(dtype)
-    backend = _backend(backend)
+    backend = get_backend(backend)
     convention = get_convention(convention)
     if threads is not None:
         threads = check.integer("threads", threads, 1)
@@ -240,22 +176,10 @@ def sinusoidal_positional_encoding(
     table = check.output(out, (seq_len, d_model), dtype, _TABLE_SIZES)
     if seq_len == 0:
         return table
-    columns, frequency, (n_coarse, n_mid, n_fine), (coarse, mid, fine) = _plan(
-        backend, convention, d_model, base, seq_len
+    fill_run(
+        _table_filler(backend, convention, d_model, base), (table, None), offset, seq_len, threads
     )
-    if offset:
-        # float(offset) is exact (< 2**53), and a float scalar keeps NumPy off its slow
-        # Python-int promotion path (6 us for one row).
-        start = float(offset)
-        if seq_len <= n_coarse:  # no fewer anchors than rows: every row its own anchor
-            # start + r for r < seq_len, each an integer <= 2**53, so exact; one float arange
-            # is 1 us cheaper than arange-and-add, a tenth of a far row's time.
-            positions = np.arange(start, start + seq_len)
-            return _fill_exact(backend, table, positions, frequency, columns)
-        positions = np.arange(n_coarse, dtype=np.float64) * (n_mid * n_fine) + start
-        coarse = _exact(backend, positions, frequency)
-    n_threads = min(threads_for(threads, seq_len * d_model), -(-seq_len // n_fine))
-    return _fill(backend, table, (coarse, mid, fine), columns, n_threads)
+    return table
 
 
 def frequencies(
@@ -283,7 +207,7 @@ def frequencies(
     """
     d_model = check.integer("d_model", d_model, 1)
     base = check.base(base)
-    return frequency_vector(*_frequency_key(get_convention(convention), d_model, base))
+    return frequency_vector(*frequency_key(get_convention(convention), d_model, base))
 
 
 # --------------------------------------------------------------------------- encodings
@@ -330,17 +254,15 @@ def encode(
     d_model = check.integer("d_model", d_model, 1)
     base = check.base(base)
     dtype = check.dtype(dtype)
-    backend = _backend(backend)
+    backend = get_backend(backend)
     convention = get_convention(convention)
     shape = positions.shape + (d_model,)
     names = tuple(f"positions.shape[{k}]" for k in range(positions.ndim)) + ("d_model",)
     table = check.output(out, shape, dtype, names)
     if positions.size == 0:
         return table
-    columns = convention.column_map(d_model)
-    # Every row is its own anchor: exact sin/cos per position, straight into its columns.
-    frequency = frequency_table(_frequency_key(convention, d_model, base))
-    _fill_exact(backend, table.reshape(-1, d_model), positions.reshape(-1), frequency, columns)
+    filler = _table_filler(backend, convention, d_model, base)
+    fill_at(filler, (table.reshape(-1, d_model), None), positions.reshape(1, -1), None)
     return table
 
 
@@ -373,8 +295,8 @@ def shift_matrix(k: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
             "odd width has no cosine partner, so no matrix maps PE[p] to PE[p + k]"
         )
     matrix = check.allocate((d_model, d_model), F64, ("d_model", "d_model"), zeros=True)
-    key = _frequency_key(get_convention("vaswani"), d_model, check.base(base))
-    cos_k, sin_k = _exact(BACKEND, np.array([float(k)]), frequency_table(key))[0]
+    filler = _table_filler(DEFAULT, get_convention("vaswani"), d_model, check.base(base))
+    cos_k, sin_k = exact_values(DEFAULT, np.array([float(k)]), filler.frequencies)[0]
     i = np.arange(d_model // 2)
     matrix[2 * i, 2 * i] = cos_k
     matrix[2 * i, 2 * i + 1] = sin_k

@@ -4,7 +4,7 @@ Every limit is a cap and the smallest wins: the ``threads=`` argument, ``SINPE_N
 OpenMP's own limit for the calling thread (``OMP_NUM_THREADS``, or ``omp_set_num_threads``,
 which is what ``threadpoolctl.threadpool_limits`` calls) and the cores this process may run
 on. A build without OpenMP, and a forked child of a process that ran a team (GCC's OpenMP
-runtime is not fork-safe, see ``_team.h``), use one thread.
+runtime is not fork-safe, see ``_c/team.h``), use one thread.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 import warnings
 from typing import NamedTuple
 
-from ._backends import HAVE_OPENMP, kernel
+from .backends import HAVE_OPENMP, kernel
 
 __all__ = ["PARALLEL_MIN_ELEMENTS", "ThreadLimit", "thread_limit", "threads_for", "usable_cores"]
 

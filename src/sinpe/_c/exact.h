@@ -1,8 +1,8 @@
 /*
- * _exact.h: cos(p*w) and sin(p*w) to within half an ulp (plus 2^-65.3) for
+ * exact.h: cos(p*w) and sin(p*w) to within half an ulp (plus 2^-65.3) for
  * double positions p and frequencies w, with double arithmetic only.
  *
- * Twin: _angles.py (with _turns.py) performs the same double operations in the same
+ * Twin: _twin/exact.py (with _twin/turns.py) performs the same double operations in the same
  * order and returns bit-identical arrays.  It also computes the frequency
  * table this header consumes and the exact slow path for |w| >= 2^32.
  *
@@ -22,7 +22,7 @@
  * (the correctly rounded value: 1 - cos < 2^-81) and sin = RN(p w), so
  * |y - f| <= ulp(y)/2 + |p w|^3/6 (relative accuracy, signed zeros kept).
  *
- * 1. Frequency constants (_turns.prepare_frequency_table, once per w):
+ * 1. Frequency constants (_twin/turns.py prepare_frequency_table, once per w):
  *    c = w / (2 pi) turns per unit of p, c0 = RN(c), c1 = RN(c - c0),
  *    c2 = RN(c - c0 - c1), from a 1344-bit 1/(2 pi):
  *    |c - c0 - c1 - c2| <= ulp(c2)/2 <= 2^-159 |c|.
@@ -38,7 +38,7 @@
  *    roundings of at most 2^-75; t_hi + t_lo = u + tail exactly (two_sum).
  *      eps_t <= 3 * 2^-75 (tail) + 2^-77 (m2) + 2^53 ulp(c2)/2 (c truncated,
  *            <= 2^-77) = 3.5 * 2^-75 < 2^-73.19 turns;  2 pi eps_t < 2^-70.54.
- *    Slow path (|w| >= 2^32, _turns.slow_path_turns, big integers): t
+ *    Slow path (|w| >= 2^32, _twin/turns.py slow_turns, big integers): t
  *    to 2^-191, t_hi = RN(t), t_lo = RN(t - t_hi): eps_t < 2^-106 turns.
  *    Either way |t_hi| <= 1 + 2^-21 and |t_lo| <= ulp(t_hi)/2 <= 2^-52.
  *
@@ -109,33 +109,12 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__FAST_MATH__)
-#error "_exact.h relies on IEEE double rounding: do not compile it with -ffast-math"
-#endif
-#if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
-#error "_exact.h needs FLT_EVAL_METHOD == 0 (SSE2 doubles, no x87 excess precision)"
-#endif
-
-/* A contracted a*b + c would change the bits (and void the error bound). GCC takes
- * -ffp-contract=off from setup.py (its optimize pragma would also block inlining);
- * clang has the standard pragma. The backends-agree tests catch a contracting build. */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#endif
-
-#include "_config.h"
-
-/* AVX2 + FMA (FMA only for exact products), chosen at run time; setup.py's SINPE_SIMD cap
- * below avx2 leaves the plain C kernel alone. */
-#if defined(__GNUC__) && defined(__x86_64__) && SINPE_MAX_SIMD >= 2
-#define SINPE__HAVE_AVX2 1
-#include <immintrin.h>
-#else
-#define SINPE__HAVE_AVX2 0
-#endif
+#include "config.h"
+#include "dd.h"
+/* AVX2 + FMA (FMA only for exact products) where config.h says the CPU has them. */
 
 /* Columns with |w| >= SINPE_FAST_W_LIMIT are skipped by sinpe_exact_cos_sin
- * (left untouched): _angles.py reduces them exactly with big integers and
+ * (left untouched): _twin/exact.py reduces them exactly with big integers and
  * finishes them with the same final stage, in NumPy (the same bits). */
 #define SINPE_FAST_W_LIMIT 0x1p32
 /* |RN(p*w)| < SINPE_TINY_ARGUMENT: cos = 1 and sin = RN(p*w). */
@@ -154,8 +133,6 @@ enum {
     SINPE_TABLE_ROWS
 };
 
-#define SINPE__SPLITTER 134217729.0 /* 2^27 + 1: Veltkamp split into 26-bit halves */
-#define SINPE__TWO52 0x1p52
 /* 256 t + 1.5 * 2^52 rounds 256 t to an integer k kept in the low mantissa bits. */
 #define SINPE__ROUND_MAGIC 0x1.8p52
 /* Columns per block of the batch kernels (see sinpe_exact_cos_sin_plain). */
@@ -434,7 +411,7 @@ static const double sinpe__turn_table[256][4] = {
     {0x1.ffd886084cd0dp-1, -0x1.1354d4556e4cbp-55, -0x1.92155f7a3667ep-6, 0x1.b1d63091a0130p-64},
 };
 /* 1/(2*pi) = sum(sinpe__inv_2pi_chunks) + t, |t| < 2^-228; chunk j is on the grid
- * 2^-25(j+1), so a 27-bit head times it is exact (_turns.h). */
+ * 2^-25(j+1), so a 27-bit head times it is exact (turns.h). */
 static const double sinpe__inv_2pi_chunks[9] = {
     0x1.45f3080000000p-3,
     -0x1.2363780000000p-27,
@@ -447,63 +424,6 @@ static const double sinpe__inv_2pi_chunks[9] = {
     -0x1.ae9c540000000p-202,
 };
 /* END GENERATED */
-
-/* ------------------------------------------------------------------------ */
-/* Scalar error-free transformations (same formulas as _angles.py)       */
-/* ------------------------------------------------------------------------ */
-
-typedef struct {
-    double hi, lo;
-} sinpe__dd;
-
-/* Veltkamp: a = hi + lo exactly, each with at most 26 significant bits. */
-static inline sinpe__dd sinpe__split(double a)
-{
-    double g = a * SINPE__SPLITTER;
-    sinpe__dd r;
-    r.hi = g - (g - a);
-    r.lo = a - r.hi;
-    return r;
-}
-
-/* Dekker: a*b = hi + lo exactly (barring underflow), from the splits as, bs
- * of a and b.  hi = RN(a*b) and lo is the exact residual, so the result is
- * bit-identical to the FMA form hi = a*b, lo = fma(a, b, -hi). */
-static inline sinpe__dd sinpe__two_prod(double a, sinpe__dd as, double b, sinpe__dd bs)
-{
-    sinpe__dd r;
-    r.hi = a * b;
-    r.lo = (((as.hi * bs.hi - r.hi) + as.hi * bs.lo) + as.lo * bs.hi) + as.lo * bs.lo;
-    return r;
-}
-
-/* Knuth: a + b = hi + lo exactly, any magnitudes. */
-static inline sinpe__dd sinpe__two_sum(double a, double b)
-{
-    sinpe__dd r;
-    double bb;
-    r.hi = a + b;
-    bb = r.hi - a;
-    r.lo = (a - (r.hi - bb)) + (b - bb);
-    return r;
-}
-
-/* Dekker: a + b = hi + lo exactly when a == 0 or exponent(a) >= exponent(b). */
-static inline sinpe__dd sinpe__fast_two_sum(double a, double b)
-{
-    sinpe__dd r;
-    r.hi = a + b;
-    r.lo = b - (r.hi - a);
-    return r;
-}
-
-/* v minus its nearest integer, exactly; 0 when |v| >= 2^52 (v is an integer). */
-static inline double sinpe__frac(double v)
-{
-    double s = copysign(SINPE__TWO52, v);
-    double f = v - ((v + s) - s); /* v + s lands in [2^52, 2^53]: rounds v to an integer */
-    return fabs(v) < SINPE__TWO52 ? f : 0.0;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Scalar stages                                                             */
@@ -621,13 +541,13 @@ static inline void sinpe_exact_cos_sin_plain(const double *p, ptrdiff_t n_p, con
     sinpe__plain_columns(p, n_p, table, n_w, 0, n_w, out);
 }
 
-#if SINPE__HAVE_AVX2
+#if SINPE_AVX2
 /* ------------------------------------------------------------------------ */
 /* AVX2 + FMA: four frequencies per vector, the scalar operations in the     */
 /* same order; FMA only forms the exact residual of two_prod.                */
 /* ------------------------------------------------------------------------ */
 
-#define SINPE__AVX2 static inline __attribute__((target("avx2,fma")))
+#define SINPE__AVX2 static inline SINPE_AVX2_TARGET
 
 typedef struct {
     __m256d hi, lo;
@@ -784,39 +704,24 @@ SINPE__AVX2 void sinpe_exact_cos_sin_avx2(const double *p, ptrdiff_t n_p, const 
     }
 }
 
-static inline int sinpe__cpu_has_avx2_fma(void)
-{
-    __builtin_cpu_init(); /* idempotent; needed if called before constructors ran */
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-#endif /* SINPE__HAVE_AVX2 */
+#endif /* SINPE_AVX2 */
 
 /* ------------------------------------------------------------------------ */
 /* Public entry points: the fastest variant this CPU runs (same bits).       */
 /* ------------------------------------------------------------------------ */
 
 /* See sinpe_exact_cos_sin_plain: p has n_p finite positions, |p| < 2^53;
- * table is _turns.prepare_frequency_table(w), SINPE_TABLE_ROWS x n_w. */
+ * table is _twin/turns.py prepare_frequency_table(w), SINPE_TABLE_ROWS x n_w. */
 static inline void sinpe_exact_cos_sin(const double *p, ptrdiff_t n_p, const double *table,
                                        ptrdiff_t n_w, double *out)
 {
-#if SINPE__HAVE_AVX2
-    if (sinpe__cpu_has_avx2_fma()) {
+#if SINPE_AVX2
+    if (sinpe_isa() == SINPE_ISA_AVX2) {
         sinpe_exact_cos_sin_avx2(p, n_p, table, n_w, out);
         return;
     }
 #endif
     sinpe_exact_cos_sin_plain(p, n_p, table, n_w, out);
-}
-
-/* What sinpe_exact_cos_sin runs on this CPU: 2 AVX2 + FMA, 0 plain C. */
-static inline int sinpe_exact_simd(void)
-{
-#if SINPE__HAVE_AVX2
-    return sinpe__cpu_has_avx2_fma() ? 2 : 0;
-#else
-    return 0;
-#endif
 }
 
 #endif /* SINPE_EXACT_H */

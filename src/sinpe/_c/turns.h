@@ -1,15 +1,15 @@
 /*
  * The exact evaluator's per-frequency constants in C: c = w / (2 pi) as the triple-double
  * c0 + c1 + c2 (each the nearest double to what the previous ones leave) and the Veltkamp
- * splits of c0 and c1, the SINPE_ROW_* table that _exact.h reads.
+ * splits of c0 and c1, the SINPE_ROW_* table that exact.h reads.
  *
- * Twin: _turns.prepare_frequency_table, whose docstring carries the derivation (steps 1 to 4:
+ * Twin: _twin/turns.py prepare_frequency_table, whose docstring carries the derivation (steps 1 to 4:
  * exact products of w's 27-bit head and 26-bit tail with the 25-bit chunks of 1/(2 pi), one
  * carry step, three fast two-sums, and the certificate that proves the triple equal, bit for
  * bit, to the big-integer definition).  Here the same double operations run per column in
  * the same order; every sum before the last renormalisation is exact, so the bits are the
  * NumPy twin's.  A column whose certificate fails (about 2^-30 of frequencies) or whose
- * |w| < 2^-700 is marked for the big-integer path (_turns._exact_columns, Python integers);
+ * |w| < 2^-700 is marked for the big-integer path (_twin/turns.py exact_columns, Python integers);
  * columns with |w| >= SINPE_FAST_W_LIMIT keep only w, as in the twin.
  *
  * Why it is here: the NumPy twin is ~35 calls on 1 to 16 rows of n_w values, 150-400 us of
@@ -18,7 +18,7 @@
 #ifndef SINPE_TURNS_H
 #define SINPE_TURNS_H
 
-#include "_exact.h" /* sinpe__inv_2pi_chunks, SINPE_ROW_*, the IEEE and no-contract rules */
+#include "exact.h" /* sinpe__inv_2pi_chunks, SINPE_ROW_*, the IEEE and no-contract rules */
 
 #define SINPE__FAST_W_MIN 0x1p-700
 

@@ -1,6 +1,6 @@
 """The public RoPE functions: rotary cos/sin tables for a model's rope scaling, in each engine's
-layout. Validation here, scaling rules in ``rope_scaling``, rows in the backends' RoPE filler
-(``_rope.h`` and its NumPy twin)."""
+layout. Validation here, scaling rules in ``rope_scaling``, the rows by the one filler
+(``plan``): a RoPE layout is a two-plane ``Layout`` whose values carry the attention factor."""
 
 from __future__ import annotations
 
@@ -8,26 +8,18 @@ import math
 
 import numpy as np
 
-from . import _cache
-from . import _checks as check
-from ._angles import exact_cos_sin, rotation_tables
-from ._backends import EVALUATORS, ROPE_FILLERS
-from ._backends import resolve as _backend
-from ._checks import F64, MAX_POSITION
-from ._numpy import ROPE_BLOCK, ROPE_FINE, ROPE_MID
-from ._threads import threads_for
-from ._turns import FAST_W_LIMIT, prepare_frequency_table
-from .rope_scaling import RopeScaling, inverse_frequencies, parse
+from ..rope_scaling import RopeScaling, inverse_frequencies, parse
+from . import cache
+from . import checks as check
+from .backends import get as get_backend
+from .checks import F64, MAX_POSITION
+from .plan import Layout, Place, Segment, fill_at, fill_run, make_filler
+from .tables import MAX_FREQUENCY
 
-__all__ = ["rope", "rope_at", "rope_frequencies", "LAYOUTS"]
+__all__ = ["rope", "rope_at", "rope_frequencies", "LAYOUTS", "rope_layout"]
 
 LAYOUTS = ("half", "interleaved", "compact")
 _DEFAULT_BASE = 10000.0
-_EMPTY = np.empty(0)
-# An exact sin/cos pair costs about as much as writing this many elements (see _api).
-_PAIR_COST = 24
-ROPE_SPAN = int(ROPE_BLOCK)  # anchors every 1024 positions: a power of two
-ROPE_SPAN_BITS = ROPE_SPAN.bit_length() - 1
 
 
 def _arguments(head_dim, base, scaling) -> tuple[int, float, RopeScaling]:
@@ -72,76 +64,55 @@ def _length_key(spec: RopeScaling, length):
     return None
 
 
-def _make_rope_plan(backend, spec, head_dim, base, length):
+def rope_layout(layout: int, h: int) -> Layout:
+    """The two-plane layout (cos table, sin table) of ``LAYOUTS[layout]`` for ``h``
+    frequencies: each value stored once per place of the layout."""
+    if layout == 0:  # half: [f0 .. f(h-1), f0 .. f(h-1)]
+        width, place = 2 * h, (0, 1, h)
+    elif layout == 1:  # interleaved: [f0, f0, f1, f1, ...]
+        width, place = 2 * h, (0, 2, 1)
+    else:  # compact: [f0 .. f(h-1)]
+        width, place = h, (0, 1, 0)
+    segment = Segment(0, h, 0, Place(0, *place, h), Place(1, *place, h))
+    return Layout(width, 2, (segment,) if h else ())
+
+
+def _make_frequencies(spec, head_dim, base, length):
     inv_freq, attention = inverse_frequencies(spec, head_dim, base, length)
     largest = float(np.abs(inv_freq).max())
-    if not largest < FAST_W_LIMIT:
+    if not largest <= MAX_FREQUENCY:
         raise ValueError(
             f"base={base!r} with scaling {spec.rope_type!r} gives inverse frequencies up to "
-            f"{largest:.3g}; RoPE tables need every inverse frequency finite and below 2**32"
+            f"{largest:.3g}; every inverse frequency must be finite and below 2**900 so that "
+            "position * frequency stays exact"
         )
     if not (math.isfinite(attention) and attention > 0):
         raise ValueError(f"scaling gives attention factor {attention!r}; it must be finite and > 0")
     inv_freq.flags.writeable = False
-    table = prepare_frequency_table(inv_freq)
-    table.flags.writeable = False
-    frequency = (table, np.empty(0, dtype=np.intp))  # no slow columns: all below 2**32
-    _, mid, fine = rotation_tables(EVALUATORS[backend], frequency, ROPE_FINE, ROPE_MID, 1)
-    return inv_freq, attention, frequency, mid, fine
+    return inv_freq, attention
 
 
-def _plan(backend: str, spec: RopeScaling, head_dim: int, base: float, length):
-    """``(inv_freq, attention_factor, frequency_table, mid, fine)``, cached."""
-    key = (_make_rope_plan, backend, spec, head_dim, base, _length_key(spec, length))
-    return _cache.lookup(key, _make_rope_plan, key[1:])
+def _frequencies(spec: RopeScaling, head_dim: int, base: float, length):
+    """``(inv_freq, attention_factor)``, cached."""
+    key = ("rope-frequencies", spec, head_dim, base, _length_key(spec, length))
+    return cache.lookup(key, _make_frequencies, (spec, head_dim, base, length))
 
 
-def _fill(backend, plan, positions, layout, dtype, threads, run=False):
-    """Allocate and fill the two tables for the 1-D float64 ``positions`` (``run``: they are
-    consecutive integers)."""
-    inv_freq, attention, frequency, mid, fine = plan
-    h = inv_freq.shape[0]
-    n = positions.shape[0]
-    width = h if layout == 2 else 2 * h
+def _filler(backend, spec: RopeScaling, head_dim: int, base: float, length, layout: int):
+    """The cached ``Filler`` of a rope scaling in a layout."""
+    key = ("rope", backend.NAME, spec, head_dim, base, _length_key(spec, length), layout)
+    return cache.lookup(key, _make_filler, (backend, spec, head_dim, base, length, layout, key))
+
+
+def _make_filler(backend, spec, head_dim, base, length, layout, key):
+    inv_freq, attention = _frequencies(spec, head_dim, base, length)
+    return make_filler(backend, inv_freq, attention, rope_layout(layout, inv_freq.shape[0]), key)
+
+
+def _tables(filler, n: int, dtype) -> tuple[np.ndarray, np.ndarray]:
     names = ("positions", "head_dim")
-    cos = check.allocate((n, width), dtype, names)
-    sin = check.allocate((n, width), dtype, names)
-    if n == 0:
-        return cos, sin
-    # Integer positions start from the anchor at floor(p / 1024) * 1024 (one exact row per
-    # distinct anchor); the others are marked -1 and evaluated exactly.
-    if run:  # anchors every 1024 from the first row's: integer arithmetic on the offsets
-        integer_rows = n
-        start = int(positions[0])
-        first = start - start % ROPE_SPAN
-        index = (np.arange(start - first, start - first + n, dtype=np.intp)) >> ROPE_SPAN_BITS
-        anchor_positions = np.arange(int(index[-1]) + 1, dtype=np.float64) * ROPE_BLOCK + first
-    else:
-        blocks = np.floor(positions / ROPE_BLOCK) * ROPE_BLOCK  # exact
-        integer = positions == np.floor(positions)
-        integer_rows = int(np.count_nonzero(integer))
-        anchor_positions, inverse = np.unique(blocks[integer], return_inverse=True)
-        index = np.full(n, -1, dtype=np.intp)
-        index[integer] = inverse.reshape(-1)
-    work = anchor_positions.shape[0] * h * _PAIR_COST
-    anchors = exact_cos_sin(
-        EVALUATORS[backend], anchor_positions, frequency, threads=threads_for(None, work)
-    )
-    work = 2 * n * width + (n - integer_rows) * h * _PAIR_COST
-    ROPE_FILLERS[backend](
-        cos,
-        sin,
-        np.ascontiguousarray(positions),
-        np.ascontiguousarray(index),
-        anchors,
-        mid,
-        fine,
-        frequency[0],
-        layout,
-        attention,
-        threads_for(threads, work),
-    )
-    return cos, sin
+    shape = (n, filler.layout.width)
+    return check.allocate(shape, dtype, names), check.allocate(shape, dtype, names)
 
 
 def rope(
@@ -212,13 +183,13 @@ def rope(
         )
     layout = _layout(layout)
     dtype = check.dtype(dtype) or F64
-    backend = _backend(backend)
+    backend = get_backend(backend)
     if threads is not None:
         threads = check.integer("threads", threads, 1)
-    plan = _plan(backend, spec, head_dim, base, offset + seq_len)
-    start = float(offset)
-    positions = np.arange(start, start + seq_len) if seq_len else _EMPTY
-    return _fill(backend, plan, positions, layout, dtype, threads, run=True)
+    filler = _filler(backend, spec, head_dim, base, offset + seq_len, layout)
+    cos, sin = _tables(filler, seq_len, dtype)
+    fill_run(filler, (cos, sin), offset, seq_len, threads)
+    return cos, sin
 
 
 def rope_at(
@@ -258,11 +229,12 @@ def rope_at(
     head_dim, base, spec = _arguments(head_dim, base, scaling)
     layout = _layout(layout)
     dtype = check.dtype(dtype) or F64
-    backend = _backend(backend)
-    flat = positions.reshape(-1)
+    backend = get_backend(backend)
+    flat = positions.reshape(1, -1)
     length = float(flat.max()) + 1.0 if flat.size else None
-    plan = _plan(backend, spec, head_dim, base, length)
-    cos, sin = _fill(backend, plan, flat, layout, dtype, None)
+    filler = _filler(backend, spec, head_dim, base, length, layout)
+    cos, sin = _tables(filler, flat.shape[1], dtype)
+    fill_at(filler, (cos, sin), flat, None)
     shape = positions.shape + (cos.shape[1],)
     return cos.reshape(shape), sin.reshape(shape)
 
@@ -298,5 +270,4 @@ def rope_frequencies(
     head_dim, base, spec = _arguments(head_dim, base, scaling)
     if seq_len is not None:
         seq_len = check.integer("seq_len", seq_len, 0)
-    inv_freq, attention, *_ = _plan(_backend("auto"), spec, head_dim, base, seq_len)
-    return inv_freq, attention
+    return _frequencies(spec, head_dim, base, seq_len)

@@ -1,0 +1,62 @@
+import numpy as np
+import numpy.typing as npt
+
+NAME: str
+HAVE_OPENMP: bool
+ISA: str
+DEBUG: bool
+BOUNDS_CHECKED: bool
+C_ASSERTS: bool
+
+def max_threads() -> tuple[int, bool]: ...
+def exact_cos_sin(
+    positions: npt.NDArray[np.float64],
+    table: npt.NDArray[np.float64],
+    out: npt.NDArray[np.float64],
+    threads: int,
+) -> None: ...
+def prepare_frequency_table(
+    w: npt.NDArray[np.float64], table: npt.NDArray[np.float64]
+) -> npt.NDArray[np.intp] | None: ...
+def log_dd(base: float) -> tuple[float, float]: ...
+def power_vector(
+    out: npt.NDArray[np.float64],
+    log_hi: float,
+    log_lo: float,
+    numerator: float,
+    denominator: float,
+    scale: float,
+) -> None: ...
+
+class Plan:
+    grid: npt.NDArray[np.float64]
+    table: npt.NDArray[np.float64]
+    segments: npt.NDArray[np.int64]
+    width: int
+    planes: int
+    pad_col: int
+    factor: float
+    axes: int
+    def __init__(
+        self,
+        grid: npt.NDArray[np.float64],
+        table: npt.NDArray[np.float64],
+        segments: npt.NDArray[np.int64],
+        width: int,
+        planes: int,
+        pad_col: int,
+        factor: float,
+    ) -> None: ...
+
+def fill(
+    plan: Plan,
+    out0: npt.NDArray[np.generic],
+    out1: npt.NDArray[np.generic] | None,
+    anchors: npt.NDArray[np.float64] | None,
+    values: npt.NDArray[np.float64] | None,
+    codes: npt.NDArray[np.int64] | None,
+    start: int,
+    origin: float,
+    threads: int,
+) -> None: ...
+def round_half(values: npt.NDArray[np.float64], out: npt.NDArray[np.generic]) -> None: ...

@@ -1,0 +1,405 @@
+# cython: language_level=3
+# boundscheck, wraparound, cdivision and initializedcheck come from setup.py, which turns the
+# checks on for SINPE_DEBUG_BUILD=1 (a file-level directive here would override it).
+"""The compiled twin of ``sinpe._twin``: the same names, arguments and results (same bits),
+the work in the C headers beside this file. Glue only:
+
+- ``exact_cos_sin(positions, table, out, threads)``: the exact evaluator (``exact.h``);
+- ``prepare_frequency_table(w, table)``: its per-frequency constants (``turns.h``);
+- ``log_dd(base)``, ``power_vector(out, log_hi, log_lo, numerator, denominator, scale)``:
+  the frequency rule (``frequencies.h``);
+- ``Plan(grid, segments, width, planes, pad_col, factor)`` and
+  ``fill(plan, out0, out1, anchors, codes, start, threads)``: the one filler (``fill.h``,
+  whose header has the scheme and its error bound; the rotation is ``rotate.h``);
+- ``round_half(values, out)``: the float16/bfloat16 converter of the filler's stores.
+
+Arguments are trusted: ``sinpe._front`` builds the plans and checks every array (shape,
+dtype, C order, writable). Everything is read and written through raw pointers (acquiring a
+typed memoryview costs ~1 us per call, a quarter of a small table's time); debug builds
+(``SINPE_DEBUG_BUILD=1``) check every argument those pointers depend on.
+"""
+
+cimport numpy as cnp
+import numpy as np
+from libc.stdint cimport int64_t, uint16_t, uintptr_t
+
+cnp.import_array()
+
+
+cdef extern from "config.h":
+    int SINPE_HAVE_OPENMP
+    int SINPE_DEBUG
+    int SINPE_C_ASSERTS
+    int isa_level "sinpe_isa"() noexcept nogil
+
+cdef extern from "constants.h":
+    int GRID_ROWS "SINPE_GRID_ROWS"
+    int GRID_SPAN_BITS "SINPE_GRID_SPAN_BITS"
+    int SEG_FIELDS "SINPE_SEG_FIELDS"
+    int SEG_COUNT "SINPE_SEG_COUNT"
+    int SEG_AXIS "SINPE_SEG_AXIS"
+    int SEG_COS_PLANE "SINPE_SEG_COS_PLANE"
+    int SEG_SIN_PLANE "SINPE_SEG_SIN_PLANE"
+    int KIND_F64 "SINPE_KIND_F64"
+    int KIND_F32 "SINPE_KIND_F32"
+    int KIND_F16 "SINPE_KIND_F16"
+    int KIND_BF16 "SINPE_KIND_BF16"
+
+cdef extern from "team.h":
+    ctypedef void (*work_fn "sinpe_work_fn")(void*, Py_ssize_t, double*) noexcept nogil
+    int team_run "sinpe_team_run"(int threads, Py_ssize_t n_chunks, work_fn work,
+                                  void* context, Py_ssize_t scratch_doubles,
+                                  uintptr_t placement) noexcept nogil
+    int team_allowed "sinpe_team_allowed"() noexcept nogil
+    int openmp_max_threads "sinpe_openmp_max_threads"() noexcept nogil
+
+cdef extern from "exact.h":
+    void exact_rows "sinpe_exact_cos_sin"(const double* p, Py_ssize_t n_p, const double* table,
+                                          Py_ssize_t n_w, double* out) noexcept nogil
+
+cdef extern from "dd.h":
+    ctypedef struct dd "sinpe__dd":
+        double hi
+        double lo
+
+cdef extern from "frequencies.h":
+    dd log_dd_c "sinpe_log_dd"(double base) noexcept nogil
+    void power_vector_c "sinpe_power_vector"(
+        Py_ssize_t count, double log_hi, double log_lo, double numerator, double denominator,
+        double scale, double* out) noexcept nogil
+
+cdef extern from "turns.h":
+    int TURNS_EXACT "SINPE_TURNS_EXACT"
+    Py_ssize_t prepare_frequency_table_c "sinpe_prepare_frequency_table"(
+        const double* w, Py_ssize_t n, double* table, unsigned char* status) noexcept nogil
+
+cdef extern from "fill.h":
+    ctypedef struct place "sinpe_place":
+        Py_ssize_t plane, col, step, dup, count
+    ctypedef struct plan_t "sinpe_plan":
+        const double* grid
+        const double* table
+        Py_ssize_t h
+        const int64_t* segments
+        const int* shapes
+        Py_ssize_t n_segments
+        Py_ssize_t max_lanes
+        Py_ssize_t width
+        Py_ssize_t pad_col
+        double factor
+    ctypedef struct fill_job "sinpe_fill_job":
+        const plan_t* plan
+        char* planes[2]
+        int kind
+        int isa
+        size_t itemsize
+        Py_ssize_t n_rows
+        const double* anchors
+        const double* values
+        double origin
+        const int64_t* codes
+        int64_t start
+    int shape_of "sinpe_shape_of"(const place* c, const place* s) noexcept nogil
+    int fill_c "sinpe_fill"(fill_job* job, int threads) noexcept nogil
+    void round_half_c "sinpe_round_half"(int isa, uint16_t* out, const double* values,
+                                         Py_ssize_t n, int f16) noexcept nogil
+
+
+NAME = "cython"
+HAVE_OPENMP = bool(SINPE_HAVE_OPENMP)
+# The instruction-set level every loop runs on this CPU (config.h: one probe, asked here at
+# import, before any thread can fill a table, so the kernel has no shared mutable state; it
+# is declared freethreading_compatible in setup.py). Every level gives the same bits.
+cdef int ISA_LEVEL = isa_level()
+ISA = ("c", "sse2", "avx2")[ISA_LEVEL]
+DEBUG = bool(SINPE_DEBUG)  # a SINPE_DEBUG_BUILD=1 build: trusted arguments are checked too
+C_ASSERTS = bool(SINPE_C_ASSERTS)  # C assert() live (NDEBUG undefined): debug builds only
+_TABLE_DTYPES = ("float64", "float32", "float16", "bfloat16")
+
+
+def _bounds_checked():
+    """True when this module was compiled with boundscheck on: index one past the end of a
+    one-element view (of a two-element buffer, so the read is harmless either way)."""
+    cdef double[::1] view = cnp.PyArray_ZEROS(1, [2], cnp.NPY_DOUBLE, 0)[:1]
+    cdef Py_ssize_t i = 1
+    try:
+        view[i]
+    except IndexError:
+        return True
+    return False
+
+
+BOUNDS_CHECKED = _bounds_checked()
+
+
+def max_threads():
+    """``(threads, forked)``: the most threads OpenMP gives the calling thread
+    (``OMP_NUM_THREADS``, ``omp_set_num_threads``, threadpoolctl; 1 without OpenMP), and
+    whether this process is a fork of one that started a team (then work runs on one
+    thread, see ``team.h``)."""
+    return openmp_max_threads(), not team_allowed()
+
+
+cdef inline int element_kind(cnp.ndarray out):
+    cdef int itemsize = cnp.PyArray_ITEMSIZE(out)
+    if itemsize == 8:
+        return KIND_F64
+    if itemsize == 4:
+        return KIND_F32
+    return KIND_F16 if cnp.PyArray_TYPE(out) == cnp.NPY_FLOAT16 else KIND_BF16
+
+
+# --------------------------------------------------------------------------- the evaluator
+
+cdef struct ExactJob:
+    const double* p
+    const double* table
+    double* out
+    Py_ssize_t n, n_w, rows
+
+
+cdef void exact_chunk(void* context, Py_ssize_t chunk, double* scratch) noexcept nogil:
+    cdef ExactJob* job = <ExactJob*>context
+    cdef Py_ssize_t first = chunk * job.rows
+    exact_rows(job.p + first, min(job.rows, job.n - first), job.table, job.n_w,
+               job.out + first * 2 * job.n_w)
+
+
+def exact_cos_sin(cnp.ndarray positions, cnp.ndarray table, cnp.ndarray out, int threads):
+    """``out[r, 0, i]``, ``out[r, 1, i]`` = cos, sin of ``positions[r] * w[i]`` (``exact.h``)
+    for the columns with ``|w| < 2**32`` (the others are left untouched).
+
+    ``positions`` 1-D float64, ``|p| < 2**53``; ``table`` from ``prepare_frequency_table``,
+    ``(8, n_w)``; ``out`` ``(n, 2, n_w)`` float64; all C-contiguous. Rows are cut into
+    chunks of about 2048 pairs, run on ``threads`` threads (``team.h``).
+    """
+    cdef ExactJob job
+    if SINPE_DEBUG:
+        _check_exact_arguments(positions, table, out, threads)
+    job.p = <const double*>cnp.PyArray_DATA(positions)
+    job.table = <const double*>cnp.PyArray_DATA(table)
+    job.out = <double*>cnp.PyArray_DATA(out)
+    job.n = cnp.PyArray_DIM(positions, 0)
+    job.n_w = cnp.PyArray_DIM(table, 1)
+    job.rows = max(1, 2048 // max(job.n_w, 1))
+    if job.n == 0 or job.n_w == 0:
+        return
+    with nogil:
+        team_run(threads, (job.n + job.rows - 1) // job.rows, exact_chunk, &job, 0, 0)
+
+
+def _check_exact_arguments(positions, table, out, threads):
+    """Debug builds only: everything ``exact_cos_sin`` trusts."""
+    fits = (
+        positions.dtype == "float64" and positions.ndim == 1 and positions.flags.c_contiguous
+        and table.dtype == "float64" and table.ndim == 2 and table.shape[0] == 8
+        and table.flags.c_contiguous and out.dtype == "float64" and out.flags.c_contiguous
+        and out.flags.writeable and out.shape == (positions.shape[0], 2, table.shape[1])
+        and threads >= 1
+    )
+    if not fits:
+        raise ValueError("debug: exact_cos_sin arguments do not fit")
+
+
+def prepare_frequency_table(cnp.ndarray w, cnp.ndarray table):
+    """Fill ``table`` (8, n) float64 C-contiguous for the frequencies ``w`` (n,) float64
+    C-contiguous (``turns.h``); returns the indices of the columns left to the big-integer
+    path (``sinpe._twin.turns.exact_columns``), or None."""
+    if not (w.dtype == np.float64 and w.ndim == 1 and w.flags.c_contiguous
+            and table.dtype == np.float64 and table.ndim == 2 and table.flags.c_contiguous
+            and table.flags.writeable and table.shape[0] == 8
+            and table.shape[1] == w.shape[0]):
+        raise ValueError("prepare_frequency_table needs w (n,) and table (8, n), float64, "
+                         "C-contiguous")
+    cdef Py_ssize_t n = cnp.PyArray_DIM(w, 0), exact
+    cdef cnp.ndarray status = np.empty(n, dtype=np.uint8)
+    cdef unsigned char* status_data = <unsigned char*>cnp.PyArray_DATA(status)
+    with nogil:
+        exact = prepare_frequency_table_c(
+            <const double*>cnp.PyArray_DATA(w), n, <double*>cnp.PyArray_DATA(table),
+            status_data)
+    if exact == 0:
+        return None
+    return np.flatnonzero(status == TURNS_EXACT)
+
+
+# --------------------------------------------------------------------------- frequencies
+
+def log_dd(double base):
+    """``log(base)`` as a double-double ``(hi, lo)`` (base finite and > 0, trusted)."""
+    cdef dd result = log_dd_c(base)
+    return result.hi, result.lo
+
+
+def power_vector(cnp.ndarray out, double log_hi, double log_lo, double numerator,
+                 double denominator, double scale):
+    """Fill ``out`` (1-D float64, C-contiguous) with ``scale * exp(-numerator * i * (log_hi +
+    log_lo) / denominator)``, each rounded once (denominator > 0 and scale finite,
+    trusted)."""
+    if not (out.dtype == np.float64 and out.ndim == 1 and out.flags.c_contiguous
+            and out.flags.writeable):
+        raise ValueError("power_vector needs a writeable 1-D C-contiguous float64 out")
+    with nogil:
+        power_vector_c(cnp.PyArray_DIM(out, 0), log_hi, log_lo, numerator, denominator, scale,
+                       <double*>cnp.PyArray_DATA(out))
+
+
+# --------------------------------------------------------------------------- the filler
+
+cdef class Plan:
+    """What a fill keeps between calls: the grid table ``(80, 2, h)`` (mid rows, then fine
+    rows; ``fill.h``), the evaluator's constants ``(8, h)`` (``prepare_frequency_table``), the
+    layout's segments ``(n, 13)`` int64 (``constants.h``), the row width, the number of output
+    planes (1 or 2), a zero column (or -1) and the factor every value is multiplied by. The
+    arrays are kept alive here; the front validated them."""
+
+    cdef plan_t plan
+    cdef readonly object grid, table, segments
+    cdef readonly Py_ssize_t width, planes, pad_col
+    cdef readonly double factor
+    cdef readonly Py_ssize_t axes  # position axes the segments read
+    cdef object _shapes
+
+    def __init__(self, cnp.ndarray grid, cnp.ndarray table, cnp.ndarray segments,
+                 Py_ssize_t width, int planes, Py_ssize_t pad_col, double factor):
+        cdef Py_ssize_t s, n_segments = cnp.PyArray_DIM(segments, 0)
+        cdef const int64_t* seg
+        cdef place c, si
+        cdef int[::1] shapes
+        if not (grid.dtype == np.float64 and grid.ndim == 3 and grid.shape[0] == GRID_ROWS
+                and grid.shape[1] == 2 and grid.flags.c_contiguous
+                and table.dtype == np.float64 and table.ndim == 2 and table.shape[0] == 8
+                and table.shape[1] == grid.shape[2] and table.flags.c_contiguous
+                and segments.dtype == np.int64 and segments.ndim == 2
+                and segments.shape[1] == SEG_FIELDS and segments.flags.c_contiguous
+                and planes in (1, 2)):
+            raise ValueError("Plan needs grid (80, 2, h) and table (8, h) float64, segments "
+                             "(n, 13) int64, C-contiguous, and 1 or 2 planes")
+        self.grid, self.table, self.segments = grid, table, segments
+        self.width, self.planes, self.pad_col, self.factor = width, planes, pad_col, factor
+        self._shapes = np.empty(n_segments, dtype=np.intc)
+        shapes = self._shapes
+        self.axes = 0
+        self.plan.max_lanes = 0
+        for s in range(n_segments):
+            seg = <const int64_t*>cnp.PyArray_DATA(segments) + s * SEG_FIELDS
+            c.plane, c.col, c.step, c.dup, c.count = seg[3], seg[4], seg[5], seg[6], seg[7]
+            si.plane, si.col, si.step, si.dup, si.count = seg[8], seg[9], seg[10], seg[11], seg[12]
+            shapes[s] = shape_of(&c, &si)
+            self.plan.max_lanes = max(self.plan.max_lanes, seg[SEG_COUNT])
+            self.axes = max(self.axes, seg[SEG_AXIS] + 1)
+        self.plan.grid = <const double*>cnp.PyArray_DATA(grid)
+        self.plan.table = <const double*>cnp.PyArray_DATA(table)
+        self.plan.h = cnp.PyArray_DIM(grid, 2)
+        self.plan.segments = <const int64_t*>cnp.PyArray_DATA(segments)
+        self.plan.shapes = &shapes[0] if n_segments else NULL
+        self.plan.n_segments = n_segments
+        self.plan.width = width
+        self.plan.pad_col = pad_col
+        self.plan.factor = factor
+
+
+def fill(Plan plan, cnp.ndarray out0, object out1, object anchors, object values,
+         object codes, int64_t start, double origin, int threads):
+    """Fill ``out0`` (and ``out1`` for a two-plane layout, else None), ``(n, plan.width)``
+    of float64, float32, float16 or bfloat16, from ``anchors`` ``(n_a, 2, h)`` float64, or
+    (``anchors`` None) the evaluator here, at the anchor positions ``values`` ``(plan.axes,
+    n)`` float64 or, for a run, at ``origin + 1024 n``; and the rows' ``codes`` ``(plan.axes,
+    n)`` int64, or None for a run (row r's code is ``start + r``); see ``fill.h``. Rows are
+    cut into chunks run on ``threads`` threads."""
+    cdef fill_job job
+    if SINPE_DEBUG:
+        _check_fill_arguments(plan, out0, out1, anchors, values, codes, start, origin, threads)
+    job.plan = &plan.plan
+    job.planes[0] = <char*>cnp.PyArray_DATA(out0)
+    job.planes[1] = <char*>cnp.PyArray_DATA(out1) if out1 is not None else NULL
+    job.kind = element_kind(out0)
+    job.isa = ISA_LEVEL
+    job.itemsize = cnp.PyArray_ITEMSIZE(out0)
+    job.n_rows = cnp.PyArray_DIM(out0, 0)
+    job.anchors = <const double*>cnp.PyArray_DATA(anchors) if anchors is not None else NULL
+    job.values = <const double*>cnp.PyArray_DATA(values) if values is not None else NULL
+    job.origin = origin
+    job.codes = <const int64_t*>cnp.PyArray_DATA(codes) if codes is not None else NULL
+    job.start = start
+    cdef int status
+    with nogil:
+        status = fill_c(&job, threads)
+    if status < 0:
+        raise MemoryError(f"no memory for {threads} rows of scratch")
+
+
+def _check_fill_arguments(Plan plan, out0, out1, anchors, values, codes, start, origin,
+                          threads):
+    """Debug builds only: everything ``fill`` trusts, so that the whole test suite on a debug
+    build proves the raw-pointer reads and writes stay inside their arrays."""
+    h = plan.grid.shape[2]
+    n = out0.shape[0]
+    outs = [out0] if plan.planes == 1 else [out0, out1]
+    if (plan.planes == 1) != (out1 is None):
+        raise ValueError("debug: out1 must be given exactly for a two-plane plan")
+    for out in outs:
+        if not (out.dtype.name in _TABLE_DTYPES and out.dtype == out0.dtype
+                and out.shape == (n, plan.width) and out.flags.c_contiguous
+                and out.flags.writeable):
+            raise ValueError(f"debug: out {out.dtype} {out.shape} does not fit the plan")
+    if threads < 1:
+        raise ValueError(f"debug: threads={threads}")
+    if codes is not None and not (codes.dtype == np.int64 and codes.ndim == 2
+                                  and codes.shape[1] == n and codes.shape[0] >= plan.axes
+                                  and codes.flags.c_contiguous):
+        raise ValueError(f"debug: codes {codes.dtype} {codes.shape} do not fit")
+    used = np.array([start, start + max(n - 1, 0)], dtype=np.int64) if codes is None else codes
+    if n and int(used.min()) < 0:
+        raise ValueError("debug: a negative code")
+    if anchors is None:  # evaluated by the filler
+        if not np.all(np.abs(plan.table[0]) < 2.0**32):
+            raise ValueError("debug: anchors evaluated here need every frequency below 2**32")
+        if values is not None:
+            if not (codes is not None and values.dtype == np.float64
+                    and values.shape == codes.shape and values.flags.c_contiguous):
+                raise ValueError("debug: values need codes of their shape")
+            if n and int(codes.max()) >> GRID_SPAN_BITS != 0:
+                raise ValueError("debug: codes beside values must name anchor 0")
+        elif codes is not None or not (
+            abs(origin) + 1024.0 * ((start + n) // 1024 + 1) < 2.0**53
+        ):
+            raise ValueError("debug: a run without anchors must stay below 2**53")
+    else:
+        if not (anchors.dtype == np.float64 and anchors.ndim == 3
+                and anchors.shape[1:] == (2, h) and anchors.flags.c_contiguous
+                and values is None):
+            raise ValueError(f"debug: anchors {anchors.dtype} {anchors.shape} do not fit h={h}")
+        if n and int(used.max()) >> GRID_SPAN_BITS >= anchors.shape[0]:
+            raise ValueError("debug: a code names an anchor that is not there")
+    _check_segments(plan.segments, h, plan.width, plan.planes, plan.pad_col)
+
+
+def _check_segments(segments, h, width, planes, pad_col):
+    """Debug builds only: every place a segment writes lies inside a row of ``width``."""
+    for seg in segments.tolist():
+        first, count, axis = seg[0], seg[1], seg[2]
+        if not (0 <= first and first + count <= h and axis >= 0):
+            raise ValueError(f"debug: segment {seg} outside {h} frequencies")
+        for plane, col, step, dup, n in (seg[3:8], seg[8:13]):
+            if not (0 <= plane < planes and 0 <= n <= count and step >= 1 and dup >= 0):
+                raise ValueError(f"debug: placement {seg} does not fit")
+            if n and not (0 <= col and col + step * (n - 1) + dup < width):
+                raise ValueError(f"debug: placement {seg} exceeds {width} columns")
+    if not (-1 <= pad_col < width):
+        raise ValueError(f"debug: pad_col={pad_col} outside {width} columns")
+
+
+def round_half(cnp.ndarray values, cnp.ndarray out):
+    """``out[i]`` = ``values[i]`` (1-D float64) rounded once to ``out``'s dtype (float16 or
+    bfloat16, 1-D, C-contiguous, same length): the converter of every half-precision store
+    of the filler, alone, so that tests can give it any double (``_twin.half.round_half`` is
+    its twin)."""
+    if not (values.dtype == np.float64 and values.ndim == 1 and values.flags.c_contiguous
+            and out.ndim == 1 and out.flags.c_contiguous and out.flags.writeable
+            and out.shape[0] == values.shape[0] and out.dtype.name in ("float16", "bfloat16")):
+        raise ValueError("round_half needs 1-D float64 values and a float16/bfloat16 out")
+    cdef int f16 = element_kind(out) == KIND_F16
+    with nogil:
+        round_half_c(ISA_LEVEL, <uint16_t*>cnp.PyArray_DATA(out),
+                     <const double*>cnp.PyArray_DATA(values), cnp.PyArray_DIM(values, 0), f16)

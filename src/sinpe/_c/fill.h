@@ -1,0 +1,321 @@
+/* The one filler: every table sinpe writes (sinusoidal tables of every convention, encode,
+   RoPE tables of every layout, several position axes) is this loop over data. Its NumPy twin
+   is _twin/fill.py (same names, same operations in the same order, same bits).
+
+   Value of an entry. Every position p reads one anchor row, one mid row and one fine row:
+   for an integer p, with A = floor(p / 1024) * 1024 and p - A = 16 j + k (j < 64, k < 16),
+
+       e^{i p w} = e^{i A w} * e^{i 16 j w} * e^{i k w}:
+
+   the anchor e^{iAw} is given (the caller's anchors, from the exact evaluator of exact.h),
+   the mid and fine rows come from the plan's grid table (the same evaluator at 16 j and k,
+   once per frequency vector). Then, by rotate.h's rotation,
+       a = anchor * mid[j]                     (rounded, no clamp; the anchor itself for j = 0)
+       v = clamp(a * fine[k], -1, 1)           (the clamp only where it can change a value)
+       value = factor * v                      (factor: RoPE's attention factor, else 1)
+   A fractional p is its own anchor (e^{ipw} from the evaluator) with j = k = 0, and the
+   grid's rows 0 are e^{i0w} = (1, +-0): multiplying by them changes at most the sign of a
+   zero (so the mid one is skipped, and the fine one done). So the value at a
+   position depends on nothing but the position and the frequency: not on the call's
+   offset, length, thread count or which function asked (tests/test_fill.py).
+
+   Bound (u = 2^-53). The evaluator's values are within 0.5u + 2^-65.3 < 0.51u of the exact
+   cos/sin of the exact product p * w. A rotation of unit vectors with input errors e1, e2
+   gives at most sqrt(2)(e1 + e2) + 2u (two products and one sum rounded per component), so
+   |a - exact| <= sqrt(2)(1.02u) + 2u < 3.5u and |v - exact| <= sqrt(2)(3.5u + 0.51u) + 2u
+   < 7.7u = 8.5e-16 at every position below 2^53; the clamp only moves v towards the exact
+   value. |value - factor * exact| <= factor (8.5e-16 + u) < 1e-15 max(1, factor). A narrower
+   type gets the float64 value rounded once (rotate.h, half.h).
+
+   Data. Codes: row r of position axis x has code c = 1024 * n + u, u = 16 j + k (0 for a
+   fractional position): its anchor is row n of the caller's anchors, or, when the caller
+   passes the anchor positions instead ("values", one per row and axis: A, or p itself), the
+   evaluator's value there, made in the thread's scratch when it changes from the row
+   before (no array of the size of the table; frequencies below 2^32 only). A run of
+   consecutive positions (a table) passes no codes: row r's code is start + r on every
+   axis, and without anchors its anchor n is evaluated at origin + 1024 n. Segments (rows of
+   SINPE_SEG_FIELDS int64, constants.h) say which frequencies read which axis and where
+   their cos and sin go (rotate.h's placements); a zero column (pad_col) may be added. Work
+   is cut into chunks of rows (team.h runs them); each chunk forms an anchor product only
+   when the anchor or mid row changes, and rotates runs of up to 16 consecutive rows
+   against consecutive fine rows, writing each value straight from the rotation's
+   registers. Rows are independent given their anchor: identical results for any thread
+   count and any chunking. */
+#ifndef SINPE_FILL_H
+#define SINPE_FILL_H
+#include <string.h>
+#include "config.h"
+#include "constants.h"
+#include "exact.h"
+#include "half.h"
+#include "team.h"
+
+enum { SINPE_SHAPE_CONTIG = 0, SINPE_SHAPE_DUP = 1, SINPE_SHAPE_PAIRS = 2, SINPE_SHAPE_GENERIC = 3 };
+
+/* Where one kind (cos or sin) of a segment goes: lane i at column col + i * step of plane
+   `plane` (and again dup further on, when dup != 0), for lanes i < count. */
+typedef struct {
+    ptrdiff_t plane, col, step, dup, count;
+} sinpe_place;
+
+/* One call of a row function: n_rows consecutive rows sharing an anchor product. */
+typedef struct {
+    char *planes[2];              /* row 0 of the run in each output plane */
+    ptrdiff_t width;              /* elements per row */
+    ptrdiff_t n_rows;
+    const double *a_cos, *a_sin;  /* the anchor product, lane 0 = the segment's first */
+    const double *fine;           /* cos lanes of the first fine row */
+    ptrdiff_t fine_stride;        /* doubles from one fine row to the next */
+    ptrdiff_t fine_sin;           /* doubles from a row's cos lanes to its sin lanes */
+    double factor;
+    int clamp, scale;
+    sinpe_place cos, sin;
+} sinpe_rows;
+
+typedef void (*sinpe_rows_fn)(const sinpe_rows *, ptrdiff_t, ptrdiff_t);
+
+/* rotate.h, once per instruction set: sinpe_c_rows, sinpe_sse2_rows, sinpe_avx2_rows. */
+#include "isa_c.h"
+#include "rotate.h"
+#include "isa_end.h"
+#if SINPE_SSE2
+#include "isa_sse2.h"
+#include "rotate.h"
+#include "isa_end.h"
+#endif
+#if SINPE_AVX2
+#include "isa_avx2.h"
+#include "rotate.h"
+#include "isa_end.h"
+#endif
+
+static inline sinpe_rows_fn sinpe_rows_for(int isa, int kind, int shape)
+{
+#if SINPE_AVX2
+    if (isa == SINPE_ISA_AVX2)
+        return sinpe_avx2_rows[kind][shape];
+#endif
+#if SINPE_SSE2
+    if (isa >= SINPE_ISA_SSE2)
+        return sinpe_sse2_rows[kind][shape];
+#endif
+    (void)isa;
+    return sinpe_c_rows[kind][shape];
+}
+
+/* The float16/bfloat16 converter of an instruction set (rotate.h's round_half). */
+static inline void sinpe_round_half(int isa, uint16_t *out, const double *values, ptrdiff_t n,
+                                    int f16)
+{
+#if SINPE_AVX2
+    if (isa == SINPE_ISA_AVX2) {
+        sinpe_avx2_round_half(out, values, n, f16);
+        return;
+    }
+#endif
+#if SINPE_SSE2
+    if (isa >= SINPE_ISA_SSE2) {
+        sinpe_sse2_round_half(out, values, n, f16);
+        return;
+    }
+#endif
+    (void)isa;
+    sinpe_c_round_half(out, values, n, f16);
+}
+
+/* The placement shape with vector stores that a segment's two placements fit (for the
+   lanes both kinds have), else generic; the caller checks them against the table. */
+static inline int sinpe_shape_of(const sinpe_place *c, const sinpe_place *s)
+{
+    if (c->step == 1 && s->step == 1)
+        return SINPE_SHAPE_CONTIG;
+    if (c->step == 2 && s->step == 2 && c->dup == 1 && s->dup == 1)
+        return SINPE_SHAPE_DUP;
+    if (c->step == 2 && s->step == 2 && c->dup == 0 && s->dup == 0 && c->plane == s->plane &&
+        (c->col - s->col == 1 || s->col - c->col == 1))
+        return SINPE_SHAPE_PAIRS;
+    return SINPE_SHAPE_GENERIC;
+}
+
+/* What a plan holds: the frequency data and the layout, fixed for many calls. */
+typedef struct {
+    const double *grid;       /* (SINPE_GRID_ROWS, 2, h): mid rows, then fine rows */
+    const double *table;      /* (SINPE_TABLE_ROWS, h): the evaluator's constants (exact.h) */
+    ptrdiff_t h;              /* frequencies */
+    const int64_t *segments;  /* (n_segments, SINPE_SEG_FIELDS) */
+    const int *shapes;        /* per segment: its placement shape, paired lanes */
+    ptrdiff_t n_segments;
+    ptrdiff_t max_lanes;      /* the widest segment */
+    ptrdiff_t width;          /* elements per row of each plane */
+    ptrdiff_t pad_col;        /* a zero column of plane 0, or -1 */
+    double factor;
+} sinpe_plan;
+
+/* One fill: a plan, the tables and the positions' codes. */
+typedef struct {
+    const sinpe_plan *plan;
+    char *planes[2];
+    int kind, isa;
+    size_t itemsize;
+    ptrdiff_t n_rows;
+    const double *anchors;    /* (n_anchors, 2, h), or NULL: evaluate them here */
+    const double *values;     /* (n_axes, n_rows) anchor positions, when anchors is NULL */
+    double origin;            /* a run without anchors: anchor n is at origin + 1024 n */
+    const int64_t *codes;     /* (n_axes, n_rows), or NULL: code = start + r */
+    int64_t start;
+    ptrdiff_t chunk_rows;
+} sinpe_fill_job;
+
+static inline void sinpe__place(const int64_t *seg, int kind_offset, sinpe_place *p)
+{
+    p->plane = seg[kind_offset];
+    p->col = seg[kind_offset + 1];
+    p->step = seg[kind_offset + 2];
+    p->dup = seg[kind_offset + 3];
+    p->count = seg[kind_offset + 4];
+}
+
+/* Rows [r0, r1) of one segment. */
+static void sinpe__fill_segment(const sinpe_fill_job *job, ptrdiff_t s, ptrdiff_t r0,
+                                ptrdiff_t r1, double *scratch)
+{
+    const sinpe_plan *plan = job->plan;
+    const int64_t *seg = plan->segments + s * SINPE_SEG_FIELDS;
+    const ptrdiff_t h = plan->h, first = seg[SINPE_SEG_FIRST], lanes = seg[SINPE_SEG_COUNT];
+    const int64_t *codes = job->codes ? job->codes + seg[SINPE_SEG_AXIS] * job->n_rows : NULL;
+    const double *values = job->values ? job->values + seg[SINPE_SEG_AXIS] * job->n_rows : NULL;
+    double *evaluated = scratch + 2 * plan->max_lanes; /* [cos | sin] at a value: 2h doubles */
+    double last_value = 0.0;
+    const double *mid = plan->grid + first, *fine = plan->grid + SINPE_GRID_MID * 2 * h + first;
+    const int shape = plan->shapes[s];
+    sinpe_rows rows, product;
+    ptrdiff_t both, most, r, p;
+    int64_t last_anchor = -1, last_j = -1;
+    sinpe_rows_fn paired = sinpe_rows_for(job->isa, job->kind, shape);
+    sinpe_rows_fn single = sinpe_rows_for(SINPE_ISA_C, job->kind, SINPE_SHAPE_GENERIC);
+    sinpe_rows_fn multiply = sinpe_rows_for(job->isa, SINPE_KIND_F64, SINPE_SHAPE_CONTIG);
+
+    memset(&rows, 0, sizeof rows);
+    sinpe__place(seg, SINPE_SEG_COS_PLANE, &rows.cos);
+    sinpe__place(seg, SINPE_SEG_SIN_PLANE, &rows.sin);
+    both = rows.cos.count < rows.sin.count ? rows.cos.count : rows.sin.count;
+    most = rows.cos.count < rows.sin.count ? rows.sin.count : rows.cos.count;
+    rows.width = plan->width;
+    rows.a_cos = scratch;
+    rows.a_sin = scratch + plan->max_lanes;
+    rows.fine_stride = 2 * h;
+    rows.fine_sin = h;
+    rows.factor = plan->factor;
+    rows.scale = plan->factor != 1.0;
+    /* Narrower than float64 with factor 1: a value within 8.5e-16 outside [-1, 1] rounds to
+       the same float32/float16/bfloat16 as its clamped value, so the clamp is skipped. */
+    rows.clamp = job->kind == SINPE_KIND_F64 || rows.scale;
+
+    /* the anchor product a = anchor * mid[j]: one row into the scratch, no clamp, no scale */
+    memset(&product, 0, sizeof product);
+    product.planes[0] = (char *)scratch;
+    product.planes[1] = (char *)(scratch + plan->max_lanes);
+    product.n_rows = 1;
+    product.fine_sin = h;
+    product.factor = 1.0;
+    product.cos.plane = 0;
+    product.cos.step = 1;
+    product.cos.count = lanes;
+    product.sin = product.cos;
+    product.sin.plane = 1;
+
+    for (r = r0; r < r1;) {
+        int64_t code = codes ? codes[r] : job->start + r;
+        int64_t anchor = code >> SINPE_GRID_SPAN_BITS;
+        int64_t u = code & (SINPE_GRID_SPAN - 1);
+        int64_t j = u >> SINPE_GRID_FINE_BITS, k = u & (SINPE_GRID_FINE - 1);
+        ptrdiff_t run = 1;
+        if (!job->anchors) { /* evaluated here, when it changes */
+            double at = values ? values[r] : job->origin + (double)(anchor << SINPE_GRID_SPAN_BITS);
+            if (r == r0 || at != last_value) {
+                last_value = at;
+                sinpe_exact_cos_sin(&last_value, 1, plan->table, h, evaluated);
+                last_anchor = -1; /* a new anchor */
+            }
+            anchor = 0;
+        }
+        if (anchor != last_anchor || j != last_j) {
+            const double *a = job->anchors ? job->anchors + anchor * 2 * h + first : evaluated + first;
+            if (j == 0) { /* mid[0] is e^{i0w} = (1, +-0): the anchor itself, nothing to round */
+                rows.a_cos = a;
+                rows.a_sin = a + h;
+            } else {
+                product.a_cos = a;
+                product.a_sin = a + h;
+                product.fine = mid + j * 2 * h;
+                multiply(&product, 0, lanes);
+                rows.a_cos = scratch;
+                rows.a_sin = scratch + plan->max_lanes;
+            }
+            last_anchor = anchor;
+            last_j = j;
+        }
+        /* the next rows at positions p + 1, p + 2, ... with the same anchor and mid row */
+        while (r + run < r1 && k + run < SINPE_GRID_FINE &&
+               (codes ? codes[r + run] : job->start + r + run) == code + run &&
+               (!values || values[r + run] == values[r]))
+            run++;
+        for (p = 0; p < 2; p++)
+            rows.planes[p] = job->planes[p] ? job->planes[p] + r * plan->width * job->itemsize
+                                            : NULL;
+        rows.n_rows = run;
+        rows.fine = fine + k * 2 * h;
+        if (both)
+            paired(&rows, 0, both);
+        if (most > both)
+            single(&rows, both, most);
+        r += run;
+    }
+}
+
+/* One chunk of rows: every segment, then the zero column. */
+static void sinpe_fill_chunk(void *context, ptrdiff_t chunk, double *scratch)
+{
+    const sinpe_fill_job *job = (const sinpe_fill_job *)context;
+    const sinpe_plan *plan = job->plan;
+    ptrdiff_t r0 = chunk * job->chunk_rows;
+    ptrdiff_t r1 = r0 + job->chunk_rows < job->n_rows ? r0 + job->chunk_rows : job->n_rows;
+    ptrdiff_t s, r;
+    for (s = 0; s < plan->n_segments; s++)
+        sinpe__fill_segment(job, s, r0, r1, scratch);
+    if (plan->pad_col >= 0)
+        for (r = r0; r < r1; r++)
+            memset(job->planes[0] + (r * plan->width + plan->pad_col) * job->itemsize, 0,
+                   job->itemsize);
+}
+
+/* Rows per chunk: about SINPE_CHUNK_ELEMENTS elements, a multiple of the fine table's 16. */
+static inline ptrdiff_t sinpe_chunk_rows(ptrdiff_t width)
+{
+    ptrdiff_t rows = SINPE_CHUNK_ELEMENTS / (width > 0 ? width : 1);
+    rows -= rows % SINPE_GRID_FINE;
+    return rows > SINPE_GRID_FINE ? rows : SINPE_GRID_FINE;
+}
+
+/* The whole fill on `threads` threads (team.h); 0, or -1 when the scratch could not be
+   allocated (then nothing was written). */
+static inline int sinpe_fill(sinpe_fill_job *job, int threads)
+{
+    ptrdiff_t n_chunks;
+    uintptr_t placement;
+    if (job->n_rows <= 0)
+        return 0;
+    /* where the filler evaluates anchors, a row may cost an evaluation too */
+    job->chunk_rows = sinpe_chunk_rows(
+        job->plan->width + (job->values ? SINPE_PAIR_COST * job->plan->h : 0));
+    n_chunks = (job->n_rows + job->chunk_rows - 1) / job->chunk_rows;
+    /* Each thread's anchor product at the fine rows' offset into a page: the row loop then
+       loads from few page offsets, clear of its own stores modulo 4096 (a store a few
+       hundred bytes behind a load, modulo 4096, stalls the load on a false dependence). */
+    placement = (uintptr_t)(job->plan->grid + SINPE_GRID_MID * 2 * job->plan->h) & 4095;
+    return sinpe_team_run(threads, n_chunks, sinpe_fill_chunk, job,
+                          2 * job->plan->max_lanes + (job->anchors ? 0 : 2 * job->plan->h),
+                          placement);
+}
+
+#endif /* SINPE_FILL_H */

@@ -1,0 +1,25 @@
+/* For an instruction set whose helpers convert one vector at a time (isa_c.h, isa_sse2.h):
+   the two-kind stores rotate.h uses, made of its store and dup helpers.
+   put:     cos to c (and c + c_dup when c_dup), sin to s (and s + s_dup)
+   put_dup: cos twice per lane from c, sin twice per lane from s */
+#define SINPE__COMPOSE(ISA, SFX, T, VD)                                                      \
+    static inline void sinpe_##ISA##_put_##SFX(T *c, T *s, ptrdiff_t c_dup, ptrdiff_t s_dup, \
+                                               VD vc, VD vs)                                \
+    {                                                                                     \
+        sinpe_##ISA##_store_##SFX(c, vc);                                                 \
+        sinpe_##ISA##_store_##SFX(s, vs);                                                 \
+        if (c_dup)                                                                        \
+            sinpe_##ISA##_store_##SFX(c + c_dup, vc);                                     \
+        if (s_dup)                                                                        \
+            sinpe_##ISA##_store_##SFX(s + s_dup, vs);                                     \
+    }                                                                                     \
+    static inline void sinpe_##ISA##_put_dup_##SFX(T *c, T *s, VD vc, VD vs)              \
+    {                                                                                     \
+        sinpe_##ISA##_dup_##SFX(c, vc);                                                   \
+        sinpe_##ISA##_dup_##SFX(s, vs);                                                   \
+    }
+#define SINPE__COMPOSE_ALL(ISA, VD)                                                          \
+    SINPE__COMPOSE(ISA, f64, double, VD)                                                   \
+    SINPE__COMPOSE(ISA, f32, float, VD)                                                    \
+    SINPE__COMPOSE(ISA, f16, uint16_t, VD)                                                 \
+    SINPE__COMPOSE(ISA, bf16, uint16_t, VD)

@@ -1,0 +1,5 @@
+/* Closes one instruction set's instantiation of rotate.h (see fill.h). */
+#undef SINPE_ISA_NAME
+#undef SINPE_W
+#undef SINPE_ATTR
+#undef SINPE_VD

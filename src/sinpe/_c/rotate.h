@@ -1,0 +1,184 @@
+/* The one rotation of the filler, written once over an instruction set's helpers (isa_*.h)
+   and compiled once per set: fill.h includes this file after isa_c.h, isa_sse2.h and
+   isa_avx2.h in turn (as SLEEF writes one algorithm over per-ISA helper headers), so no loop
+   is written twice. There is deliberately no include guard.
+
+   Value. For an anchor a = (a_cos, a_sin) and a step f = (f_cos, f_sin), unit vectors,
+       sin = a_sin * f_cos + a_cos * f_sin,    cos = a_cos * f_cos - a_sin * f_sin
+   (four products and two sums, each rounded once, in this order); then, if clamp, each held
+   to [-1, 1] (min then max), then, if scale, times factor. The NumPy twin (_twin/fill.py,
+   rotate) does the same operations in the same order, so both give the same bits, and so
+   does every instruction set (no FMA: -ffp-contract=off). The error bound of two chained
+   rotations is derived in fill.h.
+
+   Places. Each value is converted once to the table's element type (T) and stored to the
+   places the segment's placement names (sinpe_rows): cos of lane i at column
+   col + i * step of its plane, and again at col + i * step + dup when dup != 0; sin
+   likewise. Three shapes of placement have vector stores:
+       contig  step 1 (a second copy dup further on: rotate_half tables)
+       dup     step 2, dup 1: each value twice, adjacent (interleaved RoPE tables)
+       pairs   cos and sin adjacent in one plane, step 2 (the interleaved sinusoidal table,
+               complex caches)
+   and generic placements (any step, unequal counts) are written lane by lane, by the plain C
+   instantiation. Lanes past the last full vector go to the plain C function of the same
+   shape, which rounds identically. */
+
+#define SINPE__CAT2(a, b) a##_##b
+#define SINPE__CAT(a, b) SINPE__CAT2(a, b)
+#define V(name) SINPE__CAT(SINPE__CAT(sinpe, SINPE_ISA_NAME), name)
+
+/* Lanes [i0, i1) of every row of the run: the rotation, then EMIT (which stores c and s of
+   lanes i .. i + SINPE_W - 1 of row t). The body takes clamp, scale and the pairs order as
+   constants: the entry point below it inlines one copy per combination, so the vector loop
+   carries no branch. */
+#define SINPE__ROWS(SFX, SHAPE, T, EMIT)                                                     \
+    SINPE_ATTR __attribute__((always_inline)) static inline void V(body_##SFX##_##SHAPE)(   \
+        const sinpe_rows *a, ptrdiff_t i0, ptrdiff_t i1, const int clamp, const int scale,  \
+        const int sin_first)                                                               \
+    {                                                                                      \
+        const SINPE_VD one = V(set1)(1.0), minus_one = V(set1)(-1.0);                      \
+        const SINPE_VD factor = V(set1)(a->factor);                                        \
+        const double *SINPE_RESTRICT a_cos = a->a_cos, *SINPE_RESTRICT a_sin = a->a_sin;   \
+        const double *fine = a->fine;                                                      \
+        const ptrdiff_t end = i0 + (i1 - i0) / SINPE_W * SINPE_W, n_rows = a->n_rows;      \
+        const ptrdiff_t width = a->width, fine_stride = a->fine_stride, f_sin = a->fine_sin; \
+        const ptrdiff_t cos_step = a->cos.step, cos_dup = a->cos.dup, n_cos = a->cos.count; \
+        const ptrdiff_t sin_step = a->sin.step, sin_dup = a->sin.dup, n_sin = a->sin.count; \
+        T *cos_row = (T *)a->planes[a->cos.plane] + a->cos.col;                            \
+        T *sin_row = (T *)a->planes[a->sin.plane] + a->sin.col;                            \
+        ptrdiff_t t, i;                                                                    \
+        (void)cos_step; (void)cos_dup; (void)n_cos; (void)sin_step; (void)sin_dup; (void)n_sin; \
+        (void)sin_first;                                                                   \
+        for (t = 0; t < n_rows; t++, fine += fine_stride, cos_row += width, sin_row += width) { \
+            const double *SINPE_RESTRICT fc_row = fine, *SINPE_RESTRICT fs_row = fine + f_sin; \
+            T *SINPE_RESTRICT c_out = cos_row, *SINPE_RESTRICT s_out = sin_row;            \
+            for (i = i0; i < end; i += SINPE_W) {                                          \
+                SINPE_VD ac = V(load)(a_cos + i), as = V(load)(a_sin + i);                 \
+                SINPE_VD fc = V(load)(fc_row + i), fs = V(load)(fs_row + i);               \
+                SINPE_VD s = V(add)(V(mul)(as, fc), V(mul)(ac, fs));                       \
+                SINPE_VD c = V(sub)(V(mul)(ac, fc), V(mul)(as, fs));                       \
+                if (clamp) {                                                               \
+                    s = V(max)(V(min)(s, one), minus_one);                                 \
+                    c = V(max)(V(min)(c, one), minus_one);                                 \
+                }                                                                          \
+                if (scale) {                                                               \
+                    s = V(mul)(factor, s);                                                 \
+                    c = V(mul)(factor, c);                                                 \
+                }                                                                          \
+                EMIT                                                                       \
+            }                                                                              \
+        }                                                                                  \
+    }                                                                                      \
+    SINPE_ATTR static void V(rows_##SFX##_##SHAPE)(const sinpe_rows *a, ptrdiff_t i0,        \
+                                                   ptrdiff_t i1)                             \
+    {                                                                                      \
+        const ptrdiff_t end = i0 + (i1 - i0) / SINPE_W * SINPE_W;                          \
+        if (end > i0) {                                                                    \
+            switch (a->clamp * 4 + a->scale * 2 + SINPE__ORDER_##SHAPE(a)) {               \
+            case 0: V(body_##SFX##_##SHAPE)(a, i0, end, 0, 0, 0); break;                   \
+            case 1: V(body_##SFX##_##SHAPE)(a, i0, end, 0, 0, 1); break;                   \
+            case 2: V(body_##SFX##_##SHAPE)(a, i0, end, 0, 1, 0); break;                   \
+            case 3: V(body_##SFX##_##SHAPE)(a, i0, end, 0, 1, 1); break;                   \
+            case 4: V(body_##SFX##_##SHAPE)(a, i0, end, 1, 0, 0); break;                   \
+            case 5: V(body_##SFX##_##SHAPE)(a, i0, end, 1, 0, 1); break;                   \
+            case 6: V(body_##SFX##_##SHAPE)(a, i0, end, 1, 1, 0); break;                   \
+            default: V(body_##SFX##_##SHAPE)(a, i0, end, 1, 1, 1); break;                  \
+            }                                                                              \
+        }                                                                                  \
+        SINPE__TAIL(SFX##_##SHAPE)                                                         \
+    }
+/* Only the pairs shape has an order (sin first, or cos first); the others take 0. */
+#define SINPE__ORDER_contig(a) 0
+#define SINPE__ORDER_dup(a) 0
+#define SINPE__ORDER_generic(a) 0
+#define SINPE__ORDER_pairs(a) ((a)->sin.col < (a)->cos.col)
+
+#if SINPE_W > 1
+#define SINPE__TAIL(NAME)                                                                    \
+    if (end < i1)                                                                          \
+        sinpe_c_rows_##NAME(a, end, i1);
+#else
+#define SINPE__TAIL(NAME)
+#endif
+
+#define SINPE__CONTIG(SFX, T) V(put_##SFX)(c_out + i, s_out + i, cos_dup, sin_dup, c, s);
+#define SINPE__DUP(SFX, T) V(put_dup_##SFX)(c_out + 2 * i, s_out + 2 * i, c, s);
+/* (the fill driver passes pairs placements with cos and sin in one plane, adjacent) */
+#define SINPE__PAIRS(SFX, T)                                                                 \
+    {                                                                                      \
+        if (sin_first)                                                                     \
+            V(pairs_##SFX)(s_out + 2 * i, s, c);                                           \
+        else                                                                               \
+            V(pairs_##SFX)(c_out + 2 * i, c, s);                                           \
+    }
+
+#define SINPE__ROWS_OF_TYPE(SFX, T)                                                          \
+    SINPE__ROWS(SFX, contig, T, SINPE__CONTIG(SFX, T))                                     \
+    SINPE__ROWS(SFX, dup, T, SINPE__DUP(SFX, T))                                           \
+    SINPE__ROWS(SFX, pairs, T, SINPE__PAIRS(SFX, T))
+SINPE__ROWS_OF_TYPE(f64, double)
+SINPE__ROWS_OF_TYPE(f32, float)
+SINPE__ROWS_OF_TYPE(f16, uint16_t)
+SINPE__ROWS_OF_TYPE(bf16, uint16_t)
+
+#if SINPE_W == 1
+/* Any placement, lane by lane: cos where i < cos.count, sin where i < sin.count. */
+#define SINPE__GENERIC(SFX, T)                                                               \
+    {                                                                                      \
+        if (i < n_cos) {                                                                   \
+            V(store_##SFX)(c_out + i * cos_step, c);                                       \
+            if (cos_dup)                                                                   \
+                V(store_##SFX)(c_out + i * cos_step + cos_dup, c);                         \
+        }                                                                                  \
+        if (i < n_sin) {                                                                   \
+            V(store_##SFX)(s_out + i * sin_step, s);                                       \
+            if (sin_dup)                                                                   \
+                V(store_##SFX)(s_out + i * sin_step + sin_dup, s);                         \
+        }                                                                                  \
+    }
+SINPE__ROWS(f64, generic, double, SINPE__GENERIC(f64, double))
+SINPE__ROWS(f32, generic, float, SINPE__GENERIC(f32, float))
+SINPE__ROWS(f16, generic, uint16_t, SINPE__GENERIC(f16, uint16_t))
+SINPE__ROWS(bf16, generic, uint16_t, SINPE__GENERIC(bf16, uint16_t))
+#undef SINPE__GENERIC
+#endif
+
+/* values[i] rounded once to float16 (f16 = 1) or bfloat16 (f16 = 0), as bits, i < n: the
+   converter of every half-precision store above, alone (round_half, for the tests). */
+SINPE_ATTR static void V(round_half)(uint16_t *out, const double *values, ptrdiff_t n,
+                                     int f16)
+{
+    ptrdiff_t i = 0;
+    for (; i + 2 * SINPE_W <= n; i += 2 * SINPE_W) {
+        SINPE_VD a = V(load)(values + i), b = V(load)(values + i + SINPE_W);
+        if (f16)
+            V(put_f16)(out + i, out + i + SINPE_W, 0, 0, a, b);
+        else
+            V(put_bf16)(out + i, out + i + SINPE_W, 0, 0, a, b);
+    }
+    for (; i < n; i++)
+        out[i] = f16 ? sinpe_to_f16(values[i]) : sinpe_to_bf16(values[i]);
+}
+
+/* This instruction set's row functions by element kind (SINPE_KIND_*) and placement shape
+   (SINPE_SHAPE_*); generic placements always run lane by lane. */
+static const sinpe_rows_fn V(rows)[4][4] = {
+    {V(rows_f64_contig), V(rows_f64_dup), V(rows_f64_pairs), sinpe_c_rows_f64_generic},
+    {V(rows_f32_contig), V(rows_f32_dup), V(rows_f32_pairs), sinpe_c_rows_f32_generic},
+    {V(rows_f16_contig), V(rows_f16_dup), V(rows_f16_pairs), sinpe_c_rows_f16_generic},
+    {V(rows_bf16_contig), V(rows_bf16_dup), V(rows_bf16_pairs), sinpe_c_rows_bf16_generic},
+};
+
+#undef SINPE__ORDER_contig
+#undef SINPE__ORDER_dup
+#undef SINPE__ORDER_generic
+#undef SINPE__ORDER_pairs
+#undef SINPE__ROWS_OF_TYPE
+#undef SINPE__CONTIG
+#undef SINPE__DUP
+#undef SINPE__PAIRS
+#undef SINPE__TAIL
+#undef SINPE__ROWS
+#undef V
+#undef SINPE__CAT
+#undef SINPE__CAT2

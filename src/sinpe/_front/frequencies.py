@@ -1,0 +1,43 @@
+"""Frequency vectors ``scale * base**(-numerator * i / denominator)``, each rounded once,
+cached and read-only; computed by the default backend (both give the same bits, tested)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .backends import DEFAULT
+from .cache import cached
+
+__all__ = ["frequency_vector", "power_vector_from_log"]
+
+
+def _power(count, log_hi, log_lo, numerator, denominator, scale) -> np.ndarray:
+    w = np.empty(max(int(count), 0))
+    DEFAULT.power_vector(w, log_hi, log_lo, float(numerator), float(denominator), float(scale))
+    w.flags.writeable = False
+    return w
+
+
+@cached
+def frequency_vector(
+    count: int, base: float, numerator: int, denominator: float, scale: float = 1.0
+) -> np.ndarray:
+    """``scale * base**(-numerator*i/denominator)`` for ``i in range(count)``, read-only.
+
+    Each value is rounded once from the exact real value (``_twin/frequencies.py`` has the
+    method and the bound: within 1 ulp always); overflow gives +-inf and underflow +-0 or a
+    subnormal, without warnings. Arguments are trusted: base > 0, denominator > 0 and scale
+    finite.
+    """
+    log_hi, log_lo = DEFAULT.log_dd(float(base))
+    return _power(count, log_hi, log_lo, numerator, denominator, scale)
+
+
+@cached
+def power_vector_from_log(
+    count: int, log_hi: float, log_lo: float, numerator: int, denominator: float
+) -> np.ndarray:
+    """``exp(-numerator * i * (log_hi + log_lo) / denominator)`` for ``i in range(count)``,
+    rounded once, read-only: ``frequency_vector`` for a base known only through its logarithm
+    as a double-double (RoPE's dynamic base). Same method and bound."""
+    return _power(count, float(log_hi), float(log_lo), numerator, denominator, 1.0)

@@ -1,0 +1,34 @@
+"""The NumPy twin: a backend with the same names, arguments and results as the compiled
+kernel (``sinpe._c._kernel``), module by module with the C headers of the same stem:
+
+- ``exact_cos_sin`` (``exact.py`` <-> ``exact.h``): the exact evaluator;
+- ``prepare_frequency_table`` (``turns.py`` <-> ``turns.h``): its per-frequency constants;
+- ``log_dd``, ``power_vector`` (``frequencies.py`` <-> ``frequencies.h``): the frequency rule;
+- ``Plan``, ``fill`` (``fill.py`` <-> ``fill.h`` and ``rotate.h``): the one filler;
+- ``round_half`` (``half.py`` <-> ``half.h``): float16/bfloat16 rounded once;
+- ``dd.py`` <-> ``dd.h``: the error-free transformations they share.
+
+``turns.exact_columns`` and ``exact.slow_columns`` (big integers) have no compiled twin:
+both backends call them.
+"""
+
+from .exact import exact_cos_sin
+from .fill import Plan, fill
+from .frequencies import log_dd, power_vector
+from .half import round_half
+from .turns import prepare_frequency_table
+
+NAME = "numpy"
+ISA = "numpy"
+
+__all__ = [
+    "ISA",
+    "NAME",
+    "Plan",
+    "exact_cos_sin",
+    "fill",
+    "log_dd",
+    "power_vector",
+    "prepare_frequency_table",
+    "round_half",
+]

@@ -1,0 +1,222 @@
+"""The one filler (``fill.h`` and its twin ``_twin/fill.py``): a value at a position never
+depends on the call, every layout is data for the same loop, the two backends agree bit for
+bit on generated layouts, and memory stays bounded by what the call asks for."""
+
+import tracemalloc
+
+import numpy as np
+import oracle
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sinpe
+from sinpe import conventions
+from sinpe import sinusoidal_positional_encoding as pe
+from sinpe._front import backends, plan
+from sinpe._front.checks import bfloat16
+from sinpe._twin.constants import FREQUENCY_BLOCK, GRID_SPAN
+
+CONVENTIONS = [
+    "vaswani",
+    "tensor2tensor",
+    "hf-marian",
+    "diffusers",
+    conventions.diffusers(flip_sin_to_cos=True, downscale_freq_shift=0.0, scale=3.0),
+]
+DTYPES = [np.float64, np.float32, np.float16] + ([bfloat16()] if bfloat16() else [])
+needs_kernel = pytest.mark.skipif("cython" not in backends.BACKENDS, reason="kernel not built")
+POSITIONS = st.one_of(
+    st.integers(0, 5000),
+    st.integers(0, 2**53 - 1),
+    st.sampled_from([1023, 1024, 1025, 2**53 - 1, 2**52, 2**40 - 1]),
+)
+
+
+def bits(array):
+    return array.view(np.uint8)
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    p=POSITIONS,
+    before=st.integers(0, 3000),
+    d_model=st.integers(1, 40),
+    convention=st.sampled_from(CONVENTIONS),
+    dtype=st.sampled_from(DTYPES),
+)
+def test_a_value_at_a_position_never_depends_on_the_call(
+    backend, p, before, d_model, convention, dtype
+):
+    """encode([p])[0] == the one-row table at offset p == row p - k of a table at offset
+    k, bit for bit, for every convention and dtype (and whatever threads the table used)."""
+    k = max(p - before, 0)
+    kwargs = dict(convention=convention, dtype=dtype, backend=backend)
+    row = sinpe.encode([p], d_model, **kwargs)[0]
+    alone = pe(1, d_model, offset=p, **kwargs)[0]
+    window = pe(p - k + 1, d_model, offset=k, threads=2, **kwargs)[p - k]
+    assert bits(row).tobytes() == bits(alone).tobytes() == bits(window).tobytes()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=[np.dtype(d).name for d in DTYPES])
+@pytest.mark.parametrize("layout", ["half", "interleaved", "compact"])
+def test_rope_values_never_depend_on_the_call(backend, dtype, layout):
+    """rope rows at an offset, rope_at at the same positions in any order and grouping, and
+    rope_at of one position: the same bits."""
+    positions = np.array([3, 1023, 1024, 2**40 + 17, 5, 2**53 - 1, 700, 2**20 + 1])
+    kwargs = dict(layout=layout, dtype=dtype, backend=backend)
+    at = sinpe.rope_at(positions, 32, **kwargs)
+    for r, p in enumerate(positions.tolist()):
+        one = sinpe.rope_at([p], 32, **kwargs)
+        run = sinpe.rope(2, 32, offset=max(p - 1, 0), **kwargs)
+        for got, alone, in_run in zip(at, one, run):
+            assert bits(got[r]).tobytes() == bits(alone[0]).tobytes()
+            assert bits(got[r]).tobytes() == bits(in_run[min(p, 1)]).tobytes()
+
+
+def test_anchors_evaluated_in_the_filler_or_beforehand_are_the_same(backend):
+    """Positions sharing anchors are evaluated once each beforehand; mostly distinct ones
+    are evaluated by the filler itself, row by row: the same bits either way."""
+    rng = np.random.default_rng(3)
+    scattered = rng.integers(0, 2**45, 300)  # every row its own anchor: the filler evaluates
+    runs = np.concatenate([np.arange(p, p + 50) for p in scattered[:6]])  # few anchors
+    for positions in (scattered, runs, rng.uniform(-1e6, 1e6, 200)):
+        together = sinpe.encode(positions, 24, backend=backend)
+        one_by_one = np.array([sinpe.encode([p], 24, backend=backend)[0] for p in positions])
+        assert np.array_equal(together, one_by_one)
+
+
+@pytest.mark.parametrize("d_model", [7, 600])
+def test_wide_rows_planned_in_blocks_give_the_same_bits(backend, monkeypatch, d_model):
+    """A row wider than FREQUENCY_BLOCK frequencies is filled a block of frequencies at a
+    time, each block with only the grid rows its positions need: the same table."""
+    whole = pe(70, d_model, offset=1000, backend=backend)
+    whole_at = sinpe.encode([0.5, 3, 2**40 + 9], d_model, backend=backend)
+    sinpe.clear_cache()
+    monkeypatch.setattr(plan, "FREQUENCY_BLOCK", 4)
+    try:
+        assert np.array_equal(pe(70, d_model, offset=1000, backend=backend), whole)
+        assert np.array_equal(sinpe.encode([0.5, 3, 2**40 + 9], d_model, backend=backend), whole_at)
+    finally:
+        sinpe.clear_cache()
+
+
+def test_a_huge_width_asks_for_no_more_than_the_table(backend):
+    """One row of 2**22 columns (2**21 frequencies, past FREQUENCY_BLOCK): the scratch is
+    bounded by a block of frequencies, not the whole width (a full grid table would be
+    2.7 GB), and the values are exact."""
+    d_model = 2**22
+    assert d_model // 2 > FREQUENCY_BLOCK
+    sinpe.clear_cache()
+    tracemalloc.start()
+    try:
+        row = pe(1, d_model, offset=2**40 + 5, dtype=np.float16, backend=backend)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        sinpe.clear_cache()
+    # the table (8 MiB) plus the frequency vector and its constants (9 x 16 MiB), and
+    # per block a grid of the needed rows and an anchor (far below the 2.7 GB of a full grid)
+    assert peak < row.nbytes + 10 * 8 * (d_model // 2) + (64 << 20), peak
+    columns = [0, 1, 2, 3, 2 * FREQUENCY_BLOCK + 1, d_model - 2, d_model - 1]
+    w = sinpe.frequencies(d_model)
+    exact = oracle.cos_sin([2**40 + 5], [w[c // 2] for c in columns])[0]
+    expected = [exact[1 - c % 2, i] for i, c in enumerate(columns)]  # sin at even columns
+    assert np.abs(row[0, columns].astype(np.float64) - expected).max() <= 2.0**-11 + 1e-15
+
+
+# --------------------------------------------------------------------------- layouts as data
+
+
+def random_layout(rng, h, planes):
+    """A layout of random segments over h frequencies: every placement shape (contiguous,
+    doubled, cos/sin pairs, any step), unequal counts, one or two position axes."""
+    cuts = sorted(rng.choice(np.arange(1, h), size=min(h - 1, rng.integers(0, 3)), replace=False))
+    bounds = [0, *map(int, cuts), h]
+    segments, column = [], 0
+    for first, stop in zip(bounds[:-1], bounds[1:]):
+        count = stop - first
+        axis = int(rng.integers(0, 2))
+        shape = rng.choice(["contig", "dup", "pairs", "generic"])
+        n_cos = count - int(rng.integers(0, 2)) if shape == "generic" else count
+        if shape == "pairs":
+            plane = int(rng.integers(0, planes))
+            order = int(rng.integers(0, 2))
+            cos = plan.Place(plane, column + order, 2, 0, n_cos)
+            sin = plan.Place(plane, column + 1 - order, 2, 0, count)
+            column += 2 * count
+        else:
+            step = {"contig": 1, "dup": 2}.get(shape, int(rng.integers(1, 4)))
+            # a second copy: beside each value (dup) or after the whole run (the others)
+            dup = 1 if shape == "dup" else int(rng.integers(0, 2)) * step * count
+            span = step * (count - 1) + dup + 1
+            cos = plan.Place(int(rng.integers(0, planes)), column, step, dup, n_cos)
+            column += span
+            sin = plan.Place(int(rng.integers(0, planes)), column, step, dup, count)
+            column += span
+        segments.append(plan.Segment(first, count, axis, cos, sin))
+    pad = column if rng.random() < 0.3 else -1
+    return plan.Layout(column + (pad >= 0), planes, tuple(segments), pad)
+
+
+@needs_kernel
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    h=st.integers(2, 40),
+    planes=st.sampled_from([1, 2]),
+    factor=st.sampled_from([1.0, 0.75, 1.3]),
+    dtype=st.sampled_from(DTYPES),
+)
+def test_backends_agree_on_generated_layouts(seed, h, planes, factor, dtype):
+    """Any layout is data for the one loop: the kernel and its twin write the same bits,
+    for runs of positions and for two axes of arbitrary positions, and every value is
+    factor * the exact cos/sin of its own axis's position (mpmath, a sample)."""
+    rng = np.random.default_rng(seed)
+    layout = random_layout(rng, h, planes).check(h)
+    w = sinpe.frequencies(2 * h)
+    n = int(rng.integers(1, 60))
+    positions = np.stack(
+        [
+            rng.integers(0, 3000, n).astype(np.float64),
+            np.where(rng.random(n) < 0.3, rng.uniform(-50, 50, n), rng.integers(0, 2**45, n)),
+        ]
+    )
+    offset = int(rng.integers(0, 2**40))
+    results = {}
+    for name in ("cython", "numpy"):
+        backend = backends.BACKENDS[name]
+        filler = plan.make_filler(backend, w, factor, layout, ("test", seed))
+        outs = [np.full((n, layout.width), 9.0, dtype=dtype) for _ in range(planes)]
+        run = [np.full((n, layout.width), 9.0, dtype=dtype) for _ in range(planes)]
+        plan.fill_at(filler, (outs[0], outs[1] if planes == 2 else None), positions, None)
+        plan.fill_run(filler, (run[0], run[1] if planes == 2 else None), offset, n, None)
+        results[name] = [bits(a).tobytes() for a in outs + run]
+        kept = outs
+    assert results["cython"] == results["numpy"]
+    # the values, exact: segment s lane i of row r is factor * cos/sin of its axis position
+    r = int(rng.integers(0, n))
+    for s in layout.segments:
+        lanes = range(s.count)
+        exact = oracle.cos_sin([positions[s.axis, r]], w[s.first : s.first + s.count], factor)[0]
+        for kind, place in ((0, s.cos), (1, s.sin)):
+            for i in lanes[: place.count]:
+                for col in (place.col + i * place.step, place.col + i * place.step + place.dup):
+                    got = float(kept[place.plane][r, col])
+                    tolerance = {8: 1e-15, 4: 6e-8, 2: 2.0**-7}[np.dtype(dtype).itemsize]
+                    assert abs(got - exact[kind, i]) <= tolerance * max(1.0, factor)
+    if layout.pad_col >= 0:
+        assert not kept[0][:, layout.pad_col].astype(np.float64).any()
+
+
+def test_the_grid_span_is_the_anchor_spacing():
+    """The anchors, 1024 positions apart, are the only exact evaluations a long table
+    needs besides the grid: a table of 3 * 1024 + 1 rows from 0 reads four anchors."""
+    filler = sinpe._front.tables._table_filler(backends.DEFAULT, conventions.VASWANI, 8, 1e4)
+    sinpe.clear_cache()
+    pe(3 * GRID_SPAN + 1, 8)
+    kept = [key for key in sinpe._front.cache._CACHE._entries if key[0] == "anchors"]
+    assert [key[2] for key in kept] == [4]
+    assert filler.grid.shape == (80, 2, 4)
