@@ -240,11 +240,19 @@ def test_compiled_frequencies_are_the_numpy_bits():
         log_base = twin_frequencies.log_dd(base)
         assert kernel.log_dd(base) == log_base, base
         compiled = np.empty(length)
-        kernel.power_vector(compiled, *log_base, float(numerator), denominator, scale)
+        kernel.power_vector(compiled, 0, *log_base, float(numerator), denominator, scale)
         twin = np.empty(length)
-        twin_frequencies.power_vector(twin, *log_base, float(numerator), denominator, scale)
+        twin_frequencies.power_vector(twin, 0, *log_base, float(numerator), denominator, scale)
         rule = (base, numerator, denominator, scale, length)
         assert np.array_equal(compiled.view(np.uint64), twin.view(np.uint64)), rule
+        # any range of indices is bit for bit the slice of the whole vector, on both twins
+        first = length // 3
+        for module in (kernel, twin_frequencies):
+            part = np.empty(length - first - length // 5)
+            module.power_vector(part, first, *log_base, float(numerator), denominator, scale)
+            assert np.array_equal(
+                part.view(np.uint64), twin[first : first + part.size].view(np.uint64)
+            )
 
 
 @needs_kernel

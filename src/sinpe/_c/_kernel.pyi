@@ -21,6 +21,7 @@ def prepare_frequency_table(
 def log_dd(base: float) -> tuple[float, float]: ...
 def power_vector(
     out: npt.NDArray[np.float64],
+    first: int,
     log_hi: float,
     log_lo: float,
     numerator: float,

@@ -65,8 +65,8 @@ cdef extern from "dd.h":
 cdef extern from "frequencies.h":
     dd log_dd_c "sinpe_log_dd"(double base) noexcept nogil
     void power_vector_c "sinpe_power_vector"(
-        Py_ssize_t count, double log_hi, double log_lo, double numerator, double denominator,
-        double scale, double* out) noexcept nogil
+        Py_ssize_t first, Py_ssize_t count, double log_hi, double log_lo, double numerator,
+        double denominator, double scale, double* out) noexcept nogil
 
 cdef extern from "turns.h":
     int TURNS_EXACT "SINPE_TURNS_EXACT"
@@ -231,17 +231,17 @@ def log_dd(double base):
     return result.hi, result.lo
 
 
-def power_vector(cnp.ndarray out, double log_hi, double log_lo, double numerator,
-                 double denominator, double scale):
+def power_vector(cnp.ndarray out, Py_ssize_t first, double log_hi, double log_lo,
+                 double numerator, double denominator, double scale):
     """Fill ``out`` (1-D float64, C-contiguous) with ``scale * exp(-numerator * i * (log_hi +
-    log_lo) / denominator)``, each rounded once (denominator > 0 and scale finite,
-    trusted)."""
+    log_lo) / denominator)`` for ``i = first .. first + out.size - 1``, each rounded once
+    (first >= 0, denominator > 0 and scale finite, trusted)."""
     if not (out.dtype == np.float64 and out.ndim == 1 and out.flags.c_contiguous
             and out.flags.writeable):
         raise ValueError("power_vector needs a writeable 1-D C-contiguous float64 out")
     with nogil:
-        power_vector_c(cnp.PyArray_DIM(out, 0), log_hi, log_lo, numerator, denominator, scale,
-                       <double*>cnp.PyArray_DATA(out))
+        power_vector_c(first, cnp.PyArray_DIM(out, 0), log_hi, log_lo, numerator, denominator,
+                       scale, <double*>cnp.PyArray_DATA(out))
 
 
 # --------------------------------------------------------------------------- the filler

@@ -525,12 +525,13 @@ static inline double sinpe__round_scaled(sinpe__dd m, int exponent)
     return ldexp(nearest, -SINPE__SUBNORMAL_EXPONENT);
 }
 
-/* Steps 2 to 5: out[i] = scale exp(-numerator i (log_base) / denominator) for i < count
- * (_twin/frequencies.py power_vector).  denominator > 0 and scale finite; no errno or FP flag is
- * relied on. */
-static inline void sinpe_power_vector(ptrdiff_t count, double log_hi, double log_lo,
-                                      double numerator, double denominator, double scale,
-                                      double *out)
+/* Steps 2 to 5: out[i - first] = scale exp(-numerator i (log_base) / denominator) for
+ * first <= i < first + count (_twin/frequencies.py power_vector). The blocks of 2^13 indices
+ * start at multiples of 2^13 whatever first is, so a range is bit for bit the slice of the
+ * whole vector. denominator > 0 and scale finite; no errno or FP flag is relied on. */
+static inline void sinpe_power_vector(ptrdiff_t first, ptrdiff_t count, double log_hi,
+                                      double log_lo, double numerator, double denominator,
+                                      double scale, double *out)
 {
     sinpe__dd log_base = {log_hi, log_lo};
     sinpe__dd step = sinpe__exponent_step(log_base, numerator, denominator);
@@ -558,14 +559,13 @@ static inline void sinpe_power_vector(ptrdiff_t count, double log_hi, double log
         head_tail.hi = g - (g - step.hi);
         head_tail.lo = step.hi - head_tail.hi;
     }
+    const ptrdiff_t block = (ptrdiff_t)1 << SINPE__FREQ_BLOCK_BITS, last = first + count;
     ptrdiff_t start, i;
-    for (start = 0; start < count; start += (ptrdiff_t)1 << SINPE__FREQ_BLOCK_BITS) {
-        ptrdiff_t stop = count - start < ((ptrdiff_t)1 << SINPE__FREQ_BLOCK_BITS)
-                             ? count
-                             : start + ((ptrdiff_t)1 << SINPE__FREQ_BLOCK_BITS);
+    for (start = first - first % block; start < last; start += block) {
+        ptrdiff_t stop = last - start < block ? last : start + block;
         double start_d = (double)start;
         sinpe__dd start_c = sinpe__two_prod_split(start_d, step.hi);
-        for (i = start; i < stop; i++) {
+        for (i = start > first ? start : first; i < stop; i++) {
             double o = (double)(i - start);
             sinpe__dd off = sinpe__two_sum(o * head_tail.hi, o * head_tail.lo);
             double x_hi = off.hi, x_lo = off.lo + o * step.lo;
@@ -577,7 +577,7 @@ static inline void sinpe_power_vector(ptrdiff_t count, double log_hi, double log
             int64_t shift;
             sinpe__dd m = sinpe__exp_parts(x_hi, x_lo, coarse_hi, coarse_lo, coarse_head,
                                            coarse_tail, &shift);
-            out[i] = sinpe__round_scaled(m, (int)(shift + scale_exponent));
+            out[i - first] = sinpe__round_scaled(m, (int)(shift + scale_exponent));
         }
     }
 }

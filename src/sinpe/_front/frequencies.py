@@ -8,12 +8,13 @@ import numpy as np
 from .backends import DEFAULT
 from .cache import cached
 
-__all__ = ["frequency_vector", "power_vector_from_log"]
+__all__ = ["frequency_block", "frequency_vector", "power_vector_from_log"]
 
 
-def _power(count, log_hi, log_lo, numerator, denominator, scale) -> np.ndarray:
+def _power(count, log_hi, log_lo, numerator, denominator, scale, first=0) -> np.ndarray:
     w = np.empty(max(int(count), 0))
-    DEFAULT.power_vector(w, log_hi, log_lo, float(numerator), float(denominator), float(scale))
+    args = (float(numerator), float(denominator), float(scale))
+    DEFAULT.power_vector(w, first, log_hi, log_lo, *args)
     w.flags.writeable = False
     return w
 
@@ -31,6 +32,15 @@ def frequency_vector(
     """
     log_hi, log_lo = DEFAULT.log_dd(float(base))
     return _power(count, log_hi, log_lo, numerator, denominator, scale)
+
+
+def frequency_block(
+    f0: int, f1: int, base: float, numerator: int, denominator: float, scale: float = 1.0
+) -> np.ndarray:
+    """``frequency_vector(count, ...)[f0:f1]`` for any count >= f1, bit for bit, without
+    the rest of the vector (not cached: a row too wide to plan whole)."""
+    log_hi, log_lo = DEFAULT.log_dd(float(base))
+    return _power(f1 - f0, log_hi, log_lo, numerator, denominator, scale, first=f0)
 
 
 @cached

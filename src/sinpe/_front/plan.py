@@ -157,10 +157,6 @@ class Frequencies(NamedTuple):
     table: np.ndarray
     slow: np.ndarray
 
-    def block(self, f0: int, f1: int) -> Frequencies:
-        slow = self.slow[(self.slow >= f0) & (self.slow < f1)] - f0
-        return Frequencies(self.w[f0:f1], np.ascontiguousarray(self.table[:, f0:f1]), slow)
-
 
 def prepare(w: np.ndarray) -> Frequencies:
     """``Frequencies`` of finite ``w``, computed by the default backend (same bits on both)."""
@@ -209,13 +205,13 @@ def _freeze(array: np.ndarray) -> np.ndarray:
 
 def _grid(backend, frequencies: Frequencies, rows=None) -> np.ndarray:
     """The grid table ``(80, 2, h)``: e^{i 16 j w} (rows j < 64), then e^{i k w} (rows
-    64 + k); only the ``rows`` given (the others zero), or all."""
+    64 + k); only the ``rows`` given, or all (the others are never read: left untouched,
+    their pages are not even mapped)."""
     h = frequencies.table.shape[1]
     grid = _placed_empty((GRID_ROWS, 2, h))
     if rows is None:
         exact_values(backend, _GRID_POSITIONS, frequencies, out=grid)
     else:
-        grid[...] = 0.0
         grid[rows] = exact_values(backend, _GRID_POSITIONS[rows], frequencies)
     return _freeze(grid)
 
@@ -225,31 +221,38 @@ def _grid(backend, frequencies: Frequencies, rows=None) -> np.ndarray:
 
 class Filler(NamedTuple):
     """What a table format at a frequency vector keeps between calls: the frequencies, the
-    grid table and a backend's ``Plan``; ``grid`` and ``plan`` are None for a row wider than
-    ``FREQUENCY_BLOCK`` frequencies, which is planned block by block at each call."""
+    grid table and a backend's ``Plan``. A row wider than ``FREQUENCY_BLOCK`` frequencies
+    keeps only how to make any block of its frequencies (``block``); it is planned a block
+    at a time at each call, so nothing of the size of the row is ever held."""
 
     backend: object
-    frequencies: Frequencies
+    frequencies: Frequencies | None
     grid: np.ndarray | None
     plan: object
     layout: Layout
     factor: float
     key: tuple  # the cache key it is kept under (its anchors are kept beside it)
+    h: int
     origin: np.ndarray | None = None  # the anchor at position 0: the grid's row 0, e^{i0w}
+    block: object = None  # (f0, f1) -> frequencies f0 .. f1 - 1, for a wide row
 
 
-def make_filler(backend, w: np.ndarray, factor: float, layout: Layout, key: tuple) -> Filler:
+def make_filler(backend, w, factor: float, layout: Layout, key: tuple, h: int | None = None):
     """A ``Filler`` for the finite frequencies ``w`` and ``layout``, for the caller to keep
-    under ``key`` (which must say everything the frequencies, factor and layout depend on)."""
+    under ``key`` (which must say everything the frequencies, factor and layout depend on).
+    ``w`` is the frequency vector, or for a row of ``h`` > ``FREQUENCY_BLOCK`` frequencies a
+    function of ``(f0, f1)`` giving frequencies ``f0 .. f1 - 1``."""
+    h = w.shape[0] if h is None else h
+    layout.check(h)
+    if h > FREQUENCY_BLOCK:
+        block = w if callable(w) else (lambda f0, f1: w[f0:f1])
+        return Filler(backend, None, None, None, layout, factor, key, h, None, block)
     frequencies = prepare(w)
-    layout.check(w.shape[0])
-    if w.shape[0] > FREQUENCY_BLOCK:
-        return Filler(backend, frequencies, None, None, layout, factor, key)
     grid = _grid(backend, frequencies)
     plan = backend.Plan(
         grid, frequencies.table, layout.array(), layout.width, layout.planes, layout.pad_col, factor
     )
-    return Filler(backend, frequencies, grid, plan, layout, factor, key, grid[:1])
+    return Filler(backend, frequencies, grid, plan, layout, factor, key, h, grid[:1])
 
 
 def _anchors_from_zero(filler: Filler, count: int) -> np.ndarray:
@@ -320,7 +323,7 @@ def fill_at(filler: Filler, outs: tuple, positions: np.ndarray, threads) -> None
     size (frequencies below 2**32 only).
     """
     n = positions.shape[1]
-    h = max(filler.frequencies.w.shape[0], 1)
+    h = max(filler.h, 1)
     width = min(h, FREQUENCY_BLOCK)
     step = max(GRID_SPAN, ANCHOR_BYTES // (16 * width * positions.shape[0]))
     for r0 in range(0, n, step):
@@ -356,10 +359,10 @@ def _fill_blocks(filler, outs, anchor_positions, codes, start, offsets, threads)
         offsets = np.asarray(offsets, dtype=np.int64)
         rows = np.union1d(offsets >> GRID_FINE_BITS, GRID_MID + (offsets & (GRID_FINE - 1)))
     n_threads = threads_for(threads, outs[0].shape[0] * FREQUENCY_BLOCK)
-    h = filler.frequencies.w.shape[0]
+    h = filler.h
     for f0 in range(0, h, FREQUENCY_BLOCK):
         f1 = min(h, f0 + FREQUENCY_BLOCK)
-        frequencies = filler.frequencies.block(f0, f1)
+        frequencies = prepare(filler.block(f0, f1))
         part = layout.block(f0, f1)
         grid = _grid(backend, frequencies, rows)
         plan = backend.Plan(

@@ -12,8 +12,9 @@ from . import checks as check
 from .backends import BACKEND, DEFAULT, HAVE_OPENMP
 from .backends import get as get_backend
 from .checks import F64, MAX_POSITION
-from .frequencies import frequency_vector
-from .plan import Layout, Place, Segment, exact_values, fill_at, fill_run, make_filler
+from .frequencies import frequency_block, frequency_vector
+from .._twin.constants import FREQUENCY_BLOCK
+from .plan import Layout, Place, Segment, exact_values, fill_at, fill_run, make_filler, prepare
 
 __all__ = [
     "sinusoidal_positional_encoding",
@@ -36,11 +37,10 @@ _TABLE_SIZES = ("seq_len", "d_model")  # what sets each dimension of a table, fo
 def frequency_key(convention: Convention, d_model: int, base: float) -> tuple:
     """The (cached) frequency vector's key, once its frequencies are known to be usable."""
     key = convention.frequency_key(d_model, base)
-    try:
-        w = frequency_vector(*key)
-    except ValueError as exc:  # more frequencies than an array can index
-        raise ValueError(f"d_model={d_model} is too large ({exc})") from None
-    largest = float(np.abs(w).max()) if w.size else 0.0
+    count, rule = key[0], key[1:]
+    # |scale| * base**(-n i / d) is monotone in i: the largest is the first or the last
+    ends = [frequency_block(i, i + 1, *rule)[0] for i in {0, count - 1} if count]
+    largest = max((abs(float(v)) for v in ends), default=0.0)
     if not largest <= MAX_FREQUENCY:
         raise ValueError(
             f"base={base!r} gives frequencies up to {largest:.3g} for d_model={d_model} "
@@ -71,9 +71,13 @@ def _table_filler(backend, convention: Convention, d_model: int, base: float):
 
 
 def _make_table_filler(backend, convention, d_model, base, key):
-    w = frequency_vector(*frequency_key(convention, d_model, base))
+    count, *rule = frequency_key(convention, d_model, base)
     layout = table_layout(convention.column_map(d_model), d_model)
-    return make_filler(backend, w, 1.0, layout, key)
+    if count > FREQUENCY_BLOCK:  # planned a block at a time: never the whole vector
+        return make_filler(
+            backend, lambda f0, f1: frequency_block(f0, f1, *rule), 1.0, layout, key, count
+        )
+    return make_filler(backend, frequency_vector(count, *rule), 1.0, layout, key)
 
 
 def clear_cache() -> None:
@@ -207,7 +211,11 @@ def frequencies(
     """
     d_model = check.integer("d_model", d_model, 1)
     base = check.base(base)
-    return frequency_vector(*frequency_key(get_convention(convention), d_model, base))
+    key = frequency_key(get_convention(convention), d_model, base)
+    try:
+        return frequency_vector(*key)
+    except ValueError as exc:  # more frequencies than an array can index
+        raise ValueError(f"d_model={d_model} is too large ({exc})") from None
 
 
 # --------------------------------------------------------------------------- encodings
@@ -295,8 +303,8 @@ def shift_matrix(k: int, d_model: int, *, base: float = 10000.0) -> np.ndarray:
             "odd width has no cosine partner, so no matrix maps PE[p] to PE[p + k]"
         )
     matrix = check.allocate((d_model, d_model), F64, ("d_model", "d_model"), zeros=True)
-    filler = _table_filler(DEFAULT, get_convention("vaswani"), d_model, check.base(base))
-    cos_k, sin_k = exact_values(DEFAULT, np.array([float(k)]), filler.frequencies)[0]
+    w = frequency_vector(*frequency_key(get_convention("vaswani"), d_model, check.base(base)))
+    cos_k, sin_k = exact_values(DEFAULT, np.array([float(k)]), prepare(w))[0]
     i = np.arange(d_model // 2)
     matrix[2 * i, 2 * i] = cos_k
     matrix[2 * i, 2 * i + 1] = sin_k

@@ -229,32 +229,36 @@ def _exponent_step(log_hi, log_lo, numerator, denominator):
     return -math.ldexp(q_hi, -d_exponent), -math.ldexp(q_lo, -d_exponent)
 
 
-def _unrounded_blocks(size, log_base, numerator, denominator, scale):
+def _unrounded_blocks(first, size, log_base, numerator, denominator, scale):
     """Yield (start, stop, m_hi, m_lo, exponent) with the values for i in range(start, stop)
-    equal to (m_hi + m_lo) * 2**exponent before the final rounding (steps 2 to 4);
-    ``log_base`` is log(base) as a dd pair."""
+    equal to (m_hi + m_lo) * 2**exponent before the final rounding (steps 2 to 4), for the
+    indices first .. first + size - 1 (blocks start at multiples of 2**13 whatever first is,
+    so a range is bit for bit the slice of the whole vector); ``log_base`` is log(base) as a
+    dd pair."""
     step_hi, step_lo = _exponent_step(*log_base, numerator, denominator)
     scale_mantissa, scale_exponent = math.frexp(scale)
     table = _scaled_coarse_table(scale_mantissa)
     # o*c for the offsets o inside a block, shared by all blocks.
-    offsets = np.arange(min(size, _BLOCK), dtype=np.float64)
+    offsets = np.arange(min(first % _BLOCK + size, _BLOCK), dtype=np.float64)
     head, tail = split(step_hi, _BLOCK_SPLIT)
     off_hi, off_err = two_sum(offsets * head, offsets * tail)  # both products are exact
     off_lo = off_err + offsets * step_lo
-    for start in range(0, size, _BLOCK):
-        stop = min(start + _BLOCK, size)
-        x_hi, x_lo = off_hi[: stop - start], off_lo[: stop - start]
+    last = first + size
+    for start in range(first - first % _BLOCK, last, _BLOCK):
+        lo, stop = max(start, first), min(start + _BLOCK, last)
+        x_hi, x_lo = off_hi[lo - start : stop - start], off_lo[lo - start : stop - start]
         if start:
             # x = start*c + o*c; the two terms have the same sign, so no cancellation.
             start_hi, start_err = two_prod_split(float(start), step_hi)
             x_hi, x_err = two_sum(start_hi, x_hi)
             x_lo = x_err + ((start_err + start * step_lo) + x_lo)
         m_hi, m_lo, shift = _exp_parts(x_hi, x_lo, table)
-        yield start, stop, m_hi, m_lo, (shift + scale_exponent).astype(np.intc)
+        yield lo, stop, m_hi, m_lo, (shift + scale_exponent).astype(np.intc)
 
 
 def power_vector(
     out: np.ndarray,
+    first: int,
     log_hi: float,
     log_lo: float,
     numerator: float,
@@ -262,12 +266,14 @@ def power_vector(
     scale: float,
 ) -> None:
     """Fill ``out`` (1-D float64) with ``scale * exp(-numerator * i * (log_hi + log_lo) /
-    denominator)``, each rounded once (steps 2 to 5): the twin of ``sinpe_power_vector``.
-    denominator > 0 and scale finite (trusted); overflow gives +-inf and underflow +-0 or a
-    subnormal, without warnings."""
+    denominator)`` for ``i = first .. first + out.size - 1``, each rounded once (steps 2 to
+    5): the twin of ``sinpe_power_vector``. denominator > 0 and scale finite (trusted);
+    overflow gives +-inf and underflow +-0 or a subnormal, without warnings."""
+    first = int(first)
+    log_base = (float(log_hi), float(log_lo))
     with np.errstate(over="ignore", under="ignore"):
         blocks = _unrounded_blocks(
-            out.size, (float(log_hi), float(log_lo)), numerator, float(denominator), float(scale)
+            first, out.size, log_base, numerator, float(denominator), float(scale)
         )
         for start, stop, m_hi, m_lo, exponent in blocks:
-            out[start:stop] = _round_scaled(m_hi, m_lo, exponent)
+            out[start - first : stop - first] = _round_scaled(m_hi, m_lo, exponent)
