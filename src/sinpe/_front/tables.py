@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._twin.constants import FREQUENCY_BLOCK
 from ..conventions import ColumnMap, Convention
 from ..conventions import get as get_convention
 from . import cache
@@ -13,7 +14,6 @@ from .backends import BACKEND, DEFAULT, HAVE_OPENMP
 from .backends import get as get_backend
 from .checks import F64, MAX_POSITION
 from .frequencies import frequency_block, frequency_vector
-from .._twin.constants import FREQUENCY_BLOCK
 from .plan import Layout, Place, Segment, exact_values, fill_at, fill_run, make_filler, prepare
 
 __all__ = [
