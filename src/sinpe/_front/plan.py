@@ -141,7 +141,8 @@ class Layout(NamedTuple):
                     columns[p.plane] += [placed, placed + p.dup] if p.dup else [placed]
         for plane in columns:
             written = np.concatenate(plane) if plane else np.empty(0, dtype=np.int64)
-            if np.unique(written).size != written.size:
+            written = np.sort(written)
+            if written.size and np.any(written[1:] == written[:-1]):
                 raise AssertionError(f"a column is written twice: {self}")
         return self
 
@@ -302,14 +303,20 @@ def _anchor_values(positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct anchor positions and each one's index, in one pass when sorted."""
+    """The distinct anchor positions and each one's index, in one pass when sorted (not
+    ``np.unique``: its first call imports ``numpy.ma``, ~8 ms of a first table)."""
     flat = values.reshape(-1)
-    step = np.diff(flat)
-    if np.all(step >= 0):  # sorted (runs of positions): no sort needed
-        new = np.concatenate([[True], step != 0])
-        return np.ascontiguousarray(flat[new]), (np.cumsum(new) - 1).reshape(values.shape)
-    distinct, inverse = np.unique(flat, return_inverse=True)
-    return distinct, inverse.reshape(values.shape)
+    order = None
+    if not np.all(flat[1:] >= flat[:-1]):  # runs of positions, a table: already sorted
+        order = np.argsort(flat, kind="stable")
+        flat = flat[order]
+    new = np.empty(flat.shape, dtype=bool)
+    new[:1] = True
+    np.not_equal(flat[1:], flat[:-1], out=new[1:])
+    index = np.cumsum(new) - 1
+    if order is not None:
+        index[order] = index.copy()
+    return np.ascontiguousarray(flat[new]), index.reshape(values.shape)
 
 
 def fill_at(filler: Filler, outs: tuple, positions: np.ndarray, threads) -> None:
@@ -333,7 +340,7 @@ def fill_at(filler: Filler, outs: tuple, positions: np.ndarray, threads) -> None
         if filler.grid is None:
             distinct, index = _distinct(values)
             codes = (index.astype(np.int64) << GRID_SPAN_BITS) | u
-            _fill_blocks(filler, parts, distinct, codes, 0, np.unique(u), threads)
+            _fill_blocks(filler, parts, distinct, codes, 0, u, threads)
             continue
         distinct, index = _distinct(values)
         if 4 * distinct.shape[0] > values.size and not filler.frequencies.slow.size:
@@ -356,8 +363,11 @@ def _fill_blocks(filler, outs, anchor_positions, codes, start, offsets, threads)
     backend, layout = filler.backend, filler.layout
     rows = None
     if offsets is not None:
-        offsets = np.asarray(offsets, dtype=np.int64)
-        rows = np.union1d(offsets >> GRID_FINE_BITS, GRID_MID + (offsets & (GRID_FINE - 1)))
+        needed = np.zeros(GRID_ROWS, dtype=bool)
+        offsets = np.asarray(offsets, dtype=np.int64).reshape(-1)
+        needed[offsets >> GRID_FINE_BITS] = True
+        needed[GRID_MID + (offsets & (GRID_FINE - 1))] = True
+        rows = np.flatnonzero(needed)
     n_threads = threads_for(threads, outs[0].shape[0] * FREQUENCY_BLOCK)
     h = filler.h
     for f0 in range(0, h, FREQUENCY_BLOCK):
