@@ -27,6 +27,9 @@ CONSTANTS = [
     ("FREQUENCY_BLOCK", 4096, "frequencies per block when a row is too wide to plan whole"),
     ("ANCHOR_BYTES", 8 << 20, "at most this many bytes of anchors per step of a fill"),
     ("PAIR_COST", 24, "an exact sin/cos pair costs about as much as writing this many elements"),
+    ("FAST_W_LIMIT", 2.0**32, "the evaluator's fast path: |w| below this (else big integers)"),
+    ("FAST_W_MIN", 2.0**-700, "  and at least this (the triple-double's range)"),
+    ("TINY_ARGUMENT", 2.0**-40, "|RN(p w)| below this: cos = 1, sin = RN(p w)"),
     ("KIND_F64", 0, "element kinds of a table"),
     ("KIND_F32", 1, ""),
     ("KIND_F16", 2, ""),
@@ -64,7 +67,8 @@ def c_header() -> str:
     ]
     for name, value, note in CONSTANTS:
         comment = f" /* {note} */" if note else ""
-        literal = f"({value})" if value < 0 else f"{value}"
+        literal = value.hex() if isinstance(value, float) else str(value)
+        literal = f"({literal})" if value < 0 else literal
         lines.append(f"#define SINPE_{name} {literal}{comment}")
     lines += ["#endif /* SINPE_CONSTANTS_H */", ""]
     return "\n".join(lines)
@@ -74,7 +78,8 @@ def python_module() -> str:
     lines = [f'"""The constants both backends agree on; {BANNER}."""', ""]
     for name, value, note in CONSTANTS:
         comment = f"  # {note}" if note else ""
-        lines.append(f"{name} = {value}{comment}")
+        literal = f"float.fromhex({value.hex()!r})" if isinstance(value, float) else value
+        lines.append(f"{name} = {literal}{comment}")
     lines.append("")
     return "\n".join(lines)
 

@@ -11,6 +11,9 @@
 #define SINPE_FREQUENCY_BLOCK 4096 /* frequencies per block when a row is too wide to plan whole */
 #define SINPE_ANCHOR_BYTES 8388608 /* at most this many bytes of anchors per step of a fill */
 #define SINPE_PAIR_COST 24 /* an exact sin/cos pair costs about as much as writing this many elements */
+#define SINPE_FAST_W_LIMIT 0x1.0000000000000p+32 /* the evaluator's fast path: |w| below this (else big integers) */
+#define SINPE_FAST_W_MIN 0x1.0000000000000p-700 /*   and at least this (the triple-double's range) */
+#define SINPE_TINY_ARGUMENT 0x1.0000000000000p-40 /* |RN(p w)| below this: cos = 1, sin = RN(p w) */
 #define SINPE_KIND_F64 0 /* element kinds of a table */
 #define SINPE_KIND_F32 1
 #define SINPE_KIND_F16 2

@@ -113,12 +113,11 @@
 #include "dd.h"
 /* AVX2 + FMA (FMA only for exact products) where config.h says the CPU has them. */
 
-/* Columns with |w| >= SINPE_FAST_W_LIMIT are skipped by sinpe_exact_cos_sin
- * (left untouched): _twin/exact.py reduces them exactly with big integers and
- * finishes them with the same final stage, in NumPy (the same bits). */
-#define SINPE_FAST_W_LIMIT 0x1p32
-/* |RN(p*w)| < SINPE_TINY_ARGUMENT: cos = 1 and sin = RN(p*w). */
-#define SINPE_TINY_ARGUMENT 0x1p-40
+/* Columns with |w| >= SINPE_FAST_W_LIMIT are skipped by sinpe_exact_cos_sin (left
+ * untouched): _twin/exact.py reduces them exactly with big integers and finishes them with
+ * the same final stage, in NumPy (the same bits). |RN(p*w)| < SINPE_TINY_ARGUMENT: cos = 1
+ * and sin = RN(p*w). Both are in constants.h, shared with the twin. */
+#include "constants.h"
 
 /* Rows of the per-frequency table (SINPE_TABLE_ROWS x n_w, row major). */
 enum {

@@ -20,7 +20,6 @@
 
 #include "exact.h" /* sinpe__inv_2pi_chunks, SINPE_ROW_*, the IEEE and no-contract rules */
 
-#define SINPE__FAST_W_MIN 0x1p-700
 
 /* What sinpe_prepare_frequency_table left for the caller in status[i]. */
 enum {
@@ -51,7 +50,7 @@ static inline ptrdiff_t sinpe_prepare_frequency_table(const double *w, ptrdiff_t
             status[i] = SINPE_TURNS_HUGE;
             continue;
         }
-        if (scale < SINPE__FAST_W_MIN) {
+        if (scale < SINPE_FAST_W_MIN) {
             status[i] = SINPE_TURNS_EXACT;
             exact++;
             continue;

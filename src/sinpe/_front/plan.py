@@ -29,6 +29,7 @@ from .._twin.constants import (
     GRID_ROWS,
     GRID_SPAN,
     GRID_SPAN_BITS,
+    PAIR_COST,
 )
 from .._twin.exact import slow_columns
 from .._twin.turns import FAST_W_LIMIT, exact_columns
@@ -49,9 +50,6 @@ __all__ = [
     "prepare",
 ]
 
-# An exact sin/cos pair costs about as much as writing this many table elements (~7 ns per
-# pair with AVX2, ~0.3 ns per element written), for the thread decisions.
-PAIR_COST = 24
 # Where grid tables start: 512 bytes past a 4096-byte boundary. 64-byte alignment keeps every
 # 32-byte AVX2 load inside one cache line, and the offset keeps the filler's loads clear of its
 # stores to a fresh NumPy array (which starts 16 bytes past a page): a store a few hundred bytes

@@ -10,6 +10,9 @@ CHUNK_ELEMENTS = 32768  # table elements per unit of work handed to a thread
 FREQUENCY_BLOCK = 4096  # frequencies per block when a row is too wide to plan whole
 ANCHOR_BYTES = 8388608  # at most this many bytes of anchors per step of a fill
 PAIR_COST = 24  # an exact sin/cos pair costs about as much as writing this many elements
+FAST_W_LIMIT = float.fromhex('0x1.0000000000000p+32')  # the evaluator's fast path: |w| below this (else big integers)
+FAST_W_MIN = float.fromhex('0x1.0000000000000p-700')  #   and at least this (the triple-double's range)
+TINY_ARGUMENT = float.fromhex('0x1.0000000000000p-40')  # |RN(p w)| below this: cos = 1, sin = RN(p w)
 KIND_F64 = 0  # element kinds of a table
 KIND_F32 = 1
 KIND_F16 = 2

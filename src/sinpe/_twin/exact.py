@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .constants import TINY_ARGUMENT
 from .dd import fast_two_sum, frac, split, two_prod, two_sum
 from .exact_constants import TURN_TABLE_HEX, TWO_PI_HI, TWO_PI_HI_HI, TWO_PI_HI_LO, TWO_PI_LO
 from .turns import (
@@ -40,8 +41,6 @@ from .turns import (
 
 __all__ = ["TINY_ARGUMENT", "cos_sin_from_turns", "exact_cos_sin", "slow_columns"]
 
-# |RN(p*w)| below this: cos = 1.0 and sin = RN(p*w) (|p*w|**2 / 6 < 2**-82).
-TINY_ARGUMENT = 2.0**-40
 
 # Adding 1.5 * 2**52 rounds any |v| <= 2**51 to an integer held in the low mantissa bits.
 _ROUND_MAGIC = 1.5 * 2.0**52

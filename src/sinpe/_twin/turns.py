@@ -16,12 +16,12 @@ import math
 
 import numpy as np
 
+# Frequencies with |w| >= FAST_W_LIMIT use the slow exact path: below it the triple-double
+# w/(2*pi) carries enough bits for every |p| < 2**53.
+from .constants import FAST_W_LIMIT, FAST_W_MIN
 from .dd import SPLITTER, split
 from .exact_constants import INV_2PI, INV_2PI_BITS, INV_2PI_CHUNKS
 
-# Frequencies with |w| >= FAST_W_LIMIT use the slow exact path: below it the triple-double
-# w/(2*pi) carries enough bits for every |p| < 2**53.
-FAST_W_LIMIT = 2.0**32
 # Rows of the frequency table returned by prepare_frequency_table (SINPE_ROW_* in _exact.h).
 ROW_W, ROW_C0, ROW_C1, ROW_C2, ROW_C0_HI, ROW_C0_LO, ROW_C1_HI, ROW_C1_LO = range(8)
 TABLE_ROWS = 8
@@ -66,7 +66,7 @@ def _turns_per_radian(w: float) -> tuple[float, float, float]:
 # Fast columns: _FAST_W_MIN <= |w| < FAST_W_LIMIT.  From here up, every nonzero
 # intermediate is a multiple of 2**-252 * 2**E >= 2**-952, so none can be
 # subnormal (not even under flush-to-zero modes).
-_FAST_W_MIN = 2.0**-700
+_FAST_W_MIN = FAST_W_MIN
 # Exponent field of a double.  w_bits & mask, read as a double, is 2**E with
 # 2**E <= |w| < 2**(E+1): 0 for 0 or subnormal w, inf for inf or NaN.
 _EXPONENT_MASK = np.array(0x7FF0000000000000, dtype=np.uint64)
