@@ -362,7 +362,7 @@ def _check_fill_arguments(Plan plan, out0, out1, anchors, values, codes, start, 
             if n and int(codes.max()) >> GRID_SPAN_BITS != 0:
                 raise ValueError("debug: codes beside values must name anchor 0")
         elif codes is not None or not (
-            abs(origin) + 1024.0 * ((start + n) // 1024 + 1) < 2.0**53
+            abs(origin) + 1024.0 * ((start + max(n - 1, 0)) >> GRID_SPAN_BITS) < 2.0**53
         ):
             raise ValueError("debug: a run without anchors must stay below 2**53")
     else:
