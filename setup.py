@@ -3,7 +3,7 @@
 Rules (see README, "Installing"):
 - the extension ``sinpe._c._kernel`` is built from ``src/sinpe/_c/_kernel.pyx`` and the C
   headers beside it;
-- OpenMP is used only when a compile-and-run probe says the compiler supports it;
+- threads are sinpe's own (POSIX threads, Windows threads; ``_c/team.h``): no OpenMP;
 - if the extension cannot be built, the install goes on with the NumPy fallback and says so
   loudly, unless ``SINPE_REQUIRE_EXTENSION=1``, which turns the failure into an error;
 - ``SINPE_DEBUG_BUILD=1`` compiles with Cython's bounds, initialisation and division checks
@@ -16,12 +16,8 @@ Rules (see README, "Installing"):
 
 import glob
 import os
-import shutil
-import subprocess
 import sys
 import sysconfig
-import tempfile
-import textwrap
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -33,50 +29,10 @@ SIMD = os.environ.get("SINPE_SIMD", "").strip().lower() or "auto"
 if SIMD not in SIMD_LEVELS:
     sys.exit(f"SINPE_SIMD={SIMD!r}: use one of {', '.join(SIMD_LEVELS)}")
 
-OPENMP_PROBE = textwrap.dedent(
-    """
-    #include <omp.h>
-    int main(void) {
-        int n = 0;
-        #pragma omp parallel num_threads(2) reduction(+:n)
-        n += 1;
-        return (n >= 1 && omp_get_max_threads() >= 1) ? 0 : 1;
-    }
-    """
-)
-
 
 def shout(message):
     bar = "=" * 78
     print(f"\n{bar}\nsinpe: {message}\n{bar}\n", file=sys.stderr, flush=True)
-
-
-def openmp_works(compiler):
-    """Compile, link and run a tiny OpenMP program with this compiler."""
-    if compiler.compiler_type == "msvc":
-        flag = ["/openmp"]
-        link = []
-    else:
-        flag = ["-fopenmp"]
-        link = ["-fopenmp"]
-    tmp = tempfile.mkdtemp(prefix="sinpe-omp-")
-    try:
-        src = os.path.join(tmp, "probe.c")
-        with open(src, "w") as fh:
-            fh.write(OPENMP_PROBE)
-        objects = compiler.compile([src], output_dir=tmp, extra_postargs=flag)
-        exe = os.path.join(tmp, "probe")
-        compiler.link_executable(objects, exe, extra_postargs=link)
-        subprocess.run([exe], check=True, timeout=60, capture_output=True)
-        return flag, link
-    except Exception as exc:  # any failure means "no OpenMP", never a failed build
-        print(
-            f"sinpe: OpenMP probe failed ({type(exc).__name__}); building single-threaded",
-            file=sys.stderr,
-        )
-        return None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 class OptionalBuildExt(build_ext):
@@ -94,15 +50,13 @@ class OptionalBuildExt(build_ext):
             compile_args += ["-O3", "-ffp-contract=off"]
             if not DEBUG_BUILD:  # Python's flags carry -g: 1.5 MB of debug info in the wheel
                 compile_args.append("-g0")
-        omp = openmp_works(self.compiler)
-        if omp is not None:
-            compile_args += omp[0]
-            link_args += omp[1]
+            if sys.platform != "win32":  # the helpers of team.h
+                compile_args.append("-pthread")
+                link_args.append("-pthread")
         for ext in self.extensions:
             ext.extra_compile_args = list(ext.extra_compile_args or []) + compile_args
             ext.extra_link_args = list(ext.extra_link_args or []) + link_args
             ext.define_macros = list(ext.define_macros or []) + [
-                ("SINPE_HAVE_OPENMP", "1" if omp is not None else "0"),
                 ("SINPE_DEBUG", "1" if DEBUG_BUILD else "0"),
                 ("SINPE_MAX_SIMD", str(SIMD_LEVELS[SIMD])),
             ]

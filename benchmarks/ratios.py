@@ -22,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from peers import ones, sinpe_cython, sinpe_numpy, textbook  # noqa: E402
 
 import sinpe  # noqa: E402
+
+THREADED = sinpe.THREAD_RUNTIME != "none"
 from sinpe._front.bench import timed  # noqa: E402
 from sinpe._front.threads import usable_cores  # noqa: E402
 
@@ -85,10 +87,7 @@ def measure(rounds):
             "ones": functools.partial(timed, ones, n, d, dtype),
             "sinpe": functools.partial(timed, sinpe_cython, n, d, dtype, threads=threads),
         }
-        if sinpe.HAVE_OPENMP:  # in the same rounds, right after sinpe: what the 2nd core gave.
-            # Not before it: OpenMP's idle worker spins for a while after the two-thread fill,
-            # which can slow a serial sinpe call where both vCPUs share one host core (two runs
-            # with the probe first read 1 x 128 at 6.0 us against 3.9 us, np.ones 1.7 us in all).
+        if THREADED:  # in the same rounds, right after sinpe: what the 2nd core gave
             contenders["probe 1"], contenders["probe 2"] = scaling_probe()
         contenders["numpy"] = functools.partial(timed, sinpe_numpy, n, d, dtype)
         contenders["textbook"] = functools.partial(timed, textbook, n, d, dtype)
@@ -103,7 +102,7 @@ def measure(rounds):
         # machine (or of the allocator) hits both sides of each ratio.
         paired = [s / o for s, o in zip(samples["sinpe"], samples["ones"])]
         scaling = None
-        if sinpe.HAVE_OPENMP:
+        if THREADED:
             scaling = statistics.median(
                 a / b for a, b in zip(samples["probe 1"], samples["probe 2"])
             )
@@ -149,7 +148,7 @@ def main(argv=None):
         sys.exit("ratios.py measures the compiled kernel; it is not built here")
     rows = measure(args.rounds)
     print(
-        f"sinpe {sinpe.__version__} ({sinpe.BACKEND}, OpenMP {sinpe.HAVE_OPENMP}), "
+        f"sinpe {sinpe.__version__} ({sinpe.BACKEND}, {sinpe.THREAD_RUNTIME}), "
         f"{datetime.date.today()}, {cpu_name()}, {usable_cores()} cores, "
         f"{args.rounds} interleaved rounds: medians, and sinpe / ones as the median of per-round "
         "ratios (quartiles in brackets)"

@@ -36,6 +36,8 @@ from peers import (  # noqa: E402
 from ratios import cpu_name, scaling_probe  # noqa: E402
 
 import sinpe  # noqa: E402
+
+THREADED = sinpe.THREAD_RUNTIME != "none"
 from sinpe._front.bench import timed  # noqa: E402
 
 N, HEAD_DIM = ROPE_SHAPE
@@ -104,7 +106,7 @@ def rows():
 def measure(rounds):
     out = []
     for name, contenders, num, den, target in rows():
-        if sinpe.HAVE_OPENMP:  # what the second core gave, in the same rounds (see ratios.py)
+        if THREADED:  # what the second core gave, in the same rounds (see ratios.py)
             contenders["probe 1"], contenders["probe 2"] = scaling_probe()
         for fn in contenders.values():
             fn()  # warm caches and the allocator
@@ -114,7 +116,7 @@ def measure(rounds):
                 samples[k].append(fn())
         paired = [a / b for a, b in zip(samples[num], samples[den])]
         scaling = None
-        if sinpe.HAVE_OPENMP:
+        if THREADED:
             scaling = statistics.median(
                 a / b for a, b in zip(samples.pop("probe 1"), samples.pop("probe 2"))
             )

@@ -7,6 +7,8 @@ import sinpe
 from sinpe._front import backends
 from sinpe._front.threads import usable_cores
 
+THREADED = sinpe.THREAD_RUNTIME != "none"
+
 pytestmark = pytest.mark.skipif("cython" not in backends.BACKENDS, reason="kernel not built")
 
 
@@ -18,7 +20,7 @@ def test_ratios_prints_every_target(capsys):
     rows = [line for line in out.splitlines() if line.startswith("| ") and " x " in line]
     assert len(rows) == len(ratios.TARGETS) + len(ratios.HALF_TARGETS)
     assert all(("ok" in row) != ("MISSED" in row) for row in rows)
-    if sinpe.HAVE_OPENMP:  # every row carries the 2-core scaling measured in its own rounds
+    if THREADED:  # every row carries the 2-core scaling measured in its own rounds
         assert "2-core scaling:" in out
         plain = rows[: len(ratios.TARGETS)]
         assert all(row.split("|")[7].strip().replace(".", "").isdigit() for row in plain)
@@ -31,6 +33,19 @@ def test_gil_script_reports_both_timings(capsys):
     assert gil.main(["--rounds", "1"]) in (0, 1)
     out = capsys.readouterr().out
     assert "one after the other" in out and "two Python threads" in out
+
+
+@pytest.mark.skipif(usable_cores() < 2, reason="threads.py needs 2 cores")
+def test_threads_script_prints_every_row(capsys):
+    import threads
+
+    assert threads.main(["--rounds", "1", "--first-calls", "1", "--signal-runs", "1"]) in (0, 1)
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "us |" in line]
+    assert len(rows) == len(threads.BUSY_ROWS) + len(threads.QUIET_SIZES)
+    assert all(("ok" in row) != ("MISSED" in row) for row in rows)
+    for what in ("two Python threads", "first 2048 x 512 call", "Ctrl-C during a long rope_at"):
+        assert what in out
 
 
 def test_first_call_script_prints_every_contender(capsys):

@@ -14,12 +14,14 @@ from ._front.tables import (
     shift_matrix,
     sinusoidal_positional_encoding,
 )
+from ._front.threads import RUNTIME as THREAD_RUNTIME
 from ._front.threads import thread_limit
 from ._version import __version__
 
 __all__ = [
     "BACKEND",
     "HAVE_OPENMP",
+    "THREAD_RUNTIME",
     "__version__",
     "cache_info",
     "clear_cache",

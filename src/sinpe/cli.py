@@ -15,6 +15,7 @@ from ._front import backends
 from ._front import rope as _rope
 from ._front import tables as api
 from ._front.checks import bfloat16
+from ._front.threads import RUNTIME as THREAD_RUNTIME
 from ._front.threads import thread_limit, usable_cores
 
 _THREAD_VARIABLES = ("SINPE_NUM_THREADS", "OMP_NUM_THREADS")
@@ -203,7 +204,7 @@ def _bench(args) -> int:
     rounds = 3 if args.quick else 7
     threads = thread_limit().threads
     print(
-        f"sinpe {__version__}: backend {api.BACKEND}, OpenMP {api.HAVE_OPENMP}, "
+        f"sinpe {__version__}: backend {api.BACKEND}, {THREAD_RUNTIME}, "
         f"up to {threads} thread(s); float64, median of {rounds} rounds"
     )
     contenders = [
@@ -242,7 +243,7 @@ def _info(args) -> int:
         f"{'yes' if kernel is not None else 'no - ' + backends.KERNEL_ERROR})"
     )
     limit = thread_limit()
-    print(f"OpenMP: {api.HAVE_OPENMP}; threads: up to {limit.threads} (set by {limit.source})")
+    print(f"threads: {THREAD_RUNTIME}, up to {limit.threads} (set by {limit.source})")
     print(
         f"  usable cores {usable_cores()}, "
         + ", ".join(f"{name}={os.environ.get(name, 'unset')}" for name in _THREAD_VARIABLES)

@@ -23,11 +23,17 @@ cimport numpy as cnp
 import numpy as np
 from libc.stdint cimport int64_t, uint16_t, uintptr_t
 
+import threading
+
 cnp.import_array()
 
 
+cdef extern from "Python.h":
+    # declared without Cython's `except -1`: the exception it sets must stay set (it is the
+    # call's to raise), not be reported as unraisable by the check below
+    int PyErr_CheckSignals() noexcept
+
 cdef extern from "config.h":
-    int SINPE_HAVE_OPENMP
     int SINPE_DEBUG
     int SINPE_C_ASSERTS
     int isa_level "sinpe_isa"() noexcept nogil
@@ -46,12 +52,15 @@ cdef extern from "constants.h":
     int KIND_BF16 "SINPE_KIND_BF16"
 
 cdef extern from "team.h":
+    int SINPE_THREADS
     ctypedef void (*work_fn "sinpe_work_fn")(void*, Py_ssize_t, double*) noexcept nogil
+    ctypedef int (*check_fn "sinpe_check_fn")() noexcept nogil
     int team_run "sinpe_team_run"(int threads, Py_ssize_t n_chunks, work_fn work,
                                   void* context, Py_ssize_t scratch_doubles,
-                                  uintptr_t placement) noexcept nogil
-    int team_allowed "sinpe_team_allowed"() noexcept nogil
-    int openmp_max_threads "sinpe_openmp_max_threads"() noexcept nogil
+                                  uintptr_t placement, check_fn check) noexcept nogil
+    void team_init "sinpe_team_init"() noexcept nogil
+    int team_helpers "sinpe_team_helpers"() noexcept nogil
+    int threadpool_limit "sinpe_threadpool_get_num_threads"() noexcept nogil
 
 cdef extern from "exact.h":
     void exact_rows "sinpe_exact_cos_sin"(const double* p, Py_ssize_t n_p, const double* table,
@@ -100,13 +109,16 @@ cdef extern from "fill.h":
         const int64_t* codes
         int64_t start
     int shape_of "sinpe_shape_of"(const place* c, const place* s) noexcept nogil
-    int fill_c "sinpe_fill"(fill_job* job, int threads) noexcept nogil
+    int fill_c "sinpe_fill"(fill_job* job, int threads, check_fn check) noexcept nogil
     void round_half_c "sinpe_round_half"(int isa, uint16_t* out, const double* values,
                                          Py_ssize_t n, int f16) noexcept nogil
 
 
 NAME = "cython"
-HAVE_OPENMP = bool(SINPE_HAVE_OPENMP)
+# The thread runtime (team.h): sinpe's own pool of POSIX or Windows threads, or none.
+THREADS = ("none", "posix threads", "windows threads")[SINPE_THREADS]
+HAVE_OPENMP = False  # the kernel no longer uses OpenMP (kept for older code: it tells the truth)
+team_init()
 # The instruction-set level every loop runs on this CPU (config.h: one probe, asked here at
 # import, before any thread can fill a table, so the kernel has no shared mutable state; it
 # is declared freethreading_compatible in setup.py). Every level gives the same bits.
@@ -132,12 +144,35 @@ def _bounds_checked():
 BOUNDS_CHECKED = _bounds_checked()
 
 
-def max_threads():
-    """``(threads, forked)``: the most threads OpenMP gives the calling thread
-    (``OMP_NUM_THREADS``, ``omp_set_num_threads``, threadpoolctl; 1 without OpenMP), and
-    whether this process is a fork of one that started a team (then work runs on one
-    thread, see ``team.h``)."""
-    return openmp_max_threads(), not team_allowed()
+def threadpool_threads():
+    """The limit threadpoolctl set through sinpe's controller (process-wide), or 0."""
+    return threadpool_limit()
+
+
+def helpers():
+    """How many helper threads this process has made so far (they sleep between jobs)."""
+    return team_helpers()
+
+
+# Signals are delivered to the main thread: only there does a long call stop to run the
+# handlers (about every 20 ms, team.h), with the GIL taken for that moment only.
+cdef unsigned long MAIN_THREAD = threading.main_thread().ident
+
+
+cdef int check_signals() noexcept nogil:
+    with gil:
+        return PyErr_CheckSignals() != 0
+
+
+cdef inline check_fn signal_check():
+    if threading.get_ident() == MAIN_THREAD:
+        return check_signals
+    return NULL
+
+
+cdef int raise_pending() except -1:
+    """After a check that ran a handler which raised: that exception, now ours."""
+    return -1
 
 
 cdef inline int element_kind(cnp.ndarray out):
@@ -184,8 +219,13 @@ def exact_cos_sin(cnp.ndarray positions, cnp.ndarray table, cnp.ndarray out, int
     job.rows = max(1, 2048 // max(job.n_w, 1))
     if job.n == 0 or job.n_w == 0:
         return
+    cdef check_fn check = signal_check()
+    cdef int status
     with nogil:
-        team_run(threads, (job.n + job.rows - 1) // job.rows, exact_chunk, &job, 0, 0)
+        status = team_run(threads, (job.n + job.rows - 1) // job.rows, exact_chunk, &job, 0, 0,
+                          check)
+    if status == -2:
+        raise_pending()
 
 
 def _check_exact_arguments(positions, table, out, threads):
@@ -323,8 +363,11 @@ def fill(Plan plan, cnp.ndarray out0, object out1, object anchors, object values
     job.codes = <const int64_t*>cnp.PyArray_DATA(codes) if codes is not None else NULL
     job.start = start
     cdef int status
+    cdef check_fn check = signal_check()
     with nogil:
-        status = fill_c(&job, threads)
+        status = fill_c(&job, threads, check)
+    if status == -2:
+        raise_pending()
     if status < 0:
         raise MemoryError(f"no memory for {threads} rows of scratch")
 

@@ -1,7 +1,7 @@
 /* Build-mode facts and the one CPU probe shared by every header of the kernel.
 
-   setup.py defines SINPE_HAVE_OPENMP, SINPE_DEBUG and SINPE_MAX_SIMD (0 plain C, 1 SSE2,
-   2 AVX2 where the CPU has it). One macro per instruction set says whether this build may
+   setup.py defines SINPE_DEBUG and SINPE_MAX_SIMD (0 plain C, 1 SSE2, 2 AVX2 where the
+   CPU has it). One macro per instruction set says whether this build may
    compile code for it; one probe (cpuid, once, at import) says whether this CPU runs it:
 
        SINPE_SSE2   the build has SSE2 (x86-64 baseline)
@@ -13,9 +13,6 @@
    bits: the headers use no FMA where it would change a rounding (-ffp-contract=off). */
 #ifndef SINPE_CONFIG_H
 #define SINPE_CONFIG_H
-#ifndef SINPE_HAVE_OPENMP
-#define SINPE_HAVE_OPENMP 0
-#endif
 #ifndef SINPE_DEBUG
 #define SINPE_DEBUG 0
 #endif

@@ -297,9 +297,10 @@ static inline ptrdiff_t sinpe_chunk_rows(ptrdiff_t width)
     return rows > SINPE_GRID_FINE ? rows : SINPE_GRID_FINE;
 }
 
-/* The whole fill on `threads` threads (team.h); 0, or -1 when the scratch could not be
-   allocated (then nothing was written). */
-static inline int sinpe_fill(sinpe_fill_job *job, int threads)
+/* The whole fill on `threads` threads (team.h), `check` run between chunks (or NULL): 0; -1
+   when the scratch could not be allocated (then nothing was written); -2 when the check
+   stopped it (then part of the table is written). */
+static inline int sinpe_fill(sinpe_fill_job *job, int threads, sinpe_check_fn check)
 {
     ptrdiff_t n_chunks;
     uintptr_t placement;
@@ -315,7 +316,7 @@ static inline int sinpe_fill(sinpe_fill_job *job, int threads)
     placement = (uintptr_t)(job->plan->grid + SINPE_GRID_MID * 2 * job->plan->h) & 4095;
     return sinpe_team_run(threads, n_chunks, sinpe_fill_chunk, job,
                           2 * job->plan->max_lanes + (job->anchors ? 0 : 2 * job->plan->h),
-                          placement);
+                          placement, check);
 }
 
 #endif /* SINPE_FILL_H */

@@ -1,25 +1,32 @@
-"""How many threads a call may use, read when a call needs it.
+"""How many threads a call may use, read when a call needs it, and threadpoolctl's handle.
 
 Every limit is a cap and the smallest wins: the ``threads=`` argument, ``SINPE_NUM_THREADS``,
-OpenMP's own limit for the calling thread (``OMP_NUM_THREADS``, or ``omp_set_num_threads``,
-which is what ``threadpoolctl.threadpool_limits`` calls) and the cores this process may run
-on. A build without OpenMP, and a forked child of a process that ran a team (GCC's OpenMP
-runtime is not fork-safe, see ``_c/team.h``), use one thread.
+``OMP_NUM_THREADS`` (users set it to tame every library at once; sinpe reads it itself, it
+has no OpenMP), the limit ``threadpoolctl.threadpool_limits`` sets through sinpe's own
+controller (``user_api="openmp"``, ``internal_api="sinpe"``; process-wide, unlike OpenMP's
+per-thread setting) and the cores this process may run on. The threads are sinpe's own pool
+(``_c/team.h``): helpers sleep between jobs, the calling thread works too, and a forked
+child makes helpers of its own.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.abc
+import importlib.util
 import os
+import sys
 import warnings
 from typing import NamedTuple
 
-from .backends import HAVE_OPENMP, kernel
+from .backends import kernel
 
 __all__ = ["PARALLEL_MIN_ELEMENTS", "ThreadLimit", "thread_limit", "threads_for", "usable_cores"]
 
-# Below this many table elements one thread is faster than waking a team.
-PARALLEL_MIN_ELEMENTS = 1 << 17
+# Below this many table elements one thread is faster than waking a helper (a wake-up costs
+# about as much as writing 30k elements; see docs/threads.md for the measurement).
+PARALLEL_MIN_ELEMENTS = 1 << 19
+RUNTIME = kernel.THREADS if kernel is not None else "none"
 
 
 class ThreadLimit(NamedTuple):
@@ -38,53 +45,53 @@ def usable_cores() -> int:
 
 
 @functools.lru_cache(maxsize=16)
-def _warn_bad_cap(raw: str) -> None:
+def _warn_bad_cap(name: str, raw: str) -> None:
     """Warn once per bad value: a typo must not break ``import sinpe`` or every call."""
     warnings.warn(
-        f"sinpe: SINPE_NUM_THREADS={raw!r} is not an integer >= 1; ignored",
+        f"sinpe: {name}={raw!r} is not an integer >= 1; ignored",
         RuntimeWarning,
         stacklevel=6,  # the caller of sinusoidal_positional_encoding
     )
 
 
-def _environment_cap() -> int | None:
-    raw = os.environ.get("SINPE_NUM_THREADS", "").strip()
+def _environment_cap(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
     if not raw:
         return None
-    try:
-        cap = int(raw)
+    try:  # OMP_NUM_THREADS may list one number per nesting level: the first is ours
+        cap = int(raw.split(",")[0]) if name == "OMP_NUM_THREADS" else int(raw)
     except ValueError:
         cap = 0
     if cap < 1:
-        _warn_bad_cap(raw)
+        _warn_bad_cap(name, raw)
         return None
     return cap
 
 
 def thread_limit() -> ThreadLimit:
-    """The most threads a call from this thread may use now, and what sets that limit.
+    """The most threads a call may use now, and what sets that limit.
 
     Returns
     -------
     ThreadLimit
         ``(threads, source)``; ``source`` names the smallest cap: ``"SINPE_NUM_THREADS"``,
-        ``"usable cores"``, ``"OpenMP (OMP_NUM_THREADS or threadpoolctl)"``, or why there is
-        only one thread (no OpenMP in this build, or a forked child).
+        ``"OMP_NUM_THREADS"``, ``"threadpoolctl"``, ``"usable cores"``, or why there is only
+        one thread (no compiled kernel, no thread runtime in this build).
     """
-    if not HAVE_OPENMP:
-        return ThreadLimit(1, "no OpenMP in this build")
-    openmp, forked = kernel.max_threads()
-    if forked:
-        return ThreadLimit(
-            1, "forked from a process that ran threads (the OpenMP runtime is not fork-safe)"
-        )
-    caps = [
-        (usable_cores(), "usable cores"),
-        (openmp, "OpenMP (OMP_NUM_THREADS or threadpoolctl)"),
-    ]
-    cap = _environment_cap()
-    if cap is not None:
-        caps.insert(0, (cap, "SINPE_NUM_THREADS"))
+    if kernel is None:
+        return ThreadLimit(1, "no compiled kernel (the NumPy path runs on one thread)")
+    if RUNTIME == "none":
+        return ThreadLimit(1, "no thread runtime in this build")
+    caps = []
+    for name in ("SINPE_NUM_THREADS", "OMP_NUM_THREADS"):
+        cap = _environment_cap(name)
+        if cap is not None:
+            caps.append((cap, name))
+    caps.append((usable_cores(), "usable cores"))
+    # (after the cores: threadpoolctl restores a limit by setting what it read, the cores)
+    limit = kernel.threadpool_threads()
+    if limit:
+        caps.append((limit, "threadpoolctl"))
     return ThreadLimit(*min(caps, key=lambda item: item[0]))  # ties: the first listed
 
 
@@ -95,3 +102,57 @@ def threads_for(requested: int | None, n_elements: int) -> int:
         return 1
     limit = thread_limit().threads
     return limit if requested is None else min(requested, limit)
+
+
+# --------------------------------------------------------------------------- threadpoolctl
+
+
+def _register(threadpoolctl) -> None:
+    """Make ``threadpoolctl`` see and limit sinpe's pool (once)."""
+
+    class SinpeController(threadpoolctl.LibController):
+        user_api = "openmp"  # what users limit to tame every library's threads at once
+        internal_api = "sinpe"
+        filename_prefixes = ("_kernel",)
+        check_symbols = ("sinpe_threadpool_get_num_threads",)
+
+        def get_num_threads(self):
+            limit = self.dynlib.sinpe_threadpool_get_num_threads()
+            return limit or usable_cores()
+
+        def set_num_threads(self, num_threads):
+            self.dynlib.sinpe_threadpool_set_num_threads(int(num_threads))
+
+        def get_version(self):
+            from .._version import __version__
+
+            return __version__
+
+    threadpoolctl.register(SinpeController)
+
+
+class _RegisterWhenImported(importlib.abc.MetaPathFinder):
+    """Registers the controller right after ``threadpoolctl`` is imported: importing it here
+    would cost every ``import sinpe`` ~25 ms."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "threadpoolctl":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            execute = spec.loader.exec_module
+
+            def exec_module(module):
+                execute(module)
+                _register(module)
+
+            spec.loader.exec_module = exec_module
+        return spec
+
+
+if kernel is not None and RUNTIME != "none":
+    if "threadpoolctl" in sys.modules:
+        _register(sys.modules["threadpoolctl"])
+    else:
+        sys.meta_path.insert(0, _RegisterWhenImported())
