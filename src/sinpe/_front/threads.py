@@ -23,9 +23,10 @@ from .backends import kernel
 
 __all__ = ["PARALLEL_MIN_ELEMENTS", "ThreadLimit", "thread_limit", "threads_for", "usable_cores"]
 
-# Below this many table elements one thread is faster than waking a helper (a wake-up costs
-# about as much as writing 30k elements; see docs/threads.md for the measurement).
-PARALLEL_MIN_ELEMENTS = 1 << 19
+# Below this many table elements (about a millisecond of work) one thread is as fast as two:
+# a sleeping helper arrives too late to take a share (on this project's VM, tables of 2**20
+# and 2**21 elements gained nothing, 2**22 took 0.59x the time; docs/threads.md).
+PARALLEL_MIN_ELEMENTS = 1 << 22
 RUNTIME = kernel.THREADS if kernel is not None else "none"
 
 
