@@ -334,8 +334,8 @@ def test_a_bad_thread_variable_warns_and_is_ignored(cap, name):
 import warnings, sinpe
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    table = sinpe.sinusoidal_positional_encoding(2048, 512)
-    sinpe.sinusoidal_positional_encoding(2048, 512)
+    table = sinpe.sinusoidal_positional_encoding(4096, 1024)  # 2**22 elements: threaded
+    sinpe.sinusoidal_positional_encoding(4096, 1024)
 print(len(caught), caught[0].message if caught else "", table[0, :2].tolist(), sep="|")
 print(sinpe.thread_limit().source)
 """,

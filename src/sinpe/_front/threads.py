@@ -23,9 +23,11 @@ from .backends import kernel
 
 __all__ = ["PARALLEL_MIN_ELEMENTS", "ThreadLimit", "thread_limit", "threads_for", "usable_cores"]
 
-# Below this many table elements (about a millisecond of work) one thread is as fast as two:
-# a sleeping helper arrives too late to take a share (on this project's VM, tables of 2**20
-# and 2**21 elements gained nothing, 2**22 took 0.59x the time; docs/threads.md).
+# Below this many table elements (about a millisecond of work) one thread is as fast as two
+# on this project's VM: a 2048 x 512 table (2**20 elements, cache-resident) split 17/15 between
+# the caller and a helper that woke in time, yet each chunk took 1.5x longer while both ran (the
+# two vCPUs share a core's execution units or the L3), so the pair saved 10-20% before the
+# call's own cost and nothing after; 2**22 took 0.59x the time (docs/threads.md).
 PARALLEL_MIN_ELEMENTS = 1 << 22
 RUNTIME = kernel.THREADS if kernel is not None else "none"
 
