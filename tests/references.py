@@ -254,3 +254,38 @@ def transformers_rope_parameters(scaling, dim, base, seq_len):
         inv += [mpf(0)] * (dim // 2 - angles)
         inv = [v / mpf(p.get("factor", 1.0)) for v in inv]
     return inv, attention
+
+
+# --------------------------------------------------------------------------- M-RoPE, axial
+
+
+def qwen2_vl_recompose(freq, sections):
+    """transformers 5.24 ``Qwen2VLRotaryEmbedding.recomposition_frequencies``: ``freq`` is
+    ``(3, ..., h)`` (one row per position axis), sections follow one another."""
+    parts = np.split(freq, np.cumsum(sections)[:-1], axis=-1)
+    half = np.concatenate([m[i % 3] for i, m in enumerate(parts)], axis=-1)
+    return np.concatenate([half, half], axis=-1)
+
+
+def qwen3_vl_recompose(freq, sections):
+    """transformers 5.24 ``Qwen3VLTextRotaryEmbedding.recomposition_frequencies``: T, H, W
+    interleaved (H at 1, 4, 7, ..., W at 2, 5, 8, ...), the rest T."""
+    thw = freq[0].copy()
+    for dim, offset in enumerate((1, 2), start=1):
+        idx = slice(offset, sections[dim] * 3, 3)
+        thw[..., idx] = freq[dim][..., idx]
+    return np.concatenate([thw, thw], axis=-1)
+
+
+def pixtral_inv_freq(inv_freq):
+    """``PixtralVisionRotaryEmbedding.compute_axial_rope_parameters``' reordering."""
+    return np.concatenate([inv_freq[0::2], inv_freq[1::2]])
+
+
+def pixtral_recompose(freq):
+    """``PixtralVisionRotaryEmbedding.recomposition_frequencies``: ``freq`` is ``(N, 2, h)``
+    (height and width angles per patch); the first chunk of frequencies reads height, the
+    second width (torch.chunk: the first chunk the larger), then H-W-H-W."""
+    first = -(-freq.shape[-1] // 2)
+    half = np.concatenate([freq[:, 0, :first], freq[:, 1, first:]], axis=-1)
+    return np.concatenate([half, half], axis=-1)

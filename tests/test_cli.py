@@ -156,6 +156,7 @@ LLAMA_CONFIG = {
     },
 }
 PHI3_CONFIG = {  # longrope, partial rotary, original length outside the scaling mapping
+    "model_type": "phi3",
     "hidden_size": 3072,
     "num_attention_heads": 32,
     "partial_rotary_factor": 0.5,
@@ -259,10 +260,12 @@ def test_rope_summary(tmp_path):
         (None, "No such file"),
         ("{", "not valid JSON"),
         ("[1, 2]", "JSON object"),
-        ('{"rope_theta": 10000.0, "max_position_embeddings": 8}', "head_dim"),
-        ('{"head_dim": 64}', "--seq-len"),
+        ('{"rope_theta": 10000.0, "max_position_embeddings": 8}', "no hidden_size"),
+        ('{"head_dim": 64, "max_position_embeddings": 8}', "no rope_theta"),
+        ('{"head_dim": 64, "rope_theta": 1e4}', "--seq-len"),
         (
-            '{"head_dim": 64, "max_position_embeddings": 8, "rope_scaling": {"rope_type": "x"}}',
+            '{"head_dim": 64, "rope_theta": 1e4, "max_position_embeddings": 8, '
+            '"rope_scaling": {"rope_type": "x"}}',
             "unknown rope_type",
         ),
     ],

@@ -250,7 +250,7 @@ def test_base_comes_from_rope_theta_or_the_argument():
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        (dict(scaling={"rope_type": "ntk"}), ValueError, "known types: default, dynamic"),
+        (dict(scaling={"rope_type": "ntk"}), ValueError, "known types: axial, default, dynamic"),
         (dict(scaling={"rope_type": "linear"}), ValueError, "'factor'"),
         (dict(scaling={"rope_type": "linear", "factor": 0}), ValueError, "factor"),
         (dict(scaling={"rope_type": "linear", "factor": float("nan")}), ValueError, "factor"),

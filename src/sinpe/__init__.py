@@ -1,8 +1,9 @@
 """sinpe: fast, exact sinusoidal positional encoding tables."""
 
 from . import conventions, rope_scaling
+from ._front.config import RopeSpec, rope_config
 from ._front.grid import encode_2d, encode_grid
-from ._front.rope import rope, rope_at, rope_frequencies
+from ._front.rope import rope, rope_at, rope_cache, rope_frequencies
 from ._front.tables import (
     BACKEND,
     HAVE_OPENMP,
@@ -21,6 +22,7 @@ from ._version import __version__
 __all__ = [
     "BACKEND",
     "HAVE_OPENMP",
+    "RopeSpec",
     "THREAD_RUNTIME",
     "__version__",
     "cache_info",
@@ -32,6 +34,8 @@ __all__ = [
     "frequencies",
     "rope",
     "rope_at",
+    "rope_cache",
+    "rope_config",
     "rope_frequencies",
     "rope_scaling",
     "set_cache_limit",

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-from collections.abc import Mapping
 
 import numpy as np
 
@@ -15,6 +13,7 @@ from ._front import backends
 from ._front import rope as _rope
 from ._front import tables as api
 from ._front.checks import bfloat16
+from ._front.config import rope_config
 from ._front.threads import RUNTIME as THREAD_RUNTIME
 from ._front.threads import thread_limit, usable_cores
 
@@ -100,78 +99,57 @@ def _table(args) -> int:
     return 0
 
 
-def rope_arguments(config: Mapping) -> dict:
-    """``head_dim``, ``base`` and ``scaling`` for :func:`sinpe.rope` from a transformers
-    ``config.json`` (``rope_theta``, ``rope_scaling`` or ``rope_parameters``, ``head_dim`` or
-    ``hidden_size / num_attention_heads``, ``partial_rotary_factor``,
-    ``max_position_embeddings``), read as transformers reads them."""
-    if not isinstance(config, Mapping):
-        raise ValueError("the config must be a JSON object")
-    scaling = config.get("rope_parameters") or config.get("rope_scaling") or {}
-    if not isinstance(scaling, Mapping):
-        raise ValueError("rope_scaling / rope_parameters must be a JSON object")
-    if scaling and all(isinstance(v, Mapping) for v in scaling.values()):
-        raise ValueError(
-            "per-layer rope_parameters (" + ", ".join(scaling) + ") are not supported: "
-            "write one of them as the config's rope_parameters"
-        )
-    scaling = dict(scaling)
-    rope_type = scaling.get("rope_type", scaling.get("type", "default"))
-    base = scaling.pop("rope_theta", None) or config.get("rope_theta", 10000.0)
-    partial = scaling.get("partial_rotary_factor", config.get("partial_rotary_factor", 1.0))
-    head_dim = config.get("head_dim")
-    if head_dim is None:
-        try:
-            head_dim = config["hidden_size"] // config["num_attention_heads"]
-        except (KeyError, TypeError):
-            raise ValueError(
-                "the config has neither head_dim nor hidden_size and num_attention_heads"
-            ) from None
-    if rope_type == "proportional":  # keeps head_dim; the factor picks the rotated angles
-        scaling["partial_rotary_factor"] = partial
-    else:
-        head_dim = int(head_dim * partial)
-    limit = config.get("max_position_embeddings")
-    if limit is not None:
-        scaling.setdefault("max_position_embeddings", limit)
-    if "original_max_position_embeddings" in config and rope_type in ("llama3", "yarn", "longrope"):
-        # transformers prefers the top-level value (Phi-3) for these types
-        scaling["original_max_position_embeddings"] = config["original_max_position_embeddings"]
-    scaling.setdefault("rope_type", rope_type)
-    return {"head_dim": head_dim, "base": base, "scaling": scaling, "max_position": limit}
-
-
 def _rope_command(args) -> int:
-    try:
-        with open(args.config, encoding="utf-8") as handle:
-            config = json.load(handle)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{args.config} is not valid JSON ({exc})") from None
-    found = rope_arguments(config)
-    seq_len = args.seq_len if args.seq_len is not None else found["max_position"]
+    spec = rope_config(args.config)
+    seq_len = args.seq_len if args.seq_len is not None else spec.max_position_embeddings
     if seq_len is None:
         raise ValueError("the config has no max_position_embeddings: pass --seq-len")
-    kwargs = dict(head_dim=found["head_dim"], base=found["base"], scaling=found["scaling"])
-    inv_freq, attention = _rope.rope_frequencies(**kwargs, seq_len=args.offset + seq_len)
-    if not args.output:
-        spec = _rope.parse(found["scaling"])
-        print(
-            f"rope_type {spec.rope_type}, rotary dim {kwargs['head_dim']}, base {kwargs['base']:g}"
+    names = spec.layer_types or (None,)
+    layers = {name: (spec if name is None else spec.layer(name)) for name in names}
+    layers = {name: layer for name, layer in layers.items() if layer is not None}
+    if args.output and any(layer.scaling["rope_type"] == "axial" for layer in layers.values()):
+        raise ValueError(
+            "rope_type 'axial' reads (height, width) positions, not a run of seq_len: "
+            "make its tables with sinpe.rope_config(path).rope_at(positions)"
         )
-        print(f"inverse frequencies {inv_freq.min():.6g} .. {inv_freq.max():.6g}")
-        print(f"attention factor {attention:.17g}")
+    frequencies = {name: layer.frequencies(args.offset + seq_len) for name, layer in layers.items()}
+    if not args.output:
+        for name, layer in layers.items():
+            inv_freq, attention = frequencies[name]
+            head = f"{name}: " if name else ""
+            print(
+                f"{head}rope_type {layer.scaling['rope_type']}, rotary dim {layer.head_dim}, "
+                f"base {layer.base:g}"
+            )
+            if layer.scaling.get("mrope_section"):
+                kind = "interleaved" if layer.scaling.get("mrope_interleaved") else "contiguous"
+                print(f"  M-RoPE sections {list(layer.scaling['mrope_section'])} ({kind})")
+            print(f"  inverse frequencies {inv_freq.min():.6g} .. {inv_freq.max():.6g}")
+            print(f"  attention factor {attention:.17g}")
         print(f"tables: {seq_len} positions from {args.offset}, layout {args.layout}")
         return 0
-    cos, sin = _rope.rope(
-        seq_len, **kwargs, offset=args.offset, layout=args.layout, dtype=args.dtype
-    )
+    arrays = {}
+    for name, layer in layers.items():
+        cos, sin = layer.rope(seq_len, offset=args.offset, layout=args.layout, dtype=args.dtype)
+        suffix = f"_{name}" if name else ""
+        inv_freq, attention = frequencies[name]
+        arrays.update(
+            {
+                f"cos{suffix}": _savable(cos),
+                f"sin{suffix}": _savable(sin),
+                f"inv_freq{suffix}": inv_freq,
+                f"attention_factor{suffix}": attention,
+            }
+        )
     path = args.output if args.output.endswith(".npz") else args.output + ".npz"
-    np.savez(
-        path, cos=_savable(cos), sin=_savable(sin), inv_freq=inv_freq, attention_factor=attention
-    )
+    np.savez(path, **arrays)
     note = _BITS_NOTE if cos.dtype.name == "bfloat16" else ""
     print(
-        f"wrote {path}: cos and sin {cos.shape} {cos.dtype}{note}, attention factor {attention:.6g}"
+        f"wrote {path}: "
+        + ", ".join(
+            f"cos and sin{f' ({name})' if name else ''} {cos.shape} {cos.dtype}" for name in layers
+        )
+        + note
     )
     return 0
 

@@ -5,8 +5,8 @@ The formulas, key names, defaults and required keys are those of transformers 5.
 (``modeling_rope_utils.py``: ``_compute_*_parameters`` and ``_validate_*_rope_parameters``);
 every step is evaluated in float64, and the steps whose rounding the formula would amplify are
 carried as double-doubles, so that each inverse frequency is within 4 ulp of
-the real-number value of the formula for the given float64 parameters (0.91 ulp at most
-on the cases of tests/test_rope.py):
+the real-number value of the formula for the given float64 parameters (the bound
+tests/test_rope.py checks against mpmath):
 
 - the powers ``base**(-2i/d)`` are rounded once (``_frequencies``), and so are ``dynamic``'s
   powers of the rescaled base, whose logarithm is formed as a double-double;
@@ -52,7 +52,14 @@ ROPE_TYPES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (),
     ),
     "proportional": ((), ("factor", "partial_rotary_factor")),
+    # Pixtral's 2-D RoPE: the default powers reordered, even ones for height, odd for width
+    "axial": ((), ()),
 }
+# Legacy names transformers rewrites: Qwen2-VL's "mrope" is the default type with sections.
+_ALIASES = {"mrope": "default"}
+# Keys any type may carry: M-RoPE's sections (Qwen2-VL, Qwen3-VL), and partial_rotary_factor,
+# kept so that sinpe.rope can refuse it where its head_dim is already the rotary width.
+_ANY_TYPE = ("mrope_section", "mrope_interleaved", "partial_rotary_factor")
 # Types whose transformers config standardisation fills original_max_position_embeddings from
 # max_position_embeddings when it is missing.
 _ORIGINAL_FROM_MAX = ("llama3", "yarn", "longrope")
@@ -92,24 +99,56 @@ def _number(key: str, value, *, positive: bool = True, integer: bool = False):
     return result
 
 
-def parse(scaling) -> RopeScaling:
+def _mapping(spec: RopeScaling) -> dict:
+    """The mapping a ``RopeScaling`` was parsed from (lists as tuples)."""
+    mapping = dict(spec.parameters, rope_type=spec.rope_type)
+    if spec.theta is not None:
+        mapping["rope_theta"] = spec.theta
+    return mapping
+
+
+def parse(scaling, max_position_embeddings: int | None = None) -> RopeScaling:
     """Validate ``scaling`` (``None``, a ``rope_scaling`` or ``rope_parameters`` mapping, or a
-    ``RopeScaling``); errors name the key and the allowed values."""
+    ``RopeScaling``); errors name the key and the allowed values. ``max_position_embeddings``
+    is the model config's (transformers reads it beside the mapping): it joins the mapping,
+    which must not say otherwise."""
+    if max_position_embeddings is not None:
+        max_position_embeddings = _number(
+            "max_position_embeddings", max_position_embeddings, integer=True
+        )
     if scaling is None:
-        return RopeScaling("default", (), None)
-    if isinstance(scaling, RopeScaling):
-        return scaling
-    if not isinstance(scaling, Mapping):
+        scaling = {}
+    elif isinstance(scaling, RopeScaling):
+        if max_position_embeddings is None:
+            return scaling
+        scaling = _mapping(scaling)
+    elif not isinstance(scaling, Mapping):
         raise TypeError(
             "scaling must be None or a mapping (a config's rope_scaling or rope_parameters), "
             f"got {type(scaling).__name__}"
         )
+    if max_position_embeddings is not None:
+        given = scaling.get("max_position_embeddings")
+        if given is not None and _number("max_position_embeddings", given) != float(
+            max_position_embeddings
+        ):
+            raise ValueError(
+                f"max_position_embeddings={max_position_embeddings} disagrees with the scaling "
+                f"mapping's max_position_embeddings={given!r}: pass one of them, or the same value"
+            )
+        scaling = {**scaling, "max_position_embeddings": max_position_embeddings}
+    if not scaling:
+        return RopeScaling("default", (), None)
     rope_type = scaling.get("rope_type", scaling.get("type", "default"))
+    if isinstance(rope_type, str):
+        rope_type = _ALIASES.get(rope_type, rope_type)
     if rope_type not in ROPE_TYPES:
         raise ValueError(
-            f"unknown rope_type {rope_type!r}; known types: {', '.join(sorted(ROPE_TYPES))}"
+            f"unknown rope_type {rope_type!r}; known types: {', '.join(sorted(ROPE_TYPES))} "
+            "(and 'mrope', transformers' older name of the default type with mrope_section)"
         )
     required, optional = ROPE_TYPES[rope_type]
+    optional = (*optional, *(key for key in _ANY_TYPE if key not in optional))
     values = {}
     if rope_type in _ORIGINAL_FROM_MAX and "original_max_position_embeddings" not in scaling:
         if "max_position_embeddings" in scaling:
@@ -145,10 +184,22 @@ def parse(scaling) -> RopeScaling:
             if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
                 raise TypeError(f"scaling[{key!r}] must be a list of numbers, got {value!r:.60}")
             checked[key] = tuple(_number(f"{key}[{i}]", v) for i, v in enumerate(value))
-        elif key == "truncate":
+        elif key in ("truncate", "mrope_interleaved"):
             if not isinstance(value, (bool, np.bool_)):
-                raise TypeError(f"scaling['truncate'] must be true or false, got {value!r}")
+                raise TypeError(f"scaling[{key!r}] must be true or false, got {value!r}")
             checked[key] = bool(value)
+        elif key == "mrope_section":
+            if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 3:
+                raise ValueError(
+                    "scaling['mrope_section'] must be a list of 3 integers (temporal, height, "
+                    f"width frequencies, summing to head_dim // 2), got {value!r:.60}"
+                )
+            checked[key] = tuple(
+                _number(f"mrope_section[{i}]", v, positive=False, integer=True)
+                for i, v in enumerate(value)
+            )
+            if min(checked[key]) < 0:
+                raise ValueError(f"scaling['mrope_section'] must not be negative, got {value!r}")
         elif key in ("max_position_embeddings", "original_max_position_embeddings"):
             checked[key] = _number(key, value, integer=True)
         elif key in ("mscale", "mscale_all_dim", "beta_fast", "beta_slow"):
@@ -163,6 +214,12 @@ def parse(scaling) -> RopeScaling:
         raise ValueError(
             "scaling['high_freq_factor'] must be greater than scaling['low_freq_factor'], got "
             f"{checked['high_freq_factor']} and {checked['low_freq_factor']}"
+        )
+    if "mrope_interleaved" in checked and "mrope_section" not in checked:
+        raise ValueError("scaling['mrope_interleaved'] needs scaling['mrope_section']")
+    if rope_type == "axial" and "mrope_section" in checked:
+        raise ValueError(
+            "rope_type 'axial' (two position axes) and mrope_section (three) do not combine"
         )
     if rope_type == "dynamic" and checked["factor"] is None:
         raise ValueError("scaling['factor'] must be a number > 0 for rope_type 'dynamic'")
@@ -389,7 +446,14 @@ def _proportional(s, head_dim, base, seq_len):
     return w / (s.get("factor") or 1.0), 1.0
 
 
+def _axial(s, head_dim, base, seq_len):
+    """Pixtral's order: the even powers (height), then the odd ones (width)."""
+    w = _powers(head_dim, base)
+    return np.concatenate([w[0::2], w[1::2]]), 1.0
+
+
 _RULES = {
+    "axial": _axial,
     "default": _default,
     "linear": _linear,
     "dynamic": _dynamic,

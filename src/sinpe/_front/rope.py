@@ -16,13 +16,22 @@ from .checks import F64, MAX_POSITION
 from .plan import Layout, Place, Segment, fill_at, fill_run, make_filler
 from .tables import MAX_FREQUENCY
 
-__all__ = ["rope", "rope_at", "rope_frequencies", "LAYOUTS", "rope_layout"]
+__all__ = [
+    "rope",
+    "rope_at",
+    "rope_cache",
+    "rope_frequencies",
+    "LAYOUTS",
+    "CACHE_FORMATS",
+    "rope_layout",
+]
 
 LAYOUTS = ("half", "interleaved", "compact")
+CACHE_FORMATS = ("vllm", "complex", "pairs")
 _DEFAULT_BASE = 10000.0
 
 
-def _arguments(head_dim, base, scaling) -> tuple[int, float, RopeScaling]:
+def _arguments(head_dim, base, scaling, max_position_embeddings=None):
     """Checked ``head_dim``, the base (``base``, else the mapping's ``rope_theta``, else
     10000) and the parsed scaling."""
     head_dim = check.integer("head_dim", head_dim, 2)
@@ -30,7 +39,22 @@ def _arguments(head_dim, base, scaling) -> tuple[int, float, RopeScaling]:
         raise ValueError(
             f"head_dim must be even (the rotary dimension: pairs of columns), got {head_dim}"
         )
-    spec = parse(scaling)
+    spec = parse(scaling, max_position_embeddings)
+    partial = spec.get("partial_rotary_factor")
+    if partial is not None and spec.rope_type != "proportional":
+        width = int(head_dim * partial)
+        raise ValueError(
+            f"scaling carries partial_rotary_factor={partial!r}, but head_dim here is the rotary "
+            f"width: for a model whose head_dim is {head_dim}, pass head_dim="
+            f"{width - width % 2} (int({head_dim} * {partial!r})) and leave the factor out of the "
+            "mapping, or read the model's config with sinpe.rope_config(), which applies it"
+        )
+    sections = spec.get("mrope_section")
+    if sections is not None and sum(sections) != head_dim // 2:
+        raise ValueError(
+            f"scaling['mrope_section'] {list(sections)} must sum to head_dim // 2 = "
+            f"{head_dim // 2} (one section of frequencies per position axis), got {sum(sections)}"
+        )
     if base is None:
         base = spec.theta if spec.theta is not None else _DEFAULT_BASE
     else:
@@ -43,13 +67,12 @@ def _arguments(head_dim, base, scaling) -> tuple[int, float, RopeScaling]:
     return head_dim, check.base(base), spec
 
 
-def _layout(layout) -> int:
-    if not isinstance(layout, str):
-        raise TypeError(f"layout must be a str, one of {LAYOUTS}, got {type(layout).__name__}")
-    try:
-        return LAYOUTS.index(layout)
-    except ValueError:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}") from None
+def _choice(name: str, value, allowed: tuple) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, one of {allowed}, got {type(value).__name__}")
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
 
 
 def _length_key(spec: RopeScaling, length):
@@ -64,17 +87,76 @@ def _length_key(spec: RopeScaling, length):
     return None
 
 
-def rope_layout(layout: int, h: int) -> Layout:
-    """The two-plane layout (cos table, sin table) of ``LAYOUTS[layout]`` for ``h``
-    frequencies: each value stored once per place of the layout."""
-    if layout == 0:  # half: [f0 .. f(h-1), f0 .. f(h-1)]
-        width, place = 2 * h, (0, 1, h)
-    elif layout == 1:  # interleaved: [f0, f0, f1, f1, ...]
-        width, place = 2 * h, (0, 2, 1)
-    else:  # compact: [f0 .. f(h-1)]
-        width, place = h, (0, 1, 0)
-    segment = Segment(0, h, 0, Place(0, *place, h), Place(1, *place, h))
-    return Layout(width, 2, (segment,) if h else ())
+# --------------------------------------------------------------------------- layouts
+
+
+def _format(name: str, h: int):
+    """A table format for ``h`` frequencies: row width, planes, and for cos and for sin the
+    plane, the column of frequency 0, the columns from one frequency to the next, and the
+    offset of a second copy (0: none)."""
+    if name == "half":  # [f0 .. f(h-1), f0 .. f(h-1)] in a cos table and a sin table
+        return 2 * h, 2, (0, 0, 1, h), (1, 0, 1, h)
+    if name == "interleaved":  # [f0, f0, f1, f1, ...]
+        return 2 * h, 2, (0, 0, 2, 1), (1, 0, 2, 1)
+    if name == "compact":  # [f0 .. f(h-1)]
+        return h, 2, (0, 0, 1, 0), (1, 0, 1, 0)
+    if name == "vllm":  # one table, [cos f0 .. f(h-1) | sin f0 .. f(h-1)]
+        return 2 * h, 1, (0, 0, 1, 0), (0, h, 1, 0)
+    # "complex", "pairs": one table, (cos, sin) of each frequency side by side
+    return 2 * h, 1, (0, 0, 2, 0), (0, 1, 2, 0)
+
+
+def _runs(axes: np.ndarray):
+    """The frequencies of each position axis as arithmetic runs ``(axis, first, step,
+    count)`` (M-RoPE's interleaved sections are runs of step 3)."""
+    runs = []
+    for axis in np.unique(axes).tolist():
+        index = np.flatnonzero(axes == axis).tolist()
+        i = 0
+        while i < len(index):
+            step = index[i + 1] - index[i] if i + 1 < len(index) else 1
+            j = i + 1
+            while j < len(index) and index[j] - index[j - 1] == step:
+                j += 1
+            runs.append((axis, index[i], step, j - i))
+            i = j
+    return runs
+
+
+def rope_layout(name: str, h: int, axes: np.ndarray | None = None):
+    """The ``Layout`` of table format ``name`` for ``h`` frequencies, frequency i reading
+    position axis ``axes[i]`` (``None``: all axis 0), and the order in which the filler takes
+    the frequencies (``None``: as they are): each axis's runs of frequencies become one
+    segment each, placed at their own columns."""
+    width, planes, cos, sin = _format(name, h)
+    runs = [(0, 0, 1, h)] if axes is None else _runs(axes)
+    segments, order, first = [], [], 0
+    for axis, i0, step, count in runs:
+        if not count:
+            continue
+        places = [
+            Place(plane, c0 + k * i0, k * step, dup, count) for plane, c0, k, dup in (cos, sin)
+        ]
+        segments.append(Segment(first, count, axis, *places))
+        order += range(i0, i0 + step * count, step)
+        first += count
+    layout = Layout(width, planes, tuple(segments))
+    return layout, (None if order == list(range(h)) else np.array(order, dtype=np.intp))
+
+
+def _axes(spec: RopeScaling, h: int):
+    """How many position axes the scaling reads, and which one each frequency reads."""
+    sections = spec.get("mrope_section")
+    if sections is not None:
+        if spec.get("mrope_interleaved"):  # Qwen3-VL: T, H, W, T, H, W, ... then the rest T
+            axes = np.zeros(h, dtype=np.intp)
+            for axis in (1, 2):
+                axes[axis : 3 * sections[axis] : 3] = axis
+            return 3, axes
+        return 3, np.repeat(np.arange(3), sections)  # Qwen2-VL: contiguous T | H | W
+    if spec.rope_type == "axial":  # Pixtral: [even powers: height | odd powers: width]
+        return 2, np.repeat([0, 1], [(h + 1) // 2, h // 2])
+    return 1, None
 
 
 def _make_frequencies(spec, head_dim, base, length):
@@ -98,21 +180,59 @@ def _frequencies(spec: RopeScaling, head_dim: int, base: float, length):
     return cache.lookup(key, _make_frequencies, (spec, head_dim, base, length))
 
 
-def _filler(backend, spec: RopeScaling, head_dim: int, base: float, length, layout: int):
-    """The cached ``Filler`` of a rope scaling in a layout."""
-    key = ("rope", backend.NAME, spec, head_dim, base, _length_key(spec, length), layout)
-    return cache.lookup(key, _make_filler, (backend, spec, head_dim, base, length, layout, key))
+def _filler(backend, spec: RopeScaling, head_dim: int, base: float, length, name: str):
+    """The cached ``Filler`` of a rope scaling in table format ``name``."""
+    key = ("rope", backend.NAME, spec, head_dim, base, _length_key(spec, length), name)
+    return cache.lookup(key, _make_filler, (backend, spec, head_dim, base, length, name, key))
 
 
-def _make_filler(backend, spec, head_dim, base, length, layout, key):
+def _make_filler(backend, spec, head_dim, base, length, name, key):
     inv_freq, attention = _frequencies(spec, head_dim, base, length)
-    return make_filler(backend, inv_freq, attention, rope_layout(layout, inv_freq.shape[0]), key)
+    h = inv_freq.shape[0]
+    layout, order = rope_layout(name, h, _axes(spec, h)[1])
+    w = inv_freq if order is None else inv_freq[order]
+    return make_filler(backend, w, attention, layout, key)
 
 
-def _tables(filler, n: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+def _tables(filler, n: int, dtype) -> tuple[np.ndarray, ...]:
     names = ("positions", "head_dim")
     shape = (n, filler.layout.width)
-    return check.allocate(shape, dtype, names), check.allocate(shape, dtype, names)
+    return tuple(check.allocate(shape, dtype, names) for _ in range(filler.layout.planes))
+
+
+def _run(
+    seq_len,
+    offset,
+    head_dim,
+    base,
+    scaling,
+    max_position_embeddings,
+    name,
+    dtype,
+    threads,
+    backend,
+    what,
+):
+    """The checked arguments of a table of consecutive positions, and its filled planes."""
+    seq_len = check.integer("seq_len", seq_len, 0)
+    head_dim, base, spec = _arguments(head_dim, base, scaling, max_position_embeddings)
+    offset = check.integer("offset", offset, 0)
+    if offset + max(seq_len, 1) > MAX_POSITION:
+        raise ValueError(
+            f"positions must be below 2**53: offset + seq_len - 1 = {offset + seq_len - 1}"
+        )
+    if spec.rope_type == "axial":
+        raise ValueError(
+            f"rope_type 'axial' reads (height, width) positions: {what} makes tables of "
+            "consecutive positions; use sinpe.rope_at(positions of shape (..., 2))"
+        )
+    backend = get_backend(backend)
+    if threads is not None:
+        threads = check.integer("threads", threads, 1)
+    filler = _filler(backend, spec, head_dim, base, offset + seq_len, name)
+    planes = _tables(filler, seq_len, dtype)
+    fill_run(filler, planes + (None,) * (2 - len(planes)), offset, seq_len, threads)
+    return planes
 
 
 def rope(
@@ -126,6 +246,7 @@ def rope(
     dtype=np.float64,
     threads: int | None = None,
     backend: str = "auto",
+    max_position_embeddings: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rotary position embedding tables ``cos, sin`` for positions ``offset .. offset +
     seq_len - 1``, exact to 1e-15 (times the attention factor).
@@ -135,35 +256,43 @@ def rope(
     seq_len : int
         Number of rows (positions), ``>= 0``.
     head_dim : int
-        The rotary dimension, even and ``>= 2`` (a model with ``partial_rotary_factor`` passes
-        ``int(head_dim * partial_rotary_factor)``).
+        The rotary dimension, even and ``>= 2`` (for a model with ``partial_rotary_factor``,
+        ``int(head_dim * partial_rotary_factor)``; :func:`sinpe.rope_config` reads it from
+        the model's config).
     base : float, optional
         The model's ``rope_theta``. Default: the mapping's ``rope_theta`` if it has one, else
         10000. A ``base`` that disagrees with the mapping's ``rope_theta`` is an error.
     scaling : mapping, optional
         ``None`` (plain RoPE) or a model config's ``rope_scaling`` / ``rope_parameters``:
         ``rope_type`` (or the legacy ``type``) one of ``default``, ``linear``, ``dynamic``,
-        ``yarn``, ``longrope``, ``llama3``, ``proportional``, with that type's keys, as in
-        transformers' ``modeling_rope_utils.py``.
+        ``yarn``, ``longrope``, ``llama3``, ``proportional``, ``axial``, with that type's
+        keys, as in transformers' ``modeling_rope_utils.py``; ``mrope_section`` (and
+        ``mrope_interleaved``) for M-RoPE. A mapping with ``partial_rotary_factor`` is refused
+        (``head_dim`` is already the rotary width), except for ``proportional``.
     offset : int, default 0
         Position of the first row; every position must be below ``2**53``.
     layout : {"half", "interleaved", "compact"}, default "half"
         ``"half"``: ``(n, head_dim)``, columns ``[f0..f(h-1), f0..f(h-1)]`` (transformers'
         ``rotate_half``, GPT-NeoX); ``"interleaved"``: ``(n, head_dim)``, columns
         ``[f0, f0, f1, f1, ...]`` (GPT-J, Meta's ``freqs_cis``); ``"compact"``: ``(n,
-        head_dim/2)`` (flash-attn; vLLM's ``cos_sin_cache`` is ``concatenate([cos, sin], -1)``).
+        head_dim/2)`` (flash-attn). :func:`rope_cache` writes engines' single-array caches.
     dtype : float64, float32, float16 or bfloat16, default float64
         Narrower values are rounded once from float64 (bfloat16: ``ml_dtypes``).
     threads : int, optional
         As for :func:`sinpe.sinusoidal_positional_encoding`.
     backend : {"auto", "cython", "numpy"}, default "auto"
+    max_position_embeddings : int, optional
+        The model config's ``max_position_embeddings``, which transformers reads beside the
+        mapping (``dynamic``, and ``yarn``/``longrope`` without ``factor``): pass it with
+        ``config.rope_parameters``. A mapping that says otherwise is an error.
 
     Returns
     -------
     cos, sin : numpy.ndarray
         Each ``(seq_len, width)``, C-contiguous: ``attention_factor * cos(p * inv_freq[i])``
         (sin likewise) in the layout's columns; :func:`rope_frequencies` gives both factors.
-        ``rope(n, d, offset=k)`` equals ``rope_at(arange(k, k + n), d)`` bit for bit.
+        ``rope(n, d, offset=k)`` equals ``rope_at(arange(k, k + n), d)`` bit for bit. With
+        ``mrope_section``, the table of text positions (every axis at ``p``).
 
     Examples
     --------
@@ -174,22 +303,127 @@ def rope(
            [0.54030231, 0.99995   , 0.54030231, 0.99995   ],
            [-0.41614684, 0.99980001, -0.41614684, 0.99980001]])
     """
-    seq_len = check.integer("seq_len", seq_len, 0)
-    head_dim, base, spec = _arguments(head_dim, base, scaling)
-    offset = check.integer("offset", offset, 0)
-    if offset + max(seq_len, 1) > MAX_POSITION:
-        raise ValueError(
-            f"positions must be below 2**53: offset + seq_len - 1 = {offset + seq_len - 1}"
-        )
-    layout = _layout(layout)
+    name = _choice("layout", layout, LAYOUTS)
     dtype = check.dtype(dtype) or F64
-    backend = get_backend(backend)
-    if threads is not None:
-        threads = check.integer("threads", threads, 1)
-    filler = _filler(backend, spec, head_dim, base, offset + seq_len, layout)
-    cos, sin = _tables(filler, seq_len, dtype)
-    fill_run(filler, (cos, sin), offset, seq_len, threads)
+    cos, sin = _run(
+        seq_len,
+        offset,
+        head_dim,
+        base,
+        scaling,
+        max_position_embeddings,
+        name,
+        dtype,
+        threads,
+        backend,
+        "sinpe.rope",
+    )
     return cos, sin
+
+
+def rope_cache(
+    seq_len: int,
+    head_dim: int,
+    *,
+    format: str = "vllm",
+    base: float | None = None,
+    scaling=None,
+    offset: int = 0,
+    dtype=None,
+    threads: int | None = None,
+    backend: str = "auto",
+    max_position_embeddings: int | None = None,
+) -> np.ndarray:
+    """An engine's cos/sin cache for positions ``offset .. offset + seq_len - 1``, as one
+    array, each value exact as in :func:`rope` (the same bits).
+
+    Parameters
+    ----------
+    seq_len, head_dim, base, scaling, offset, threads, backend, max_position_embeddings
+        As for :func:`rope` (``head_dim`` is the rotary dimension ``rot``).
+    format : {"vllm", "complex", "pairs"}, default "vllm"
+        ``"vllm"``: ``(n, rot)``, ``[cos | sin]`` (vLLM's ``cos_sin_cache``);
+        ``"complex"``: ``(n, rot/2)`` complex, ``cos + i sin`` (Meta's Llama ``freqs_cis``,
+        Llama 4, Wan); ``"pairs"``: ``(n, rot/2, 2)``, ``[..., 0]`` cos and ``[..., 1]`` sin
+        (torchtune's cache, TensorRT-LLM's float2).
+    dtype : optional
+        float64 (default), float32, float16 or bfloat16 for ``"vllm"`` and ``"pairs"``;
+        complex128 (default) or complex64 for ``"complex"``.
+
+    Returns
+    -------
+    numpy.ndarray
+        C-contiguous; the attention factor is in every value (as vLLM's yarn caches).
+
+    Examples
+    --------
+    >>> import sinpe
+    >>> sinpe.rope_cache(2, 4).round(4)
+    array([[1.    , 1.    , 0.    , 0.    ],
+           [0.5403, 0.9999, 0.8415, 0.01  ]])
+    >>> sinpe.rope_cache(2, 4, format="complex").shape
+    (2, 2)
+    """
+    name = _choice("format", format, CACHE_FORMATS)
+    if name == "complex":
+        complex_dtype = np.dtype(np.complex128) if dtype is None else _complex_dtype(dtype)
+        dtype = np.dtype(np.float64 if complex_dtype.itemsize == 16 else np.float32)
+    else:
+        dtype = check.dtype(dtype) or F64
+    (table,) = _run(
+        seq_len,
+        offset,
+        head_dim,
+        base,
+        scaling,
+        max_position_embeddings,
+        name,
+        dtype,
+        threads,
+        backend,
+        "sinpe.rope_cache",
+    )
+    if name == "complex":
+        return table.view(complex_dtype)
+    if name == "pairs":
+        return table.reshape(table.shape[0], -1, 2)
+    return table
+
+
+def _complex_dtype(value) -> np.dtype:
+    try:
+        result = np.dtype(value)
+    except Exception:
+        result = None
+    if result not in (np.dtype(np.complex64), np.dtype(np.complex128)):
+        raise TypeError(
+            "dtype for format 'complex' must be complex64 or complex128 (or None), "
+            f"got {value!r:.60}"
+        )
+    return result
+
+
+def _axis_positions(positions: np.ndarray, spec: RopeScaling, h: int):
+    """``(n_axes, n)`` positions for the filler, and the shape of the rows."""
+    n_axes = _axes(spec, h)[0]
+    if n_axes == 1:
+        return positions.reshape(1, -1), positions.shape
+    if spec.rope_type == "axial":
+        if positions.ndim < 1 or positions.shape[-1] != 2:
+            raise ValueError(
+                "rope_type 'axial' takes positions of shape (..., 2): the (height, width) of "
+                f"each patch, as Pixtral's position_ids; got shape {positions.shape}"
+            )
+        return np.ascontiguousarray(np.moveaxis(positions, -1, 0).reshape(2, -1)), positions.shape[
+            :-1
+        ]
+    if positions.ndim < 1 or positions.shape[0] != 3:
+        raise ValueError(
+            "a scaling with mrope_section takes positions of shape (3, ...): temporal, height "
+            "and width, as Qwen2-VL's position_ids (text only: the same positions on the three "
+            f"axes, numpy.broadcast_to(p, (3,) + p.shape)); got shape {positions.shape}"
+        )
+    return np.ascontiguousarray(positions.reshape(3, -1)), positions.shape[1:]
 
 
 def rope_at(
@@ -200,7 +434,9 @@ def rope_at(
     scaling=None,
     layout: str = "half",
     dtype=np.float64,
+    threads: int | None = None,
     backend: str = "auto",
+    max_position_embeddings: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """RoPE ``cos, sin`` at arbitrary positions (a transformers ``position_ids`` array, say).
 
@@ -208,15 +444,20 @@ def rope_at(
     ----------
     positions : array_like
         A number or an array of any shape, integers or floats, finite, ``|p| < 2**53``.
-    head_dim, base, scaling, layout, dtype, backend
+        With ``mrope_section`` in ``scaling``: shape ``(3, *shape)``, the temporal, height and
+        width positions (Qwen2-VL's ``position_ids``); with ``rope_type`` ``"axial"``: shape
+        ``(*shape, 2)``, each patch's (height, width) (Pixtral's).
+    head_dim, base, scaling, layout, dtype, threads, backend, max_position_embeddings
         As for :func:`rope`. The current length of ``dynamic`` and ``longrope`` is
         ``max(positions) + 1``.
 
     Returns
     -------
     cos, sin : numpy.ndarray
-        Each ``positions.shape + (width,)``; the same bits as :func:`rope` at the same
-        integer positions.
+        Each ``shape + (width,)``; the same bits as :func:`rope` at the same integer
+        positions. M-RoPE: frequency i at the position of its section's axis, as transformers'
+        ``Qwen2VLRotaryEmbedding`` (contiguous sections) or, with ``mrope_interleaved``,
+        ``Qwen3VLTextRotaryEmbedding`` recomposes them; axial: as ``PixtralVisionRotaryEmbedding``.
 
     Examples
     --------
@@ -226,27 +467,34 @@ def rope_at(
     (2, 2, 4)
     """
     positions = check.positions(positions)
-    head_dim, base, spec = _arguments(head_dim, base, scaling)
-    layout = _layout(layout)
+    head_dim, base, spec = _arguments(head_dim, base, scaling, max_position_embeddings)
+    name = _choice("layout", layout, LAYOUTS)
     dtype = check.dtype(dtype) or F64
     backend = get_backend(backend)
-    flat = positions.reshape(1, -1)
+    if threads is not None:
+        threads = check.integer("threads", threads, 1)
+    flat, shape = _axis_positions(positions, spec, head_dim // 2)
     length = float(flat.max()) + 1.0 if flat.size else None
-    filler = _filler(backend, spec, head_dim, base, length, layout)
+    filler = _filler(backend, spec, head_dim, base, length, name)
     cos, sin = _tables(filler, flat.shape[1], dtype)
-    fill_at(filler, (cos, sin), flat, None)
-    shape = positions.shape + (cos.shape[1],)
+    fill_at(filler, (cos, sin), flat, threads)
+    shape = shape + (cos.shape[1],)
     return cos.reshape(shape), sin.reshape(shape)
 
 
 def rope_frequencies(
-    head_dim: int, *, base: float | None = None, scaling=None, seq_len: int | None = None
+    head_dim: int,
+    *,
+    base: float | None = None,
+    scaling=None,
+    seq_len: int | None = None,
+    max_position_embeddings: int | None = None,
 ) -> tuple[np.ndarray, float]:
     """The inverse frequencies and attention factor of a rope scaling.
 
     Parameters
     ----------
-    head_dim, base, scaling
+    head_dim, base, scaling, max_position_embeddings
         As for :func:`rope`.
     seq_len : int, optional
         The current length, for ``dynamic`` and ``longrope``; ``None``: within the trained
@@ -255,8 +503,9 @@ def rope_frequencies(
     Returns
     -------
     inv_freq : numpy.ndarray
-        ``head_dim // 2`` float64 values, each within 4 ulp of the real-number value of
-        transformers' formula for the given parameters; read-only.
+        ``head_dim // 2`` float64 values in transformers' order (``axial``: the even powers,
+        then the odd ones), each within 4 ulp of the real-number value of transformers'
+        formula for the given parameters; read-only.
     attention_factor : float
         What every cos/sin is multiplied by (transformers' ``attention_scaling``).
 
@@ -267,7 +516,7 @@ def rope_frequencies(
     >>> inv_freq, factor
     (array([1.   , 0.1  , 0.01 , 0.001]), 1.0)
     """
-    head_dim, base, spec = _arguments(head_dim, base, scaling)
+    head_dim, base, spec = _arguments(head_dim, base, scaling, max_position_embeddings)
     if seq_len is not None:
         seq_len = check.integer("seq_len", seq_len, 0)
     return _frequencies(spec, head_dim, base, seq_len)

@@ -68,7 +68,7 @@ def _fill_tensor(n_pos: int, dim: int, out) -> None:
 def marian_sinusoidal_weight(num_positions: int, embedding_dim: int, dtype=np.float32):
     """``(num_positions, embedding_dim)`` in ``dtype`` (float32 by default, the weight's
     usual dtype): ``MarianSinusoidalPositionalEmbedding(num_positions,
-    embedding_dim)._init_weight()``, exact."""
+    embedding_dim).create_weight()`` (transformers 5; ``_init_weight()`` before), exact."""
     num_positions = check.integer("num_positions", num_positions, 0)
     embedding_dim = check.integer("embedding_dim", embedding_dim, 1)
     table = check.allocate(
