@@ -289,3 +289,24 @@ def pixtral_recompose(freq):
     first = -(-freq.shape[-1] // 2)
     half = np.concatenate([freq[:, 0, :first], freq[:, 1, first:]], axis=-1)
     return np.concatenate([half, half], axis=-1)
+
+
+# --------------------------------------------------------------------------- diffusers rotary
+
+
+def diffusers_rotary_angles(dim, pos, theta=10000.0, linear_factor=1.0, ntk_factor=1.0):
+    """``get_1d_rotary_pos_embed``'s angles ``(S, dim/2)`` in float64 (its ``freqs`` and
+    ``torch.outer(pos, freqs)``, transcribed)."""
+    freqs = 1.0 / ((theta * ntk_factor) ** (np.arange(0, dim, 2) / dim)) / linear_factor
+    return np.outer(np.asarray(pos, dtype=np.float64), freqs)
+
+
+def diffusers_rotary_blocks(dims, coordinates, theta=10000.0):
+    """``cat`` of interleaved ``(cos, sin)`` blocks, block ``k`` of width ``dims[k]`` rotating
+    ``coordinates[k]`` (diffusers' 2-D and 3-D rotary embeddings, Flux's axes)."""
+    cos, sin = [], []
+    for dim, pos in zip(dims, coordinates):
+        angles = diffusers_rotary_angles(dim, pos, theta)
+        cos.append(np.repeat(np.cos(angles), 2, axis=1))
+        sin.append(np.repeat(np.sin(angles), 2, axis=1))
+    return np.concatenate(cos, axis=1), np.concatenate(sin, axis=1)

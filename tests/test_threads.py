@@ -61,10 +61,11 @@ def run_script(code: str, *, check=True, **env) -> subprocess.CompletedProcess:
 
 DIGESTS = """
 import hashlib, os, threading, numpy as np, sinpe
+from sinpe._front.backends import BACKENDS
 def os_threads():
     return len(os.listdir("/proc/self/task")) if os.path.exists("/proc/self/task") else 0
 def digest(threads=None):
-    kernel = dict(threads=threads, backend="cython")
+    kernel = dict(threads=threads, backend="cython" if "cython" in BACKENDS else "numpy")
     table = sinpe.sinusoidal_positional_encoding(4096, 512, offset=3, **kernel)
     cos, sin = sinpe.rope(8192, 128, **kernel)
     half = sinpe.sinusoidal_positional_encoding(2048, 512, dtype="float16", **kernel)

@@ -520,3 +520,38 @@ def rope_frequencies(
     if seq_len is not None:
         seq_len = check.integer("seq_len", seq_len, 0)
     return _frequencies(spec, head_dim, base, seq_len)
+
+
+# --------------------------------------------------------------------------- axis blocks
+
+
+def _make_block_filler(backend, dims, base, linear_factor, name, key):
+    from ..rope_scaling import _powers
+
+    w = np.concatenate([_powers(d, base) for d in dims]) / linear_factor
+    axes = np.repeat(np.arange(len(dims)), [d // 2 for d in dims])
+    layout, order = rope_layout(name, w.shape[0], axes)
+    return make_filler(backend, w if order is None else w[order], 1.0, layout, key)
+
+
+def rope_blocks(
+    positions,
+    dims,
+    *,
+    base=10000.0,
+    linear_factor=1.0,
+    layout="interleaved",
+    dtype=np.float64,
+    backend="auto",
+):
+    """RoPE of several position axes side by side, each block its own width (diffusers'
+    2-D and 3-D rotary embeddings, Flux's axes): ``positions`` ``(n_axes, n)`` float64
+    (checked), block ``a`` rotates ``positions[a]`` by ``base**(-2i/dims[a]) /
+    linear_factor``, in the layout's columns. ``(cos, sin)``, each ``(n, width)``."""
+    backend = get_backend(backend)
+    name = _choice("layout", layout, LAYOUTS)
+    key = ("rope-blocks", backend.NAME, tuple(dims), float(base), float(linear_factor), name)
+    filler = cache.lookup(key, _make_block_filler, (backend, dims, base, linear_factor, name, key))
+    cos, sin = _tables(filler, positions.shape[1], dtype)
+    fill_at(filler, (cos, sin), positions, None)
+    return cos, sin

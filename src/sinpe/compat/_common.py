@@ -41,7 +41,10 @@ def import_torch(why: str):
     try:
         import torch
     except ImportError:
-        raise ImportError(f"{why} needs PyTorch, which is not installed") from None
+        raise ImportError(
+            f"{why} needs PyTorch, which is not installed: pip install torch "
+            "(a CPU build is enough)"
+        ) from None
     return torch
 
 

@@ -1,15 +1,19 @@
-"""diffusers' ``models/embeddings.py`` sinusoidal functions, exact.
+"""diffusers' ``models/embeddings.py`` positional functions, exact: the sinusoidal ones and the
+rotary helpers (``get_1d_rotary_pos_embed``, what ``FluxPosEmbed`` builds per axis,
+``get_2d_rotary_pos_embed``, ``get_3d_rotary_pos_embed``).
 
-Same names, arguments, defaults, shapes, dtypes and layouts as diffusers (0.32 and later:
-``output_type`` and ``device`` included). What differs is only the values: diffusers forms grid
-positions in float32 and timestep angles ``t * freq`` in float32 (0.098 off the exact values
-with ``scale=1000``); here positions are formed in float64
-(``arange(n) / (n / base_size) / interpolation_scale``) and every value is within 1e-15
-(float64) of the exact sine or cosine at that position.
+Same names, arguments, defaults, shapes, dtypes, layouts and return types as diffusers 0.42:
+the sinusoidal functions return a torch tensor by default (``output_type="pt"``, which
+diffusers 0.42 always does); ``output_type="np"`` returns NumPy instead, sinpe's own addition
+(diffusers 0.41 and later ignore the argument). What differs is only the values: diffusers
+forms grid positions and timestep angles ``t * freq`` in float32 (0.098 off the exact values
+with ``scale=1000``); here positions are formed in float64 with diffusers' operations
+(``arange(n) / (n / base_size) / interpolation_scale``, ``linspace``) and every value is the
+exact sine or cosine at that position, within 1e-15 before it is rounded once to the
+output's dtype.
 
-``output_type="np"`` (the default, as in diffusers) returns NumPy; ``"pt"`` returns a torch
-tensor that shares the table's memory (moved to ``device`` when one is given). torch is
-imported only then, or when a tensor is passed in.
+torch is imported only inside the functions that return tensors, with an ``ImportError``
+naming ``pip install torch`` where it is absent; ``import sinpe`` never imports it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import numpy as np
 from .. import conventions
 from .._front import checks as check
 from .._front.grid import encode_grid
+from .._front.rope import rope_blocks
 from .._front.tables import encode
 from ._common import as_array, hand_over, import_torch, is_tensor, truth
 from ._common import embed_dim as _embed_dim
@@ -26,12 +31,27 @@ from ._common import output_type as _output_type
 from ._points import GRID_CONVENTION, point_blocks
 
 __all__ = [
+    "FLOAT32",
     "get_timestep_embedding",
     "get_1d_sincos_pos_embed_from_grid",
     "get_2d_sincos_pos_embed",
     "get_2d_sincos_pos_embed_from_grid",
     "get_3d_sincos_pos_embed",
+    "get_1d_rotary_pos_embed",
+    "get_2d_rotary_pos_embed",
+    "get_3d_rotary_pos_embed",
 ]
+
+
+class _Float32:
+    """``torch.float32``, named without importing torch: the default of
+    ``get_1d_rotary_pos_embed``'s ``freqs_dtype``."""
+
+    def __repr__(self):
+        return "torch.float32"
+
+
+FLOAT32 = _Float32()
 
 _FLIPPED = conventions.Convention("hf-marian, cos first", layout="cos_sin", count="ceil")
 
@@ -66,18 +86,28 @@ def get_timestep_embedding(
     return import_torch("a tensor").from_numpy(table).to(tensor.device)
 
 
-def get_1d_sincos_pos_embed_from_grid(embed_dim, pos, output_type="np", flip_sin_to_cos=False):
-    """``(pos.size, embed_dim)`` float64: ``[sin | cos]`` (``[cos | sin]`` with
-    ``flip_sin_to_cos``) of every position, flattened, times ``10000**(-i/(embed_dim/2))``.
-    With ``output_type="pt"`` the tensor is on ``pos``'s device when ``pos`` is a tensor."""
+def get_1d_sincos_pos_embed_from_grid(
+    embed_dim, pos, output_type="pt", flip_sin_to_cos=False, dtype=None
+):
+    """``(pos.size, embed_dim)``: ``[sin | cos]`` (``[cos | sin]`` with ``flip_sin_to_cos``)
+    of every position, flattened, times ``10000**(-i/(embed_dim/2))``; float64, or float32
+    where ``dtype`` is ``torch.float32`` and ``pos`` is not float64 (diffusers' type
+    promotion). The tensor is on ``pos``'s device when ``pos`` is a tensor."""
     output_type = _output_type(output_type)
     embed_dim = _embed_dim("embed_dim", embed_dim, 2)
     convention = _FLIPPED if _flag("flip_sin_to_cos", flip_sin_to_cos) else GRID_CONVENTION
-    table = point_blocks([(pos, None)], [embed_dim], "pos", convention=convention)
+    narrow = _float_dtype("dtype", dtype, None) == "float32" and _dtype_name(pos) != "float64"
+    table = point_blocks(
+        [(pos, None)],
+        [embed_dim],
+        "pos",
+        convention=convention,
+        dtype=np.dtype(np.float32 if narrow else np.float64),
+    )
     return hand_over(table, output_type, _device_of(pos))
 
 
-def get_2d_sincos_pos_embed_from_grid(embed_dim, grid, output_type="np"):
+def get_2d_sincos_pos_embed_from_grid(embed_dim, grid, output_type="pt"):
     """``(M, embed_dim)`` float64 for ``grid`` of shape ``(2, ...)`` with ``M`` points each:
     ``[encoding of grid[0] | encoding of grid[1]]``, each half ``[sin | cos]``."""
     output_type = _output_type(output_type)
@@ -95,7 +125,7 @@ def get_2d_sincos_pos_embed(
     interpolation_scale=1.0,
     base_size=16,
     device=None,
-    output_type="np",
+    output_type="pt",
 ):
     """``(extra + h*w, embed_dim)`` float64 for ``grid_size`` ``h`` (a square) or ``(h, w)``:
     ``extra_tokens`` zero rows first when ``cls_token`` (as diffusers: both are needed), then
@@ -130,7 +160,7 @@ def get_3d_sincos_pos_embed(
     spatial_interpolation_scale=1.0,
     temporal_interpolation_scale=1.0,
     device=None,
-    output_type="np",
+    output_type="pt",
 ):
     """``(temporal_size, h*w, embed_dim)`` float64 (CogVideoX, Latte) for ``spatial_size``
     ``s`` (a square) or ``(w, h)`` (width first, as diffusers): columns
@@ -168,6 +198,193 @@ def get_3d_sincos_pos_embed(
         out=table.reshape(temporal_size * height * width, embed_dim),
     )
     return hand_over(table, output_type, device)
+
+
+# --------------------------------------------------------------------------- rotary
+
+
+def get_1d_rotary_pos_embed(
+    dim,
+    pos,
+    theta=10000.0,
+    use_real=False,
+    linear_factor=1.0,
+    ntk_factor=1.0,
+    repeat_interleave_real=True,
+    freqs_dtype=FLOAT32,
+):
+    """RoPE of ``pos`` (an int ``S``: positions ``0 .. S-1``; or a 1-D array or tensor) with
+    inverse frequencies ``(theta * ntk_factor)**(-2i/dim) / linear_factor``, as torch tensors.
+
+    ``use_real``: ``(cos, sin)``, float32 ``(S, dim)``, each value repeated in place
+    (``[c0, c0, c1, c1, ...]``, ``repeat_interleave_real``) or the half table repeated
+    (``[c0 .. c(h-1), c0 .. c(h-1)]``); else ``freqs_cis``, ``(S, dim/2)`` complex: complex64
+    where diffusers' angle is float32 (integer or float32 ``pos`` with ``freqs_dtype``
+    float32), complex128 where it is float64. ``freqs_dtype`` is ``torch.float32`` (the
+    default, ``FLOAT32`` here) or ``torch.float64``; it changes the values only through the
+    output's dtype. On ``pos``'s device when ``pos`` is a tensor."""
+    torch = import_torch("get_1d_rotary_pos_embed")
+    dim = _embed_dim("dim", dim, 2)
+    if isinstance(pos, (int, np.integer)) and not isinstance(pos, bool):
+        values = np.arange(check.integer("pos", pos, 0), dtype=np.float64)
+        pos_dtype = "int64"
+    else:
+        pos_dtype = _dtype_name(pos)
+        values = as_array(pos, "pos")
+        if values.ndim != 1:
+            raise ValueError(
+                f"pos must be an int or a 1-D array of positions, got shape {values.shape}"
+            )
+    freqs = _float_dtype("freqs_dtype", freqs_dtype, "float32")
+    wide = freqs == "float64" or pos_dtype == "float64"
+    base = _positive("theta", theta) * _positive("ntk_factor", ntk_factor)
+    linear_factor = _positive("linear_factor", linear_factor)
+    positions = _positions("pos", values).reshape(1, -1)
+    real = truth("use_real", use_real)
+    layout = (
+        "interleaved"
+        if real and truth("repeat_interleave_real", repeat_interleave_real)
+        else ("half" if real else "compact")
+    )
+    table_dtype = np.float32 if real or not wide else np.float64
+    cos, sin = rope_blocks(
+        positions, [dim], base=base, linear_factor=linear_factor, layout=layout, dtype=table_dtype
+    )
+    device = _device_of(pos)
+    if real:
+        return tuple(_tensor(torch, t, device) for t in (cos, sin))
+    return _tensor(torch, _complex(cos, sin), device)
+
+
+def get_2d_rotary_pos_embed(
+    embed_dim, crops_coords, grid_size, use_real=True, device=None, output_type="pt"
+):
+    """RoPE of an image's ``grid_size = (h, w)`` tokens (row ``i * w + j``), as diffusers
+    0.42: positions ``linspace(start, stop * (n-1)/n, n)`` per axis from ``crops_coords =
+    (start, stop)``; columns ``[the column coordinate | the row coordinate]``, each
+    ``get_1d_rotary_pos_embed(embed_dim // 2, ...)``. ``use_real``: ``(cos, sin)`` float32
+    ``(h*w, embed_dim)``; else complex64 ``(h*w, embed_dim/2)``."""
+    torch = import_torch("get_2d_rotary_pos_embed")
+    _output_type(output_type)
+    embed_dim = _embed_dim("embed_dim", embed_dim, 4)
+    (h0, w0), (h1, w1) = _pair_of_pairs("crops_coords", crops_coords)
+    height, width = _size("grid_size", grid_size)
+    grid_h = _linspace("crops_coords", h0, h1, height)
+    grid_w = _linspace("crops_coords", w0, w1, width)
+    positions = np.stack([np.tile(grid_w, height), np.repeat(grid_h, width)])
+    real = truth("use_real", use_real)
+    half = embed_dim // 2
+    cos, sin = rope_blocks(
+        positions, [half, half], layout="interleaved" if real else "compact", dtype=np.float32
+    )
+    if real:
+        return tuple(_tensor(torch, t, device) for t in (cos, sin))
+    return _tensor(torch, _complex(cos, sin), device)
+
+
+def get_3d_rotary_pos_embed(
+    embed_dim,
+    crops_coords,
+    grid_size,
+    temporal_size,
+    theta=10000,
+    use_real=True,
+    grid_type="linspace",
+    max_size=None,
+    device=None,
+):
+    """RoPE of a video's ``temporal_size * h * w`` tokens (CogVideoX; frame slowest, column
+    fastest), as diffusers 0.42: columns ``[t (embed_dim//4) | row (embed_dim//8*3) |
+    column (embed_dim//8*3)]``, each interleaved at its own width with ``theta``. Positions:
+    ``grid_type="linspace"``: ``linspace(start, stop * (n-1)/n, n)`` from ``crops_coords``
+    and ``0 .. temporal_size - 1``; ``"slice"``: ``0 .. n-1`` (``max_size = (max_h, max_w)``
+    bounds ``grid_size``). ``(cos, sin)``, float32 ``(temporal_size * h * w, width)``."""
+    torch = import_torch("get_3d_rotary_pos_embed")
+    if use_real is not True:
+        raise ValueError(
+            " `use_real = False` is not currently supported for get_3d_rotary_pos_embed"
+        )
+    embed_dim = check.integer("embed_dim", embed_dim, 0)
+    height, width = _size("grid_size", grid_size)
+    temporal_size = check.integer("temporal_size", temporal_size, 0)
+    if grid_type == "linspace":
+        (h0, w0), (h1, w1) = _pair_of_pairs("crops_coords", crops_coords)
+        grid_h = _linspace("crops_coords", h0, h1, height)
+        grid_w = _linspace("crops_coords", w0, w1, width)
+    elif grid_type == "slice":
+        if max_size is None:
+            raise ValueError("grid_type='slice' needs max_size=(max_h, max_w)")
+        max_h, max_w = _size("max_size", max_size)
+        if height > max_h or width > max_w:
+            raise ValueError(f"grid_size {(height, width)} must fit in max_size {(max_h, max_w)}")
+        grid_h, grid_w = np.arange(height, dtype=np.float64), np.arange(width, dtype=np.float64)
+    else:
+        raise ValueError(f"grid_type must be 'linspace' or 'slice', got {grid_type!r:.60}")
+    dims = [embed_dim // 4, embed_dim // 8 * 3, embed_dim // 8 * 3]
+    for name, d in zip(("embed_dim // 4", "embed_dim // 8 * 3"), dims):
+        if d % 2:
+            raise ValueError(f"embed_dim={embed_dim}: {name} = {d} must be even (pairs of columns)")
+    t, i, j = np.meshgrid(np.arange(temporal_size, dtype=np.float64), grid_h, grid_w, indexing="ij")
+    positions = np.stack([t.reshape(-1), i.reshape(-1), j.reshape(-1)])
+    cos, sin = rope_blocks(
+        positions, dims, base=_positive("theta", theta), layout="interleaved", dtype=np.float32
+    )
+    return tuple(_tensor(torch, table, device) for table in (cos, sin))
+
+
+def _complex(cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    out = np.empty(cos.shape, dtype=np.complex64 if cos.dtype == np.float32 else np.complex128)
+    out.real, out.imag = cos, sin
+    return out
+
+
+def _tensor(torch, table, device):
+    tensor = torch.from_numpy(table)
+    return tensor if device is None else tensor.to(device)
+
+
+def _linspace(name: str, start, stop, n: int) -> np.ndarray:
+    """diffusers' grid ``linspace(start, stop * (n - 1) / n, n)``, in float64."""
+    start, stop = check.real(f"{name} start", start), check.real(f"{name} stop", stop)
+    end = stop * (n - 1) / n if n else stop
+    return _positions(name, np.linspace(start, end, n))
+
+
+def _pair_of_pairs(name: str, value):
+    try:
+        (a, b), (c, d) = value
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name} must be ((top, left), (bottom, right)), got {value!r:.60}"
+        ) from None
+    return (a, b), (c, d)
+
+
+def _positive(name: str, value) -> float:
+    result = check.real(name, value)
+    if not (np.isfinite(result) and result > 0):
+        raise ValueError(f"{name} must be finite and > 0, got {value!r:.60}")
+    return result
+
+
+def _dtype_name(value) -> str:
+    """The dtype name of an array or tensor of positions (``"float64"``, ``"int64"``, ...)."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        return np.asarray(value).dtype.name
+    return str(dtype).replace("torch.", "")
+
+
+def _float_dtype(name: str, value, default):
+    """``torch.float32`` / ``torch.float64`` (or NumPy's, or ``FLOAT32``) as a name."""
+    if value is None:
+        return default
+    if value is FLOAT32:
+        return "float32"
+    text = str(value).replace("torch.", "").replace("<class 'numpy.", "").rstrip("'>")
+    if text in ("float32", "float64"):
+        return text
+    raise TypeError(f"{name} must be torch.float32 or torch.float64, got {value!r:.60}")
 
 
 # --------------------------------------------------------------------------- arguments

@@ -3,8 +3,10 @@
 ``get_embedding(num_embeddings, embedding_dim, padding_idx=None)`` returns what the static
 method returns (``(num_embeddings, embedding_dim)`` float32, ``[sin | cos]`` with
 ``w_i = exp(-i ln(10000) / (embedding_dim//2 - 1))``, a zero column for an odd width, a zero
-row at ``padding_idx``) as a NumPy array: ``torch.from_numpy`` of it shares its memory. Every
-value is the exact one rounded once to float32, where fairseq's float32 arithmetic drifts.
+row at ``padding_idx``) as a float32 torch tensor, as fairseq does (torch is imported there,
+with an ``ImportError`` naming ``pip install torch`` where it is absent). Every value is the
+exact one rounded once to float32, where fairseq's float32 arithmetic drifts. The NumPy table
+is ``sinpe.sinusoidal_positional_encoding(n, d, convention="fairseq", dtype="float32")``.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import numpy as np
 
 from .._front import checks as check
 from .._front.tables import sinusoidal_positional_encoding
+from ._common import import_torch
 
 __all__ = ["get_embedding"]
 
 
 def get_embedding(num_embeddings: int, embedding_dim: int, padding_idx: int | None = None):
-    """fairseq's table of ``num_embeddings`` positions (0, 1, ...), float32 NumPy.
+    """fairseq's table of ``num_embeddings`` positions (0, 1, ...), a float32 torch tensor.
 
     ``embedding_dim`` 2 and 3 are refused, as fairseq refuses them (it divides by
     ``embedding_dim//2 - 1 = 0``); ``padding_idx`` may be negative, as an index.
@@ -36,10 +39,11 @@ def get_embedding(num_embeddings: int, embedding_dim: int, padding_idx: int | No
             raise ValueError(
                 f"padding_idx must be below num_embeddings={num_embeddings}, got {padding_idx}"
             )
+    torch = import_torch("sinpe.compat.fairseq.get_embedding")  # after the arguments' checks
     table = check.allocate(
         (num_embeddings, embedding_dim), np.dtype(np.float32), ("num_embeddings", "embedding_dim")
     )
     sinusoidal_positional_encoding(num_embeddings, embedding_dim, convention="fairseq", out=table)
     if padding_idx is not None:
         table[padding_idx] = 0.0
-    return table
+    return torch.from_numpy(table)
