@@ -1,0 +1,472 @@
+"""sinpe.torch: tensors rounded once, RotaryEmbedding against transformers' module semantics
+(transcribed: shapes, layouts, the per-call length rules of dynamic and longrope), patch() on
+tiny random transformers models (where transformers is installed: the torch CI leg), and the
+diffusers modules against float64 transcriptions."""
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+import references as ref
+
+torch = pytest.importorskip("torch")
+import sinpe  # noqa: E402
+import sinpe.torch as st  # noqa: E402
+
+LLAMA3 = {
+    "model_type": "llama",
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "max_position_embeddings": 131072,
+    "rope_theta": 500000.0,
+    "rope_scaling": {
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+    },
+}
+DYNAMIC = {
+    "model_type": "llama",
+    "head_dim": 16,
+    "max_position_embeddings": 2048,
+    "rope_theta": 10000.0,
+    "rope_scaling": {"rope_type": "dynamic", "factor": 2.0},
+}
+PHI3 = {
+    "model_type": "phi3",
+    "hidden_size": 96,
+    "num_attention_heads": 4,
+    "partial_rotary_factor": 0.5,
+    "max_position_embeddings": 131072,
+    "original_max_position_embeddings": 4096,
+    "rope_theta": 10000.0,
+    "rope_scaling": {
+        "type": "longrope",
+        "short_factor": [1.0 + 0.01 * i for i in range(6)],
+        "long_factor": [1.0 + 0.5 * i for i in range(6)],
+    },
+}
+QWEN2_VL = {
+    "model_type": "qwen2_vl",
+    "hidden_size": 128,
+    "num_attention_heads": 4,
+    "rope_theta": 1e6,
+    "rope_scaling": {"type": "mrope", "mrope_section": [4, 6, 6]},
+}
+QWEN3_VL = {
+    "model_type": "qwen3_vl",
+    "text_config": {
+        "model_type": "qwen3_vl_text",
+        "head_dim": 32,
+        "rope_theta": 5e6,
+        "rope_scaling": {"rope_type": "default", "mrope_section": [6, 5, 5]},
+    },
+}
+PIXTRAL = {"model_type": "pixtral", "head_dim": 16, "rope_theta": 10000.0}
+GEMMA3 = {
+    "model_type": "gemma3_text",
+    "head_dim": 32,
+    "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+}
+
+
+def exact(spec, positions, dtype="float32", length=None):
+    """sinpe's exact table at ``positions`` (numpy), half layout: the reference values."""
+    kwargs = dict(base=spec.base, scaling=dict(spec.scaling), dtype=dtype)
+    kwargs["max_position_embeddings"] = spec.max_position_embeddings
+    return sinpe.rope_at(np.asarray(positions), spec.head_dim, **kwargs)
+
+
+# --------------------------------------------------------------------------- functions
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16])
+def test_tensors_are_the_numpy_tables(dtype):
+    name = str(dtype).replace("torch.", "")
+    cos, sin = st.rope(50, 64, base=500000.0, scaling=LLAMA3["rope_scaling"], dtype=dtype)
+    want = sinpe.rope(50, 64, base=500000.0, scaling=LLAMA3["rope_scaling"], dtype=name)
+    assert cos.dtype == dtype and np.array_equal(cos.numpy(), want[0])
+    cos, _ = st.rope_at(torch.tensor([[3, 70000]]), 64, dtype=dtype)
+    assert tuple(cos.shape) == (1, 2, 64)
+    cache = st.rope_cache(5, 8, format="complex")
+    assert cache.dtype == torch.complex128 and tuple(cache.shape) == (5, 4)
+
+
+def test_bfloat16_is_rounded_once_from_float64_halfway_cases_included():
+    """Positions whose sine lies next to a halfway point of bfloat16 (the half-precision
+    tests' hard cases): each value is the float64 one rounded once."""
+    pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(5)
+    targets = [
+        2.0**e + (m + 0.5) * 2.0 ** (e - 7)
+        for e, m in zip(-rng.integers(1, 6, 200), rng.integers(0, 2**7, 200))
+    ]
+    centres = np.arcsin(np.array(targets))
+    positions = np.concatenate([centres + k * np.spacing(centres) for k in (-1, 0, 1)])
+    cos, sin = st.rope_at(positions, 2, dtype=torch.bfloat16)
+    assert cos.dtype == torch.bfloat16
+    full = sinpe.rope_at(positions, 2)
+    half = sinpe.rope_at(positions, 2, dtype="bfloat16")
+    for got, want in zip((cos, sin), half):
+        assert np.array_equal(got.view(torch.int16).numpy(), want.view(np.int16))
+    via_float32 = torch.from_numpy(full[1].astype(np.float32)).to(torch.bfloat16)
+    assert (via_float32 != sin).any()  # the float32 detour lands on the other neighbour
+
+
+# --------------------------------------------------------------------------- RotaryEmbedding
+
+
+@pytest.mark.parametrize(
+    "config", [LLAMA3, PHI3, GEMMA3, QWEN2_VL], ids=["llama3", "phi3", "gemma3", "qwen2vl"]
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_forward_is_the_exact_table_in_the_module_shape(config, dtype):
+    if dtype == torch.bfloat16:
+        pytest.importorskip("ml_dtypes")
+    module = st.RotaryEmbedding(config)
+    spec = sinpe.rope_config(config)
+    layer = "full_attention" if spec.layer_types else None
+    if layer:
+        spec = spec.layer(layer)
+    ids = torch.tensor([[0, 1, 5, 3000], [9, 70000, 12, 4]])
+    x = torch.zeros(2, 4, 8, dtype=dtype)
+    cos, sin = module(x, ids) if layer is None else module(x, ids, layer)
+    name = str(dtype).replace("torch.", "")
+    want = (
+        exact(spec, ids.numpy(), name)
+        if not spec.scaling.get("mrope_section")
+        else exact(spec, np.broadcast_to(ids.numpy(), (3, 2, 4)), name)
+    )
+    assert cos.dtype == dtype and tuple(cos.shape) == (2, 4, spec.head_dim)
+    for got, w in zip((cos, sin), want):
+        got = got.view(torch.int16).numpy() if dtype == torch.bfloat16 else got.numpy()
+        w = w.view(np.int16) if dtype == torch.bfloat16 else w
+        assert np.array_equal(got, w)
+
+
+def test_mrope_and_axial_positions():
+    for config in (QWEN2_VL, QWEN3_VL):
+        module, spec = st.RotaryEmbedding(config), sinpe.rope_config(config)
+        ids = torch.tensor([[[0, 5, 9]], [[1, 2, 300]], [[7, 7, 70000]]])  # (3, batch, seq)
+        cos, sin = module(torch.zeros(1, 3, 4), ids)
+        want = exact(spec, ids.numpy())
+        assert tuple(cos.shape) == (1, 3, spec.head_dim)
+        assert np.array_equal(cos.numpy(), want[0]) and np.array_equal(sin.numpy(), want[1])
+    module, spec = st.RotaryEmbedding(PIXTRAL), sinpe.rope_config(PIXTRAL)
+    hw = torch.tensor([[0, 0], [0, 1], [3, 7], [63, 2]])
+    cos, sin = module(torch.zeros(4, 4), hw)
+    want = exact(spec, hw.numpy())
+    assert tuple(cos.shape) == (4, 16) and np.array_equal(cos.numpy(), want[0])
+
+
+def _dynamic_reference(calls):
+    """transformers' dynamic_rope_update, transcribed: the length each call's frequencies
+    are made for (None: the original ones)."""
+    original = cached = DYNAMIC["max_position_embeddings"]
+    current, lengths = None, []
+    for seq_len in calls:
+        if seq_len > cached:
+            current, cached = seq_len, seq_len
+        if seq_len < original and cached > original:
+            current, cached = None, original
+        lengths.append(current)
+    return lengths
+
+
+def test_dynamic_and_longrope_follow_transformers_per_call():
+    module = st.RotaryEmbedding(DYNAMIC)
+    spec = sinpe.rope_config(DYNAMIC)
+    calls = [100, 5000, 3000, 9000, 4000, 1000, 2500]
+    for seq_len, length in zip(calls, _dynamic_reference(calls)):
+        ids = torch.arange(seq_len - 3, seq_len)[None]
+        cos, _ = module(torch.zeros(1, 3, 4), ids)
+        inv_freq, _ = spec.frequencies(length)
+        angles = np.outer(ids.numpy()[0], inv_freq)
+        np.testing.assert_allclose(cos.numpy()[0, :, :8], np.cos(angles), rtol=0, atol=2e-7)
+    module, spec = st.RotaryEmbedding(PHI3), sinpe.rope_config(PHI3)
+    for top, factors in ((4095, "short_factor"), (4096, "long_factor")):
+        cos, _ = module(torch.zeros(1, 2, 4), torch.tensor([[10, top]]))
+        inv_freq, attention = spec.frequencies(top + 1)
+        base = sinpe.rope_frequencies(12, base=spec.base)[0]
+        np.testing.assert_allclose(inv_freq, base / np.array(PHI3["rope_scaling"][factors]))
+        np.testing.assert_allclose(
+            cos.numpy()[0, 0, :6], attention * np.cos(10 * inv_freq), rtol=0, atol=3e-7
+        )
+
+
+def test_tables_are_not_buffers_and_survive_casts():
+    module = st.RotaryEmbedding(LLAMA3)
+    ids = torch.tensor([[1, 2, 100000]])
+    before = module(torch.zeros(1, 3, 4), ids)
+    assert module.state_dict() == {}  # nothing persistent
+    module.to(torch.float16)  # as model.to(float16) would
+    after = module(torch.zeros(1, 3, 4), ids)  # float32 x: float32 tables, still exact
+    assert all(torch.equal(a, b) for a, b in zip(before, after))
+    half = module(torch.zeros(1, 3, 4, dtype=torch.float16), ids)
+    assert half[0].dtype == torch.float16
+    assert np.array_equal(
+        half[0].numpy(), exact(sinpe.rope_config(LLAMA3), ids.numpy(), "float16")[0]
+    )
+    module.clear()
+    assert all(torch.equal(a, b) for a, b in zip(before, module(torch.zeros(1, 3, 4), ids)))
+
+
+def test_growing_tables_is_safe_under_concurrent_forwards():
+    module = st.RotaryEmbedding(DYNAMIC | {"rope_scaling": None})
+    spec = sinpe.rope_config(DYNAMIC | {"rope_scaling": None})
+    errors = []
+
+    def work(k):
+        try:
+            for top in range(100 + k, 200000, 9973):
+                ids = torch.tensor([[0, top]])
+                cos, _ = module(torch.zeros(1, 2, 4), ids)
+                assert np.array_equal(cos.numpy(), exact(spec, ids.numpy())[0])
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_layer_types_are_checked():
+    module = st.RotaryEmbedding(GEMMA3)
+    x, ids = torch.zeros(1, 2, 4), torch.tensor([[1, 2]])
+    full, sliding = module(x, ids, "full_attention"), module(x, ids, "sliding_attention")
+    assert not torch.equal(full[0], sliding[0])
+    with pytest.raises(ValueError, match="layer_type must be one of"):
+        module(x, ids)
+    with pytest.raises(ValueError, match="one table for every layer"):
+        st.RotaryEmbedding(LLAMA3)(x, ids, "full_attention")
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's own, inside compile
+def test_forward_runs_under_torch_compile():
+    module = st.RotaryEmbedding(LLAMA3)
+    ids = torch.tensor([[0, 1, 2, 99999]])
+    compiled = torch.compile(lambda x, p: module(x, p))
+    got = compiled(torch.zeros(1, 4, 4), ids)
+    assert all(torch.equal(a, b) for a, b in zip(got, module(torch.zeros(1, 4, 4), ids)))
+
+
+# --------------------------------------------------------------------------- patch()
+
+
+def _tiny(name):
+    """A tiny random config and the transformers rotary module of one family."""
+    transformers = pytest.importorskip("transformers")
+    common = dict(
+        hidden_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_hidden_layers=2,
+        intermediate_size=64,
+        vocab_size=64,
+    )
+    if name == "llama":
+        config = transformers.LlamaConfig(
+            **common,
+            max_position_embeddings=131072,
+            rope_theta=500000.0,
+            rope_scaling=LLAMA3["rope_scaling"],
+        )
+        from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding as cls
+    elif name == "mistral":
+        config = transformers.MistralConfig(**common, rope_theta=1e6)
+        from transformers.models.mistral.modeling_mistral import MistralRotaryEmbedding as cls
+    elif name == "qwen2":
+        config = transformers.Qwen2Config(
+            **common,
+            rope_scaling={
+                "rope_type": "yarn",
+                "factor": 4.0,
+                "original_max_position_embeddings": 4096,
+            },
+        )
+        from transformers.models.qwen2.modeling_qwen2 import Qwen2RotaryEmbedding as cls
+    elif name == "qwen3":
+        config = transformers.Qwen3Config(**common, head_dim=32)
+        from transformers.models.qwen3.modeling_qwen3 import Qwen3RotaryEmbedding as cls
+    elif name == "phi3":
+        config = transformers.Phi3Config(
+            **{k: v for k, v in PHI3.items() if k != "model_type"},
+            num_hidden_layers=2,
+            vocab_size=64,
+        )
+        from transformers.models.phi3.modeling_phi3 import Phi3RotaryEmbedding as cls
+    elif name == "gemma3":
+        config = transformers.Gemma3TextConfig(
+            **{**common, "num_hidden_layers": 6},  # 5 sliding layers, then a full one
+            head_dim=16,
+            rope_scaling={"rope_type": "linear", "factor": 8.0},
+        )
+        from transformers.models.gemma3.modeling_gemma3 import Gemma3RotaryEmbedding as cls
+    elif name == "deepseek_v3":
+        config = transformers.DeepseekV3Config(
+            **common,
+            qk_rope_head_dim=16,
+            qk_nope_head_dim=16,
+            v_head_dim=16,
+            kv_lora_rank=16,
+            q_lora_rank=16,
+            max_position_embeddings=163840,
+            rope_scaling={
+                "type": "yarn",
+                "factor": 40,
+                "original_max_position_embeddings": 4096,
+                "mscale": 1.0,
+                "mscale_all_dim": 1.0,
+            },
+        )
+        from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
+            DeepseekV3RotaryEmbedding as cls,
+        )
+    elif name == "qwen2_vl":
+        config = transformers.Qwen2VLConfig(
+            **{k: v for k, v in QWEN2_VL.items() if k != "model_type"}
+        ).text_config
+        from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLRotaryEmbedding as cls
+    elif name == "qwen2_5_vl":
+        config = transformers.Qwen2_5_VLConfig(
+            **{k: v for k, v in QWEN2_VL.items() if k != "model_type"}
+        ).text_config
+        from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import (
+            Qwen2_5_VLRotaryEmbedding as cls,
+        )
+    elif name == "qwen3_vl":
+        config = transformers.Qwen3VLConfig(text_config=QWEN3_VL["text_config"]).text_config
+        from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextRotaryEmbedding as cls
+    elif name == "pixtral":
+        config = transformers.PixtralVisionConfig(hidden_size=64, num_attention_heads=4)
+        from transformers.models.pixtral.modeling_pixtral import PixtralVisionRotaryEmbedding as cls
+    return config, cls(config)
+
+
+FAMILIES = [
+    "llama",
+    "mistral",
+    "qwen2",
+    "qwen3",
+    "phi3",
+    "gemma3",
+    "deepseek_v3",
+    "qwen2_vl",
+    "qwen2_5_vl",
+    "qwen3_vl",
+    "pixtral",
+]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_patch_replaces_each_family_with_the_same_shapes_and_exact_values(family):
+    config, original = _tiny(family)
+    holder = torch.nn.Module()
+    holder.rotary_emb = original
+    if family == "pixtral":
+        ids = torch.tensor([[0, 0], [1, 5], [30, 2]])
+        x = torch.zeros(3, 8)
+    elif family in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl"):
+        ids = torch.tensor([[[0, 4, 90]], [[1, 2, 3]], [[5, 6, 7000]]])
+        x = torch.zeros(1, 3, 8)
+    else:
+        ids = torch.tensor([[0, 1, 17, 5000]])
+        x = torch.zeros(1, 4, 8)
+    extra = ("full_attention",) if family == "gemma3" else ()
+    want = original(x, ids, *extra)
+    assert st.patch(holder) == ["rotary_emb"]
+    assert isinstance(holder.rotary_emb, st.RotaryEmbedding)
+    got = holder.rotary_emb(x, ids, *extra)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype and g.device == w.device
+        # transformers' float32 angle drifts with the position; sinpe's value is exact
+        assert (g - w).abs().max() < 1e-3
+    spec = holder.rotary_emb.spec.layer("full_attention") if extra else holder.rotary_emb.spec
+    assert np.array_equal(got[0].numpy(), exact(spec, ids.numpy())[0])
+
+
+def test_patch_leaves_unknown_modules_alone_and_says_so():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.DeepseekV2Config(
+        hidden_size=64,
+        num_attention_heads=4,
+        num_hidden_layers=1,
+        intermediate_size=64,
+        vocab_size=64,
+        qk_rope_head_dim=16,
+        qk_nope_head_dim=16,
+        v_head_dim=16,
+        kv_lora_rank=16,
+        q_lora_rank=16,
+        moe_intermediate_size=32,
+        n_routed_experts=2,
+        num_experts_per_tok=1,
+    )
+    from transformers.models.deepseek_v2.modeling_deepseek_v2 import DeepseekV2RotaryEmbedding
+
+    holder = torch.nn.Module()
+    holder.rope = DeepseekV2RotaryEmbedding(config)  # returns complex freqs_cis: not known
+    with pytest.warns(RuntimeWarning, match="rope \\(DeepseekV2RotaryEmbedding\\)"):
+        assert st.patch(holder) == []
+    assert isinstance(holder.rope, DeepseekV2RotaryEmbedding)
+
+
+def test_patched_llama_logits():
+    """A tiny random Llama 3.1 model: the logits move by transformers' float32 drift only."""
+    transformers = pytest.importorskip("transformers")
+    config, _ = _tiny("llama")
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).eval()
+    tokens = torch.randint(0, 64, (1, 64))
+    near, far = torch.arange(64)[None], torch.arange(64)[None] + 100000
+    with torch.no_grad():
+        before = [model(tokens, position_ids=p).logits for p in (near, far)]
+        assert st.patch(model) == ["model.rotary_emb"]
+        after = [model(tokens, position_ids=p).logits for p in (near, far)]
+    assert (before[0] - after[0]).abs().max() < 1e-5
+    assert (before[1] - after[1]).abs().max() < 1e-3
+
+
+# --------------------------------------------------------------------------- diffusers
+
+
+@pytest.mark.parametrize(
+    "theta, axes_dim, sizes",
+    [
+        (10000, [16, 56, 56], (1, 6, 7)),  # Flux (its image ids: axis 0 is 0)
+        (256, [16, 56, 56], (3, 4, 5)),  # HunyuanVideo
+        (10000, [44, 42, 42], (3, 4, 5)),  # Wan, attention_head_dim 128
+    ],
+)
+def test_axes_modules_against_diffusers_transcribed(theta, axes_dim, sizes):
+    ids = st.grid_ids(*sizes)
+    if sizes[0] == 1:  # Flux: text ids (zeros) first, then the image grid
+        ids = torch.cat([torch.zeros(4, 3), ids])
+    cos, sin = st.FluxPosEmbed(theta, axes_dim)(ids)
+    want = ref.diffusers_rotary_blocks(axes_dim, ids.numpy().T, theta=theta)
+    assert cos.dtype == torch.float32 and tuple(cos.shape) == (ids.shape[0], sum(axes_dim))
+    np.testing.assert_allclose(cos.numpy(), want[0], rtol=0, atol=6e-8)
+    np.testing.assert_allclose(sin.numpy(), want[1], rtol=0, atol=6e-8)
+    with pytest.raises(ValueError, match="ids must have shape"):
+        st.FluxPosEmbed(theta, axes_dim)(ids[:, :2])
+
+
+def test_import_sinpe_never_imports_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sinpe, sys; sinpe.rope(4, 8); "
+        "sinpe.rope_config({'head_dim': 8, 'rope_theta': 1e4}); print('torch' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.stdout.strip() == "False", result.stderr
+    warnings.filterwarnings("default")
