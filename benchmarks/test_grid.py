@@ -27,7 +27,7 @@ def test_grid_encode_2d(benchmark):
 
 def test_grid_compat_diffusers(benchmark):
     benchmark.group = GRID
-    benchmark(diffusers.get_2d_sincos_pos_embed, 1152, 64)
+    benchmark(diffusers.get_2d_sincos_pos_embed, 1152, 64, output_type="np")
 
 
 def test_grid_diffusers_formula(benchmark):
@@ -41,4 +41,4 @@ def test_video(benchmark, contender):
     if contender == "np.ones":
         benchmark(np.ones, (13, 30 * 45, 1152))
     else:
-        benchmark(diffusers.get_3d_sincos_pos_embed, 1152, (45, 30), 13)
+        benchmark(diffusers.get_3d_sincos_pos_embed, 1152, (45, 30), 13, output_type="np")
