@@ -79,3 +79,19 @@ def test_rope_ratios_prints_every_row_and_the_drift(capsys):
     assert [int(line.split("|")[1]) for line in drift] == rope_ratios.DRIFT_POSITIONS
     for line in drift:  # sinpe's float32 error stays at float32 rounding
         assert float(line.split("|")[3]) <= 6e-8
+
+
+def test_torch_modules_script_runs(capsys):
+    """Without torch and transformers it says so; with them it prints every row."""
+    import torch_modules
+
+    assert torch_modules.main(["--rounds", "1"]) in (0, 1)
+    out = capsys.readouterr().out
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError:
+        assert "nothing measured" in out
+        return
+    for what in ("forward (1, 8192)", "cache 131072 x 128", "peak memory", "logit change"):
+        assert what in out

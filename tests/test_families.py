@@ -571,3 +571,94 @@ def test_the_command_line_prints_and_writes_every_layer_type(tmp_path):
     assert "M-RoPE sections [24, 20, 20] (interleaved)" in result.stdout
     result = sinpe_cli("rope", CONFIGS / "phi-3-mini-128k-instruct.dotnet.json")
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "'su'" in result.stderr
+
+
+# --------------------------------------------------------------------------- sinpe check
+
+
+def _drifting(spec, n, layout):
+    """The usual float32 computation: angle p * w in float32, then cos and sin."""
+    inv_freq, attention = spec.frequencies()
+    angle = np.arange(n, dtype=np.float32)[:, None] * inv_freq.astype(np.float32)[None]
+    cos, sin = np.cos(angle) * np.float32(attention), np.sin(angle) * np.float32(attention)
+    if layout == "interleaved":
+        return np.repeat(cos, 2, axis=1), np.repeat(sin, 2, axis=1)
+    return np.concatenate([cos, cos], 1), np.concatenate([sin, sin], 1)
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved", "compact", "vllm", "complex", "pairs"])
+def test_check_finds_the_layout_and_an_exact_cache_passes(tmp_path, layout):
+    config = CONFIGS / "llama-3.1-8b.json"
+    spec = sinpe.rope_config(config)
+    if layout in ("half", "interleaved", "compact"):
+        cos, sin = spec.rope(3000, offset=7, layout=layout, dtype="float32")
+        np.savez(tmp_path / "cache.npz", cos=cos, sin=sin)
+        path = tmp_path / "cache.npz"
+    else:
+        np.save(tmp_path / "cache.npy", spec.rope_cache(3000, offset=7, format=layout))
+        path = tmp_path / "cache.npy"
+    result = sinpe_cli("check", path, "--config", config, "--offset", 7, "--max-error", 1e-7)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"layout {layout}, 3000 rows from position 7" in result.stdout
+    assert "does not grow" in result.stdout
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+def test_check_sees_the_float32_angle_drift(tmp_path, layout):
+    config = CONFIGS / "llama-3.1-8b.json"
+    cos, sin = _drifting(sinpe.rope_config(config), 20000, layout)
+    np.savez(tmp_path / "hf.npz", cos=cos, sin=sin)
+    result = sinpe_cli("check", tmp_path / "hf.npz", "--config", config, "--max-error", 1e-4)
+    assert result.returncode == 1  # over --max-error
+    assert f"layout {layout}" in result.stdout and "grows with the position" in result.stdout
+    assert "exceeds --max-error" in result.stdout
+    errors = [float(line.split()[-1]) for line in result.stdout.splitlines() if ".." in line]
+    assert errors == sorted(errors) and errors[-1] > 1e-4
+
+
+def test_check_reads_torch_and_safetensors_files(tmp_path):
+    config = CONFIGS / "llama-3.1-8b.json"
+    cache = sinpe.rope_config(config).rope_cache(100, format="vllm", dtype="float32")
+    torch = pytest.importorskip("torch")
+    torch.save({"cos_sin_cache": torch.from_numpy(cache)}, tmp_path / "vllm.pt")
+    result = sinpe_cli("check", tmp_path / "vllm.pt", "--config", config)
+    assert result.returncode == 0 and "layout vllm" in result.stdout, result.stderr
+    safetensors = pytest.importorskip("safetensors.numpy")
+    safetensors.save_file(
+        {"cos": cache[:, :64].copy(), "sin": cache[:, 64:].copy()}, str(tmp_path / "c.safetensors")
+    )
+    result = sinpe_cli("check", tmp_path / "c.safetensors", "--config", config)
+    assert result.returncode == 0 and "layout compact" in result.stdout, result.stderr
+
+
+@pytest.mark.parametrize(
+    "make, args, message",
+    [
+        (lambda p: p.write_bytes(b"not numpy"), (), "cannot read"),
+        (lambda p: np.save(p, np.zeros((4, 7))), (), "do not fit any layout"),
+        (lambda p: np.save(p, np.zeros((4, 128))), ("--layout", "complex"), "do not fit layout"),
+        (lambda p: np.save(p, np.array(["a"])), (), "not a table"),
+        (lambda p: np.save(p, np.zeros((4, 128))), ("--offset", -1), "--offset"),
+        (None, (), "no such file"),
+    ],
+)
+def test_check_bad_input_is_one_line_and_exit_2(tmp_path, make, args, message):
+    path = tmp_path / "cache.npy"
+    if make is not None:
+        make(path)
+    result = sinpe_cli("check", path, "--config", CONFIGS / "llama-3.1-8b.json", *args)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert message in result.stderr
+
+
+def test_check_per_layer_configs_need_the_layer_type(tmp_path):
+    config = CONFIGS / "gemma-3-4b-it.json"
+    layer = sinpe.rope_config(config, layer_type="sliding_attention")
+    cos, sin = layer.rope(50)
+    np.savez(tmp_path / "c.npz", cos=cos, sin=sin)
+    result = sinpe_cli("check", tmp_path / "c.npz", "--config", config)
+    assert result.returncode == 2 and "--layer-type" in result.stderr
+    result = sinpe_cli(
+        "check", tmp_path / "c.npz", "--config", config, "--layer-type", "sliding_attention"
+    )
+    assert result.returncode == 0 and "largest error 0" in result.stdout, result.stderr

@@ -1,4 +1,4 @@
-"""The ``sinpe`` command: ``table``, ``rope``, ``plot``, ``bench``, ``info``."""
+"""The ``sinpe`` command: ``table``, ``rope``, ``check``, ``plot``, ``bench``, ``info``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,10 @@ from . import __version__, conventions
 from ._front import backends
 from ._front import rope as _rope
 from ._front import tables as api
+from ._front.check_cache import GROWTH_FACTOR
+from ._front.check_cache import LAYOUTS as CHECK_LAYOUTS
+from ._front.check_cache import compare as _compare_cache
+from ._front.check_cache import load as _load_cache
 from ._front.checks import bfloat16
 from ._front.config import rope_config
 from ._front.threads import RUNTIME as THREAD_RUNTIME
@@ -54,6 +58,17 @@ def _build_parser() -> argparse.ArgumentParser:
         "--dtype", choices=["float64", "float32", "float16", "bfloat16"], default="float32"
     )
     rope.add_argument("-o", "--output", help="write cos, sin, inv_freq, attention_factor (.npz)")
+
+    check_parser = sub.add_parser(
+        "check", help="how far another engine's cos/sin cache is from the exact table"
+    )
+    check_parser.add_argument("cache", help=".npy, .npz (cos/sin or one array), .pt, .safetensors")
+    check_parser.add_argument("--config", required=True, help="the model's config.json")
+    check_parser.add_argument("--offset", type=int, default=0, help="position of the first row")
+    check_parser.add_argument("--layer-type", help="for per-layer configs (Gemma 3/4)")
+    check_parser.add_argument("--layout", choices=CHECK_LAYOUTS, help="default: detected")
+    check_parser.add_argument("--max-error", type=float, help="exit 1 when the error exceeds it")
+    check_parser.add_argument("--plot", help="write error against position (PNG)")
 
     plot = sub.add_parser("plot", help="heatmap and position-similarity picture (PNG)")
     plot.add_argument("seq_len", type=int, nargs="?", default=128)
@@ -154,6 +169,68 @@ def _rope_command(args) -> int:
     return 0
 
 
+def _check(args) -> int:
+    if args.offset < 0:
+        raise ValueError(f"--offset must be >= 0, got {args.offset}")
+    if args.max_error is not None and not args.max_error >= 0:
+        raise ValueError(f"--max-error must be a number >= 0, got {args.max_error}")
+    spec = rope_config(args.config)
+    if spec.layer_types is not None:
+        if args.layer_type is None:
+            raise ValueError(
+                "the config has a RoPE per layer type: pass --layer-type, one of "
+                + ", ".join(spec.layer_types)
+            )
+        spec = spec.layer(args.layer_type)
+    elif args.layer_type is not None:
+        raise ValueError("--layer-type is for configs with a RoPE per layer type")
+    if spec.scaling["rope_type"] == "axial":
+        raise ValueError("rope_type 'axial' has no run of positions to check a cache against")
+    report = _compare_cache(spec, _load_cache(args.cache), args.offset, args.layout)
+    print(
+        f"{args.cache}: layout {report.layout}, {report.rows} rows from position {args.offset}, "
+        f"rotary dim {spec.head_dim}, rope_type {spec.scaling['rope_type']}"
+    )
+    print("largest |cache - exact| by position:")
+    for first, last, error in report.decades:
+        print(f"  {first:>12,} .. {last:<12,} {error:.3g}")
+    print(f"largest error {report.largest:.3g}")
+    if report.grows:
+        print(
+            "the error grows with the position (the last decade's is at least "
+            f"{GROWTH_FACTOR:g}x the first ones' and above 1e-6): the signature of an angle "
+            "p * w formed in float32"
+        )
+    else:
+        print("the error does not grow with the position (no float32-angle signature)")
+    if args.plot:
+        from .plot import INSTALL_HINT
+
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            print(INSTALL_HINT, file=sys.stderr)
+            return 1
+        figure, axes = plt.subplots(figsize=(7, 4))
+        positions = args.offset + np.arange(report.rows)
+        axes.plot(positions, np.maximum(report.errors, 1e-18), linewidth=0.6)
+        axes.set_xscale("symlog")
+        axes.set_yscale("log")
+        axes.set_xlabel("position")
+        axes.set_ylabel("largest |cache - exact| in the row")
+        axes.set_title(f"{os.path.basename(args.cache)}: layout {report.layout}")
+        figure.tight_layout()
+        figure.savefig(args.plot, dpi=120)
+        print(f"wrote {args.plot}")
+    if args.max_error is not None and report.largest > args.max_error:
+        print(f"error {report.largest:.3g} exceeds --max-error {args.max_error:g}")
+        return 1
+    return 0
+
+
 def _plot(args) -> int:
     from .plot import INSTALL_HINT, save_figure
 
@@ -240,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     handler = {
         "table": _table,
         "rope": _rope_command,
+        "check": _check,
         "plot": _plot,
         "bench": _bench,
         "info": _info,

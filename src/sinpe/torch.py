@@ -202,8 +202,10 @@ class _Layer:
             sin = _tensor(sin, device).reshape(*ids.shape, self.h)
         else:
             table_cos, table_sin = self.table(length, dtype, device, hi + 1)
-            index = ids.to(device=device, dtype=torch.long)
-            cos, sin = table_cos[index], table_sin[index]
+            index = ids.to(device=device, dtype=torch.long).reshape(-1)
+            # index_select: several times faster than advanced indexing on the CPU
+            cos = torch.index_select(table_cos, 0, index).reshape(*ids.shape, self.h)
+            sin = torch.index_select(table_sin, 0, index).reshape(*ids.shape, self.h)
         if self.sections is not None:  # frequency i at its section's axis
             cos, sin = (self._recompose(t, axis=0) for t in (cos, sin))
         elif self.kind == "axial":

@@ -1,0 +1,149 @@
+"""sinpe.torch against transformers, side by side in one run: RotaryEmbedding.forward against
+LlamaRotaryEmbedding.forward (Llama-3.1, (1, 8192) position_ids, float32, CPU), the cost of
+building sinpe's exact cache against torch.empty + fill_ of the bytes it keeps, its peak
+memory, and the logits of a tiny random Llama-3.1 model before and after patch().
+
+    python benchmarks/torch_modules.py [--rounds N]
+
+Needs torch and transformers (pip install '.[torch]' transformers==5.24.0): both are
+optional, so the script says what is missing and exits 0 without them. Ratios are medians of
+per-round ratios, quartiles in brackets; targets are those of the PyTorch issue (exit 1 when
+one is missed).
+"""
+
+import argparse
+import statistics
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+
+LLAMA31 = dict(
+    hidden_size=4096,
+    num_attention_heads=32,
+    max_position_embeddings=131072,
+    rope_theta=500000.0,
+    rope_scaling={
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+    },
+)
+
+
+def timed(fn, *args):
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
+def spread(values):
+    median = statistics.median(values)
+    low, _, high = statistics.quantiles(values, n=4) if len(values) > 1 else [median] * 3
+    return median, f"**{median:.2f}** ({low:.2f}-{high:.2f})"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args(argv)
+    try:
+        import torch
+        import transformers
+        from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    except ImportError as exc:
+        print(f"torch_modules.py needs torch and transformers ({exc}); nothing measured")
+        return 0
+    import sinpe.torch as st
+
+    failed = 0
+    torch.set_num_threads(1)
+    config = transformers.LlamaConfig(**LLAMA31)
+    theirs, ours = LlamaRotaryEmbedding(config), st.RotaryEmbedding(config)
+    x, ids = torch.zeros(1, 1, 4096), torch.arange(8192)[None]
+    ours(x, ids)  # the cache, once
+    ratios, times = [], {"transformers": [], "sinpe": []}
+    for _ in range(args.rounds):
+        a, b = timed(theirs, x, ids), timed(ours, x, ids)
+        times["transformers"].append(a)
+        times["sinpe"].append(b)
+        ratios.append(a / b)
+    ratio, text = spread(ratios)
+    ok = ratio >= 2.0
+    failed += not ok
+    print(
+        f"sinpe {sinpe_version()}, torch {torch.__version__}, transformers "
+        f"{transformers.__version__}, one torch thread, {args.rounds} paired rounds\n"
+    )
+    print("| row | times (median) | ratio | target |")
+    print("|---|---|---|---|")
+    print(
+        f"| LlamaRotaryEmbedding / sinpe RotaryEmbedding, forward (1, 8192) float32 | "
+        f"transformers {statistics.median(times['transformers']) * 1e3:.2f} ms, sinpe "
+        f"{statistics.median(times['sinpe']) * 1e3:.2f} ms | {text} "
+        f"| >= 2 {'ok' if ok else 'MISSED'} |"
+    )
+    kept = 131072 * 64 * 2 * 4  # cos and sin, compact, float32
+    build, fill = [], []
+    for _ in range(max(3, args.rounds // 3)):
+        module = st.RotaryEmbedding(config)
+        build.append(
+            timed(module._layers[None].table, None, np.dtype("float32"), torch.device("cpu"), 1)
+        )
+
+        def empty_fill():
+            torch.empty(kept // 4, dtype=torch.float32).fill_(1.0)
+
+        fill.append(timed(empty_fill))
+    ratio, text = spread([b / f for b, f in zip(build, fill)])
+    ok = ratio <= 2.0
+    failed += not ok
+    print(
+        f"| cache 131072 x 128 float32 / torch.empty + fill_ of its {kept >> 20} MiB | "
+        f"sinpe {statistics.median(build) * 1e3:.1f} ms, empty + fill_ "
+        f"{statistics.median(fill) * 1e3:.1f} ms | {text} | <= 2 {'ok' if ok else 'MISSED'} |"
+    )
+    tracemalloc.start()
+    module = st.RotaryEmbedding(config)
+    module._layers[None].table(None, np.dtype("float32"), torch.device("cpu"), 1)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    ok = peak <= 2 * kept
+    failed += not ok
+    print(
+        f"| peak memory building it / the bytes it keeps | {peak >> 20} MiB / {kept >> 20} MiB | "
+        f"**{peak / kept:.2f}** | <= 2 {'ok' if ok else 'MISSED'} |"
+    )
+    torch.manual_seed(0)
+    tiny = transformers.LlamaConfig(
+        hidden_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_hidden_layers=2,
+        intermediate_size=128,
+        vocab_size=100,
+        **{k: v for k, v in LLAMA31.items() if k not in ("hidden_size", "num_attention_heads")},
+    )
+    model = transformers.LlamaForCausalLM(tiny).eval()
+    tokens = torch.randint(0, 100, (1, 64))
+    spans = {"0-63": torch.arange(64)[None], "100,000-100,063": torch.arange(64)[None] + 100000}
+    with torch.no_grad():
+        before = {k: model(tokens, position_ids=p).logits for k, p in spans.items()}
+        st.patch(model)
+        after = {k: model(tokens, position_ids=p).logits for k, p in spans.items()}
+    diffs = ", ".join(f"{k}: {(before[k] - after[k]).abs().max().item():.2g}" for k in spans)
+    print(f"\ntiny random Llama-3.1 model, largest logit change from patch() at positions {diffs}")
+    return 1 if failed else 0
+
+
+def sinpe_version():
+    import sinpe
+
+    return sinpe.__version__
+
+
+if __name__ == "__main__":
+    sys.exit(main())
