@@ -9,6 +9,8 @@ Rules (see README, "Installing"):
 - ``SINPE_DEBUG_BUILD=1`` compiles with Cython's bounds, initialisation and division checks
   on, C asserts on, and the kernel checking every argument it otherwise trusts (CI runs the
   whole test suite once on such a build);
+- the user's ``CFLAGS`` are honoured: ``-O3`` and ``-g0`` are added only where they name no
+  ``-O`` or ``-g`` of their own, and C asserts stay off (``-DNDEBUG``) except in a debug build;
 - ``SINPE_SIMD=sse2`` or ``SINPE_SIMD=c`` caps the hot loop at SSE2 or plain C (default
   ``auto``: AVX2 where the CPU has it, chosen at run time), so that CI can run the whole test
   suite on the loops that only older or non-x86 CPUs would otherwise run.
@@ -47,9 +49,14 @@ class OptionalBuildExt(build_ext):
         if self.compiler.compiler_type != "msvc":
             # -ffp-contract=off: no fused multiply-add contraction, so the kernel rounds exactly
             # like the NumPy fallback and both backends return bit-identical tables.
-            compile_args += ["-O3", "-ffp-contract=off"]
-            if not DEBUG_BUILD:  # Python's flags carry -g: 1.5 MB of debug info in the wheel
-                compile_args.append("-g0")
+            compile_args.append("-ffp-contract=off")
+            # The user's CFLAGS come first on the command line and these after, so a flag
+            # added here would override theirs: -O3 and -g0 only where they chose none.
+            user = f"{os.environ.get('CFLAGS', '')} {os.environ.get('CPPFLAGS', '')}".split()
+            if not any(flag.startswith("-O") for flag in user):
+                compile_args.append("-O3")
+            if not DEBUG_BUILD and not any(flag.startswith("-g") for flag in user):
+                compile_args.append("-g0")  # Python's flags carry -g: 1.5 MB in the wheel
             if sys.platform != "win32":  # the helpers of team.h
                 compile_args.append("-pthread")
                 link_args.append("-pthread")
@@ -60,6 +67,8 @@ class OptionalBuildExt(build_ext):
                 ("SINPE_DEBUG", "1" if DEBUG_BUILD else "0"),
                 ("SINPE_MAX_SIMD", str(SIMD_LEVELS[SIMD])),
             ]
+            if not DEBUG_BUILD:  # a user's CFLAGS replace Python's, -DNDEBUG with them
+                ext.define_macros.append(("NDEBUG", None))
         super().build_extensions()
 
     def run(self):

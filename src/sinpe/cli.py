@@ -85,6 +85,37 @@ def _build_parser() -> argparse.ArgumentParser:
 _BITS_NOTE = " (bfloat16 as its bit patterns, uint16: .view(ml_dtypes.bfloat16) after loading)"
 
 
+def _output_path(output: str, suffix: str) -> str:
+    """The file a ``-o`` writes: ``output``, with ``suffix`` added when it has no extension
+    of that kind (the name printed is the name written); an empty name is refused."""
+    if not output or not os.path.basename(output):
+        raise ValueError(f"-o needs a file name, got {output!r}")
+    if os.path.isdir(output):
+        raise ValueError(f"-o {output!r} is a directory: give a file name")
+    return output if output.lower().endswith(suffix) else output + suffix
+
+
+def _write_atomically(path: str, write) -> None:
+    """``write(file)`` into a temporary file beside ``path``, then renamed over it: a failed
+    write (a full disk, a size limit) leaves no truncated file and keeps the previous one."""
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".sinpe-", suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            write(file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
 def _savable(array: np.ndarray) -> np.ndarray:
     """.npy/.npz have no bfloat16: such an array is written as its bit patterns (uint16)."""
     return array.view(np.uint16) if array.dtype.name == "bfloat16" else array
@@ -99,9 +130,9 @@ def _table(args) -> int:
         dtype=args.dtype,
         convention=args.convention,
     )
-    if args.output:
-        path = args.output if args.output.endswith(".npy") else args.output + ".npy"
-        np.save(path, _savable(table))  # numpy.save would append .npy: name the file it writes
+    if args.output is not None:
+        path = _output_path(args.output, ".npy")
+        _write_atomically(path, lambda file: np.save(file, _savable(table)))
         note = _BITS_NOTE if table.dtype.name == "bfloat16" else ""
         print(f"wrote {path}: shape {table.shape}, {table.dtype}{note}")
         return 0
@@ -115,6 +146,7 @@ def _table(args) -> int:
 
 
 def _rope_command(args) -> int:
+    path = None if args.output is None else _output_path(args.output, ".npz")  # said first
     spec = rope_config(args.config)
     seq_len = args.seq_len if args.seq_len is not None else spec.max_position_embeddings
     if seq_len is None:
@@ -122,13 +154,15 @@ def _rope_command(args) -> int:
     names = spec.layer_types or (None,)
     layers = {name: (spec if name is None else spec.layer(name)) for name in names}
     layers = {name: layer for name, layer in layers.items() if layer is not None}
-    if args.output and any(layer.scaling["rope_type"] == "axial" for layer in layers.values()):
+    if args.output is not None and any(
+        layer.scaling["rope_type"] == "axial" for layer in layers.values()
+    ):
         raise ValueError(
             "rope_type 'axial' reads (height, width) positions, not a run of seq_len: "
             "make its tables with sinpe.rope_config(path).rope_at(positions)"
         )
     frequencies = {name: layer.frequencies(args.offset + seq_len) for name, layer in layers.items()}
-    if not args.output:
+    if args.output is None:
         for name, layer in layers.items():
             inv_freq, attention = frequencies[name]
             head = f"{name}: " if name else ""
@@ -156,8 +190,7 @@ def _rope_command(args) -> int:
                 f"attention_factor{suffix}": attention,
             }
         )
-    path = args.output if args.output.endswith(".npz") else args.output + ".npz"
-    np.savez(path, **arrays)
+    _write_atomically(path, lambda file: np.savez(file, **arrays))
     note = _BITS_NOTE if cos.dtype.name == "bfloat16" else ""
     print(
         f"wrote {path}: "
@@ -206,6 +239,7 @@ def _check(args) -> int:
     if args.plot:
         from .plot import INSTALL_HINT
 
+        _output_path(args.plot, ".png")  # a bad name is said before the plot is drawn
         try:
             import matplotlib
 
@@ -223,8 +257,10 @@ def _check(args) -> int:
         axes.set_ylabel("largest |cache - exact| in the row")
         axes.set_title(f"{os.path.basename(args.cache)}: layout {report.layout}")
         figure.tight_layout()
-        figure.savefig(args.plot, dpi=120)
-        print(f"wrote {args.plot}")
+        path = _output_path(args.plot, ".png")
+        _write_atomically(path, lambda file: figure.savefig(file, dpi=120, format="png"))
+        plt.close(figure)
+        print(f"wrote {path}")
     if args.max_error is not None and report.largest > args.max_error:
         print(f"error {report.largest:.3g} exceeds --max-error {args.max_error:g}")
         return 1
@@ -242,11 +278,11 @@ def _plot(args) -> int:
     except ImportError:
         print(INSTALL_HINT, file=sys.stderr)
         return 1
+    path = _output_path(args.output, ".png")
     table = api.sinusoidal_positional_encoding(args.seq_len, args.d_model)
-    save_figure(
-        table, args.output, title=f"sinusoidal positional encoding, {args.seq_len} x {args.d_model}"
-    )
-    print(f"wrote {args.output}")
+    title = f"sinusoidal positional encoding, {args.seq_len} x {args.d_model}"
+    _write_atomically(path, lambda file: save_figure(table, file, title=title))
+    print(f"wrote {path}")
     return 0
 
 
@@ -324,6 +360,10 @@ def main(argv: list[str] | None = None) -> int:
     }[args.command]
     try:
         return handler(args)
+    except BrokenPipeError:  # `sinpe table ... | head`: the reader left; end quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that the exit's flush does not fail again
+        return 0
     except (TypeError, ValueError, MemoryError, OSError) as exc:
         print(f"sinpe: error: {exc}", file=sys.stderr)
         return 2

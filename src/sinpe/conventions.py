@@ -15,6 +15,7 @@ each frequency's sine and cosine go. Presets (by name, see ``names()``):
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, fields
 from typing import NamedTuple
@@ -34,9 +35,26 @@ __all__ = [
 
 _LAYOUTS = ("interleaved", "sin_cos", "cos_sin")
 _DENOMINATORS = ("half_width", "half_minus_one", "half_minus_shift")
-# One small int per distinct convention value (see Convention._token); grows by one per new
-# value, never per call.
+# One small int per distinct convention value (see Convention._token), from a counter that
+# never repeats: the table is emptied when it reaches _MAX_TOKENS values (and by
+# clear_cache()), after which an equal convention made anew gets a new token (a cache miss,
+# never a wrong hit). So many distinct conventions (a timestep scale per call) stay bounded.
 _TOKENS: dict[tuple, int] = {}
+_MAX_TOKENS = 4096
+_NEXT_TOKEN = itertools.count()
+
+
+def _token(fields: tuple) -> int:
+    token = _TOKENS.get(fields)
+    if token is None:
+        if len(_TOKENS) >= _MAX_TOKENS:
+            _TOKENS.clear()
+        token = _TOKENS.setdefault(fields, next(_NEXT_TOKEN))
+    return token
+
+
+def clear_tokens() -> None:
+    _TOKENS.clear()
 
 
 class ColumnMap(NamedTuple):
@@ -120,7 +138,7 @@ class Convention:
         object.__setattr__(self, "_hash", hash(fields))
         # Equal conventions share one small int: cache keys hash it at C speed (calling
         # __hash__ cost ~0.1 us, a tenth of the warm 1 x 128 table).
-        object.__setattr__(self, "_token", _TOKENS.setdefault(fields, len(_TOKENS)))
+        object.__setattr__(self, "_token", _token(fields))
 
     def __hash__(self) -> int:
         return self._hash

@@ -7,8 +7,9 @@ import numpy as np
 INSTALL_HINT = "sinpe plot needs matplotlib: pip install 'sinpe[plot]'"
 
 
-def save_figure(table: np.ndarray, path: str, title: str = "") -> None:
-    """Two panels: the table as a heatmap, and the position-similarity matrix PE @ PE.T."""
+def save_figure(table: np.ndarray, path, title: str = "") -> None:
+    """Two panels: the table as a heatmap, and the position-similarity matrix PE @ PE.T,
+    as a PNG (``path``: a file name or a binary file)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -30,5 +31,5 @@ def save_figure(table: np.ndarray, path: str, title: str = "") -> None:
     fig.colorbar(image, ax=right, label="dot product")
     if title:
         fig.suptitle(title)
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, format="png")
     plt.close(fig)

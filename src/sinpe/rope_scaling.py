@@ -21,6 +21,7 @@ tables drift (see the README).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -63,6 +64,26 @@ _ANY_TYPE = ("mrope_section", "mrope_interleaved", "partial_rotary_factor")
 # Types whose transformers config standardisation fills original_max_position_embeddings from
 # max_position_embeddings when it is missing.
 _ORIGINAL_FROM_MAX = ("llama3", "yarn", "longrope")
+# keys every mapping may carry besides its type's own
+_NAMES = ("rope_type", "type", "rope_theta", "max_position_embeddings")
+_WARNED: set = set()
+
+
+def warn_ignored(rope_type: str, keys, where: str = "scaling") -> None:
+    """Once per type and key set: the keys of a rope mapping that nothing reads, as
+    transformers warns of them (a key in the wrong place is otherwise lost in silence)."""
+    token = (where, rope_type, tuple(keys))
+    if token in _WARNED:
+        return
+    _WARNED.add(token)
+    warnings.warn(
+        f"{where} for rope_type {rope_type!r}: ignoring the keys {', '.join(map(repr, keys))} "
+        "(not read by this type)",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
 _LOG_TWO_PI = dd_add(*log_dd(TWO_PI_HI), TWO_PI_LO / TWO_PI_HI, 0.0)
 
 
@@ -89,14 +110,32 @@ def _number(key: str, value, *, positive: bool = True, integer: bool = False):
         raise TypeError(
             f"scaling[{key!r}] must be a number, got {type(value).__name__} {value!r:.60}"
         )
-    if integer and not float(value).is_integer():
-        raise ValueError(f"scaling[{key!r}] must be an integer, got {value!r}")
-    result = int(value) if integer else float(value)
+    try:
+        if integer and not float(value).is_integer():
+            raise ValueError(f"scaling[{key!r}] must be an integer, got {value!r}")
+        result = int(value) if integer else float(value)
+    except OverflowError:  # an int past float range, an inf that int() refuses
+        raise ValueError(f"scaling[{key!r}] must be finite, got {value!r:.60}") from None
     if not math.isfinite(result) or (positive and not result > 0):
         raise ValueError(
             f"scaling[{key!r}] must be finite{' and > 0' if positive else ''}, got {value!r}"
         )
     return result
+
+
+def _numbers(key: str, values) -> tuple:
+    """A list of finite numbers > 0, checked at once where NumPy can (a long list in
+    milliseconds), else entry by entry for the error."""
+    try:
+        array = np.asarray(values)
+    except (ValueError, TypeError):
+        array = None
+    if array is not None and array.ndim == 1 and array.dtype.kind in "iuf":
+        with np.errstate(all="ignore"):
+            floats = array.astype(np.float64)
+        if np.isfinite(floats).all() and (floats > 0).all():
+            return tuple(floats.tolist())
+    return tuple(_number(f"{key}[{i}]", v) for i, v in enumerate(values))
 
 
 def _mapping(spec: RopeScaling) -> dict:
@@ -107,11 +146,14 @@ def _mapping(spec: RopeScaling) -> dict:
     return mapping
 
 
-def parse(scaling, max_position_embeddings: int | None = None) -> RopeScaling:
+def parse(
+    scaling, max_position_embeddings: int | None = None, head_dim: int | None = None
+) -> RopeScaling:
     """Validate ``scaling`` (``None``, a ``rope_scaling`` or ``rope_parameters`` mapping, or a
     ``RopeScaling``); errors name the key and the allowed values. ``max_position_embeddings``
     is the model config's (transformers reads it beside the mapping): it joins the mapping,
-    which must not say otherwise."""
+    which must not say otherwise. With ``head_dim``, a factor list of the wrong length is
+    refused before its entries are read."""
     if max_position_embeddings is not None:
         max_position_embeddings = _number(
             "max_position_embeddings", max_position_embeddings, integer=True
@@ -119,9 +161,12 @@ def parse(scaling, max_position_embeddings: int | None = None) -> RopeScaling:
     if scaling is None:
         scaling = {}
     elif isinstance(scaling, RopeScaling):
-        if max_position_embeddings is None:
-            return scaling
-        scaling = _mapping(scaling)
+        if scaling.rope_type not in ROPE_TYPES:
+            raise ValueError(
+                f"unknown rope_type {scaling.rope_type!r}; "
+                f"known types: {', '.join(sorted(ROPE_TYPES))}"
+            )
+        scaling = _mapping(scaling)  # checked again: a RopeScaling may be built by hand
     elif not isinstance(scaling, Mapping):
         raise TypeError(
             "scaling must be None or a mapping (a config's rope_scaling or rope_parameters), "
@@ -169,6 +214,13 @@ def parse(scaling, max_position_embeddings: int | None = None) -> RopeScaling:
     for key in (*required, *optional, "max_position_embeddings"):
         if key in scaling:
             values[key] = scaling[key]
+    ignored = sorted(
+        str(key)
+        for key in scaling
+        if key not in values and key not in _NAMES and key not in required
+    )
+    if ignored:
+        warn_ignored(rope_type, ignored)
     checked = {}
     for key, value in values.items():
         if value is None and key in (
@@ -183,7 +235,12 @@ def parse(scaling, max_position_embeddings: int | None = None) -> RopeScaling:
         elif key in ("short_factor", "long_factor"):
             if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
                 raise TypeError(f"scaling[{key!r}] must be a list of numbers, got {value!r:.60}")
-            checked[key] = tuple(_number(f"{key}[{i}]", v) for i, v in enumerate(value))
+            if head_dim is not None and len(value) != head_dim // 2:
+                raise ValueError(
+                    f"scaling[{key!r}] must have head_dim/2 = {head_dim // 2} entries, "
+                    f"got {len(value)}"
+                )
+            checked[key] = _numbers(key, value)
         elif key in ("truncate", "mrope_interleaved"):
             if not isinstance(value, (bool, np.bool_)):
                 raise TypeError(f"scaling[{key!r}] must be true or false, got {value!r}")
@@ -470,5 +527,24 @@ def inverse_frequencies(
     """``(inv_freq, attention_factor)`` for a validated ``scaling``: ``head_dim // 2`` float64
     values (a new array) and the factor every cos/sin is multiplied by. ``seq_len`` is the
     current length (``None``: within the trained length), for ``dynamic`` and ``longrope``."""
-    inv_freq, attention = _RULES[scaling.rope_type](scaling, head_dim, base, seq_len)
-    return np.array(inv_freq, dtype=np.float64), float(attention)
+    try:
+        with np.errstate(all="ignore"):  # an overflow shows as a non-finite value, refused
+            inv_freq, attention = _RULES[scaling.rope_type](scaling, head_dim, base, seq_len)
+            inv_freq, attention = np.array(inv_freq, dtype=np.float64), float(attention)
+    except (OverflowError, ZeroDivisionError) as exc:
+        raise ValueError(_no_frequencies(scaling, base, exc)) from None
+    except ValueError as exc:
+        if "math domain" not in str(exc):
+            raise
+        raise ValueError(_no_frequencies(scaling, base, exc)) from None
+    if not (np.isfinite(inv_freq).all() and math.isfinite(attention)):
+        raise ValueError(_no_frequencies(scaling, base, "not finite"))
+    return inv_freq, attention
+
+
+def _no_frequencies(scaling: RopeScaling, base: float, why) -> str:
+    keys = ", ".join(f"{k}={v!r:.30}" for k, v in scaling.parameters if not isinstance(v, tuple))
+    return (
+        f"scaling (rope_type {scaling.rope_type!r}, {keys or 'no keys'}) with base={base!r} "
+        f"gives no finite inverse frequencies and attention factor ({why})"
+    )

@@ -175,6 +175,7 @@ class _Layer:
             filler = _rope.cache.lookup(key, _axial_filler, (backend, self.inv_freq, self.h, key))
         else:
             filler = _rope._filler(backend, plain, spec.head_dim, spec.base, length, "compact")
+        _rope.check_factor(self.attention_scaling, dtype)
         names = ("positions", "head_dim")
         cos = check.allocate((positions.shape[1], self.h), dtype, names)
         sin = check.allocate((positions.shape[1], self.h), dtype, names)

@@ -2,8 +2,9 @@
 
 Frequency vectors, rotation tables and the other read-only arrays that make repeated calls
 cheap all live here, least recently used first out, their bytes counted together against one
-limit (64 MiB unless ``set_cache_limit`` says otherwise). A value larger than the limit is
-computed, returned and not kept.
+limit (64 MiB unless ``set_cache_limit`` says otherwise). Every entry also counts
+``ENTRY_BYTES`` for its key and bookkeeping, so that entries holding no arrays are bounded
+too. A value larger than the limit is computed, returned and not kept.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ class CacheInfo(NamedTuple):
     entries: int
     hits: int
     misses: int
+
+
+ENTRY_BYTES = 256  # a key tuple, a dict slot and the entry's list: what an entry costs at least
 
 
 def _nbytes(value) -> int:
@@ -64,7 +68,7 @@ class _Cache:
             self._hits += 1  # statistics only: a lost increment under a race is harmless
             return entry[0]
         value = make(*args)  # outside the lock: two threads may both compute; either is kept
-        size = _nbytes(value)
+        size = _nbytes(value) + ENTRY_BYTES
         with self._lock:
             self._misses += 1
             if size <= self._limit and key not in self._entries:

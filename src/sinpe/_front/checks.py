@@ -54,6 +54,22 @@ def table_size(seq_len, d_model, offset) -> tuple[int, int, int]:
     )
 
 
+def frozen(array: np.ndarray) -> np.ndarray:
+    """A read-only copy held by an immutable ``bytes`` object: no flag can make it writable
+    (a cached array handed to users must stay what every later table reads)."""
+    data = np.ascontiguousarray(array).tobytes()
+    return np.frombuffer(data, dtype=array.dtype).reshape(array.shape)
+
+
+def last_position(offset: int, seq_len: int) -> None:
+    """Rows ``offset .. offset + seq_len - 1`` must lie below 2**53 (no rows: any offset)."""
+    if seq_len and offset + seq_len > MAX_POSITION:
+        raise ValueError(
+            "positions must be below 2**53: the last row's, offset + seq_len - 1, is "
+            f"{offset + seq_len - 1}"
+        )
+
+
 def real(name: str, value) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(
         value, (int, float, np.integer, np.floating)
@@ -128,6 +144,30 @@ def output(out, shape: tuple, dtype: np.dtype | None, names: tuple) -> np.ndarra
         problems.append("read-only")
     if problems:
         raise ValueError("out is unusable: " + ", ".join(problems))
+    if type(out) is not np.ndarray:  # a subclass (matrix, masked array): its plain memory is
+        out = out.view(np.ndarray)  # filled, on both backends alike; a mask is left as it is
+    return out
+
+
+def _object_positions(array: np.ndarray) -> np.ndarray:
+    """An object array of Python ints and floats (each an exact double below 2**53) as
+    float64; anything else refused, saying why."""
+    out = np.empty(array.shape, dtype=np.float64)
+    flat = out.reshape(-1)
+    for i, v in enumerate(array.flat):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(
+            v, (int, float, np.integer, np.floating)
+        ):
+            raise TypeError(
+                f"positions must be integers or floats, got a {type(v).__name__} in an object "
+                "array (bool, complex, strings and other objects are not positions)"
+            )
+        if isinstance(v, (int, np.integer)):
+            if not -MAX_POSITION < int(v) < MAX_POSITION:
+                raise ValueError(f"positions must satisfy |p| < 2**53, got {int(v)}")
+            flat[i] = float(v)
+        else:
+            flat[i] = v
     return out
 
 
@@ -137,12 +177,17 @@ def positions(value) -> np.ndarray:
         raise TypeError(
             f"positions must be a number or an array-like of numbers, got {type(value).__name__}"
         )
+    if type(value).__module__.startswith("numpy.ma"):  # not numpy.ma itself: its import is slow
+        raise TypeError(
+            "positions must not be a masked array: a table has no masked rows "
+            "(pass positions.compressed() or positions.filled(value))"
+        )
     try:
         array = np.asarray(value)
     except (ValueError, TypeError) as exc:
         raise TypeError(f"positions must be an array-like of numbers: {exc}") from None
-    if array.dtype == object and all(type(v) is int for v in array.flat):
-        raise ValueError("positions must satisfy |p| < 2**53")  # ints too big for int64
+    if array.dtype == object:
+        array = _object_positions(array)
     if array.dtype.kind not in "iuf":
         raise TypeError(
             f"positions must be integers or floats, got dtype {array.dtype} "

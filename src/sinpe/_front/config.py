@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..rope_scaling import ROPE_TYPES
+from ..rope_scaling import ROPE_TYPES, warn_ignored
 from . import rope as _rope
 from .families import ALIASES, COMPOSITE, FAMILIES, Family
 
@@ -192,6 +193,8 @@ def _load(config) -> dict:
             config = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ValueError(f"config {path!r} is not valid JSON ({exc})") from None
+        except RecursionError:
+            raise ValueError(f"config {path!r} is nested too deeply to be a config.json") from None
         if not isinstance(config, Mapping):
             raise ValueError(f"config {path!r} must hold a JSON object")
         return dict(config)
@@ -252,7 +255,8 @@ class _Reader:
         )
 
     def integer(self, key: str, value) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        finite = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+        if isinstance(value, bool) or not finite or value != int(value):
             raise ValueError(f"config key {self.where}{key} must be an integer, got {value!r:.60}")
         if value < 1:
             raise ValueError(f"config key {self.where}{key} must be >= 1, got {value!r}")
@@ -375,8 +379,8 @@ def _spec(reader: _Reader, params: dict, layer_type: str | None, top_theta) -> R
         theta = top_theta
     if theta is None:
         theta = reader.need("rope_theta", family and family.theta)
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
-        raise ValueError(f"rope_theta must be a number > 0, got {theta!r:.60}")
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not 0 < theta < math.inf:
+        raise ValueError(f"rope_theta must be a finite number > 0, got {theta!r:.60}")
     partial = params.pop("partial_rotary_factor", None)
     if partial is None:
         partial = reader.value("partial_rotary_factor", family and family.partial_rotary_factor)
@@ -429,8 +433,10 @@ def _spec(reader: _Reader, params: dict, layer_type: str | None, top_theta) -> R
                 "Qwen2.5-VL: contiguous; Qwen3-VL and Qwen3.5: interleaved); pass the mapping "
                 "to sinpe.rope_at with mrope_interleaved set as your model does"
             )
-        params.pop("mrope_section")  # the model's RoPE ignores it
-        params.pop("mrope_interleaved", None)
+        ignored = [key for key in ("mrope_section", "mrope_interleaved") if key in params]
+        warn_ignored(rope_type, ignored, where=f"the config ({model_type})")  # as transformers
+        for key in ignored:
+            params.pop(key)
     needs_length = rope_type == "dynamic" or (
         rope_type in ("yarn", "longrope") and params.get("factor") is None
     )
@@ -438,6 +444,9 @@ def _spec(reader: _Reader, params: dict, layer_type: str | None, top_theta) -> R
         reader.need("max_position_embeddings", None)
     scaling = {"rope_type": rope_type}
     scaling.update((key, value) for key, value in params.items() if key in _SCALING_KEYS)
+    ignored = sorted(str(key) for key in params if key not in _SCALING_KEYS)
+    if ignored:
+        warn_ignored(rope_type, ignored, where=f"the config's rope mapping ({model_type})")
     # every key checked now, by sinpe.rope's own checks (errors name the key), not at first use
     _rope._arguments(width, theta, scaling, max_position)
     return RopeSpec(

@@ -7,6 +7,7 @@ import numpy as np
 
 from .backends import DEFAULT
 from .cache import cached
+from .checks import frozen
 
 __all__ = ["frequency_block", "frequency_vector", "power_vector_from_log"]
 
@@ -15,8 +16,7 @@ def _power(count, log_hi, log_lo, numerator, denominator, scale, first=0) -> np.
     w = np.empty(max(int(count), 0))
     args = (float(numerator), float(denominator), float(scale))
     DEFAULT.power_vector(w, first, log_hi, log_lo, *args)
-    w.flags.writeable = False
-    return w
+    return frozen(w)
 
 
 @cached

@@ -12,7 +12,7 @@ from ..rope_scaling import RopeScaling, inverse_frequencies, parse
 from . import cache
 from . import checks as check
 from .backends import get as get_backend
-from .checks import F64, MAX_POSITION
+from .checks import F64
 from .plan import Layout, Place, Segment, fill_at, fill_run, make_filler
 from .tables import MAX_FREQUENCY
 
@@ -29,17 +29,21 @@ __all__ = [
 LAYOUTS = ("half", "interleaved", "compact")
 CACHE_FORMATS = ("vllm", "complex", "pairs")
 _DEFAULT_BASE = 10000.0
+MAX_HEAD_DIM = 2**31  # rotary dimensions are hundreds; a bigger one is a mistake
 
 
 def _arguments(head_dim, base, scaling, max_position_embeddings=None):
     """Checked ``head_dim``, the base (``base``, else the mapping's ``rope_theta``, else
     10000) and the parsed scaling."""
     head_dim = check.integer("head_dim", head_dim, 2)
+    if head_dim > MAX_HEAD_DIM:
+        shown = head_dim if head_dim < 10**30 else f"a {len(str(head_dim))}-digit number"
+        raise ValueError(f"head_dim={shown} is too large (at most 2**31)")
     if head_dim % 2:
         raise ValueError(
             f"head_dim must be even (the rotary dimension: pairs of columns), got {head_dim}"
         )
-    spec = parse(scaling, max_position_embeddings)
+    spec = parse(scaling, max_position_embeddings, head_dim)
     partial = spec.get("partial_rotary_factor")
     if partial is not None and spec.rope_type != "proportional":
         width = int(head_dim * partial)
@@ -170,8 +174,7 @@ def _make_frequencies(spec, head_dim, base, length):
         )
     if not (math.isfinite(attention) and attention > 0):
         raise ValueError(f"scaling gives attention factor {attention!r}; it must be finite and > 0")
-    inv_freq.flags.writeable = False
-    return inv_freq, attention
+    return check.frozen(inv_freq), attention
 
 
 def _frequencies(spec: RopeScaling, head_dim: int, base: float, length):
@@ -194,7 +197,26 @@ def _make_filler(backend, spec, head_dim, base, length, name, key):
     return make_filler(backend, w, attention, layout, key)
 
 
+_LARGEST = {
+    "float64": 1.7976931348623157e308,
+    "float32": 3.4028234663852886e38,
+    "float16": 65504.0,
+    "bfloat16": 3.3895313892515355e38,
+}
+
+
+def check_factor(factor: float, dtype) -> None:
+    """Every value is at most ``factor``: refuse a factor the output dtype cannot hold."""
+    largest = _LARGEST.get(np.dtype(dtype).name)
+    if largest is not None and factor > largest:
+        raise ValueError(
+            f"the attention factor {factor:.6g} is larger than dtype {np.dtype(dtype).name} "
+            f"holds ({largest:.6g}): its tables would be inf; pass a wider dtype"
+        )
+
+
 def _tables(filler, n: int, dtype) -> tuple[np.ndarray, ...]:
+    check_factor(filler.factor, dtype)
     names = ("positions", "head_dim")
     shape = (n, filler.layout.width)
     return tuple(check.allocate(shape, dtype, names) for _ in range(filler.layout.planes))
@@ -217,10 +239,7 @@ def _run(
     seq_len = check.integer("seq_len", seq_len, 0)
     head_dim, base, spec = _arguments(head_dim, base, scaling, max_position_embeddings)
     offset = check.integer("offset", offset, 0)
-    if offset + max(seq_len, 1) > MAX_POSITION:
-        raise ValueError(
-            f"positions must be below 2**53: offset + seq_len - 1 = {offset + seq_len - 1}"
-        )
+    check.last_position(offset, seq_len)
     if spec.rope_type == "axial":
         raise ValueError(
             f"rope_type 'axial' reads (height, width) positions: {what} makes tables of "

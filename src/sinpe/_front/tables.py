@@ -81,8 +81,12 @@ def _make_table_filler(backend, convention, d_model, base, key):
 
 
 def clear_cache() -> None:
-    """Free every array sinpe keeps between calls (frequencies, rotation tables)."""
+    """Free every array sinpe keeps between calls (frequencies, rotation tables), and the
+    table of distinct conventions seen."""
     cache.clear()
+    from .. import conventions
+
+    conventions.clear_tokens()
 
 
 def cache_info() -> cache.CacheInfo:
@@ -164,10 +168,7 @@ def sinusoidal_positional_encoding(
            [0.84147098, 0.54030231, 0.00999983, 0.99995   ]])
     """
     seq_len, d_model, offset = check.table_size(seq_len, d_model, offset)
-    if offset + max(seq_len, 1) > MAX_POSITION:
-        raise ValueError(
-            f"positions must be below 2**53: offset + seq_len - 1 = {offset + seq_len - 1}"
-        )
+    check.last_position(offset, seq_len)
     if type(base) is not float or base != 10000.0:  # check the type before comparing values
         base = check.base(base)
     dtype = check.dtype(dtype)

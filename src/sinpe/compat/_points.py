@@ -17,6 +17,8 @@ def point_blocks(sources, widths, name, convention=GRID_CONVENTION, dtype=check.
     array for index None; every block must have the same number ``M`` of points."""
     blocks = []
     for array, index in sources:
+        if index is not None and isinstance(array, (list, tuple)) and len(array) > index:
+            array, index = array[index], None  # rows of a sequence may differ in length
         values = as_array(array, name)
         if index is not None:
             if values.ndim == 0 or values.shape[0] <= index:
@@ -27,6 +29,11 @@ def point_blocks(sources, widths, name, convention=GRID_CONVENTION, dtype=check.
             values = values[index]
         blocks.append(check.positions(values).reshape(-1))
     points = blocks[0].shape[0]
+    if any(block.shape[0] != points for block in blocks):
+        counts = " and ".join(str(block.shape[0]) for block in blocks)
+        raise ValueError(
+            f"{name}'s blocks have {counts} points: every block must have the same number"
+        )
     table = check.allocate((points, sum(widths)), dtype, ("points", "embed_dim"))
     column = 0
     for positions, width in zip(blocks, widths):
