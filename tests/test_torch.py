@@ -470,3 +470,18 @@ def test_import_sinpe_never_imports_torch():
     )
     assert result.stdout.strip() == "False", result.stderr
     warnings.filterwarnings("default")
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's own, inside compile
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_patched_model_runs_under_torch_compile():
+    transformers = pytest.importorskip("transformers")
+    config, _ = _tiny("llama")
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).eval()
+    st.patch(model)
+    tokens, positions = torch.randint(0, 64, (1, 16)), torch.arange(16)[None] + 100000
+    with torch.no_grad():
+        eager = model(tokens, position_ids=positions).logits
+        compiled = torch.compile(model)(tokens, position_ids=positions).logits
+    assert (compiled - eager).abs().max() < 1e-5
