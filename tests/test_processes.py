@@ -4,43 +4,15 @@ subprocess under a timeout, so a hang fails the test instead of stopping the sui
 
 import os
 import pickle
-import subprocess
-import sys
-import tempfile
-import textwrap
 
 import numpy as np
 import pytest
+from subprocesses import run_script
 
 import sinpe
 from sinpe import conventions
 
-TIMEOUT = 60  # seconds; a healthy run of any script here takes well under 5
 linux_only = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs /proc")
-
-
-def run_script(code: str, **env) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh interpreter; a hang is a failure, not a stuck suite."""
-    full_env = {**os.environ, **env}
-    for name, value in env.items():
-        if value is None:
-            del full_env[name]
-    with tempfile.TemporaryDirectory() as folder:  # a file: spawn workers re-import __main__
-        script = os.path.join(folder, "script.py")
-        with open(script, "w") as fh:
-            fh.write(textwrap.dedent(code))
-        try:
-            result = subprocess.run(
-                [sys.executable, script],
-                capture_output=True,
-                text=True,
-                env=full_env,
-                timeout=TIMEOUT,
-            )
-        except subprocess.TimeoutExpired as exc:
-            pytest.fail(f"hung for {TIMEOUT} s: {exc.stdout!r} {exc.stderr!r}")
-    assert result.returncode == 0, result.stderr
-    return result
 
 
 # --------------------------------------------------------------------------- caches
