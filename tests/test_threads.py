@@ -13,7 +13,7 @@ import shutil
 import subprocess
 
 import pytest
-from subprocesses import run_script
+from subprocesses import FORK_STRESS, fork_counts, run_script
 
 import sinpe
 from sinpe._front import backends
@@ -157,6 +157,34 @@ filler.join()
 assert np.array_equal(out, sinpe.sinusoidal_positional_encoding(16384, 1024, threads=1))
 """
     )
+
+
+@needs_fork
+def test_forks_while_a_thread_churns_the_cache_never_hang():
+    """A thread fills the cache with thousands of small entries and evicts them all again
+    (set_cache_limit(0): the longest time the cache lock is held) while the main thread
+    forks 200 times; each child's first table is a cache miss. Not one child hangs on the
+    lock it inherited, and each child's table is the parent's."""
+    result = run_script(
+        FORK_STRESS
+        + """
+import numpy as np, sinpe
+WANT = sinpe.rope(64, 16, base=12345.0)
+def churn(stop):
+    base = 2.0
+    while not stop.is_set():
+        for _ in range(3000):
+            base += 1.0
+            sinpe.rope_frequencies(8, base=base)
+        sinpe.set_cache_limit(0)
+        sinpe.set_cache_limit(64 << 20)
+def child():
+    assert sinpe.cache_info().entries == 0  # the child's cache starts empty, lock free
+    return all(np.array_equal(a, b) for a, b in zip(sinpe.rope(64, 16, base=12345.0), WANT))
+fork_stress(200, churn, child, wait_for_window=lambda: time.sleep(0.002))
+"""
+    )
+    assert fork_counts(result)[:3] == (200, 0, 0), result.stdout
 
 
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])

@@ -236,6 +236,68 @@ def test_growing_tables_is_safe_under_concurrent_forwards():
     assert not errors, errors
 
 
+def test_far_ids_cost_memory_of_the_ids_not_of_the_largest():
+    """One id of 2**40 (or any id past the growth cap, max(2 * max_position_embeddings,
+    2**20)) is the exact row, and no table grows to it: what is kept stays below the cap."""
+    m = st.RotaryEmbedding(LLAMA3)
+    x = torch.zeros(1, dtype=torch.float32)
+    ids = torch.tensor([[2**40, 7, 2**53 - 1, 4_000_000]])
+    cos, sin = m(x, ids)
+    want_cos, want_sin = sinpe.rope_at(
+        ids.numpy(), 16, base=500000.0, scaling=LLAMA3["rope_scaling"], dtype="float32"
+    )
+    assert torch.equal(cos, torch.from_numpy(want_cos)) and cos.shape == (1, 4, 16)
+    assert torch.equal(sin, torch.from_numpy(want_sin))
+    layer = m._layers[None]
+    assert layer.growth_cap == max(2 * 131072, 2**20)
+    assert all(t[0].shape[0] <= layer.growth_cap for t in layer.tables.values())
+    # below the cap, ids still come from a grown table, and give the same rows
+    near = torch.tensor([[layer.growth_cap - 1, 7]])
+    assert torch.equal(m(x, near)[0][0, 1], cos[0, 1])
+    assert max(t[0].shape[0] for t in layer.tables.values()) == layer.growth_cap
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_forks_while_a_table_grows_never_hang():
+    """A thread grows a RotaryEmbedding's table again and again (its lock held all the
+    while) and the main thread forks 200 times, as often as it can while that lock is held;
+    each child's forward needs the lock (and grows its table from 0). Not one child hangs,
+    and each gets the parent's rows."""
+    from subprocesses import FORK_STRESS, fork_counts, run_script
+
+    result = run_script(
+        FORK_STRESS
+        + f"""
+import torch, sinpe.torch as st
+m = st.RotaryEmbedding({LLAMA3!r})
+x = torch.zeros(1, dtype=torch.float32)
+# a few ids: torch's own OpenMP ops (tensors of 32768 elements and more) cannot run in a
+# forked child at all (torch.set_num_threads(1) there, as DataLoader workers do)
+ids = torch.tensor([[0, 1, 4095, 199_999, 200_000]])
+WANT = m(x, ids)
+layer = m._layers[None]
+def grow(stop):
+    while not stop.is_set():
+        m.clear()
+        m(x, torch.tensor([[600_000]]))
+def child():
+    m.clear()
+    got = m(x, ids)
+    return torch.equal(got[0], WANT[0]) and torch.equal(got[1], WANT[1])
+def window():
+    for _ in range(2000):  # until the grower holds the lock (or 0.2 s)
+        if layer.lock.locked():
+            return True
+        time.sleep(0.0001)
+    return False
+fork_stress(200, grow, child, wait_for_window=window)
+"""
+    )
+    forks, hung, wrong, caught = fork_counts(result)
+    assert (forks, hung, wrong) == (200, 0, 0), result.stdout
+    assert caught > 0, result.stdout  # some forks came with the lock held: the case tested
+
+
 def test_layer_types_are_checked():
     module = st.RotaryEmbedding(GEMMA3)
     x, ids = torch.zeros(1, 2, 4), torch.tensor([[1, 2]])

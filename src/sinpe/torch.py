@@ -9,8 +9,10 @@ NumPy without a copy on the CPU.
 
 from __future__ import annotations
 
+import os
 import threading
 import warnings
+import weakref
 
 import numpy as np
 
@@ -105,6 +107,22 @@ def rope_cache(seq_len, head_dim, *, device=None, dtype=None, format="vllm", **k
 # --------------------------------------------------------------------------- transformers
 
 
+GROWTH_ROWS = 1 << 20  # a table grows to at least this many rows before ids go direct
+_LAYERS = weakref.WeakSet()  # every _Layer alive, for the fork handler
+
+
+def _after_fork_in_child() -> None:
+    """A forked child gets fresh table locks: the fork may have come while another thread
+    held one to grow a table, and that thread does not exist in the child. The tables kept
+    are whole (a grown table is published in one assignment), so they stay."""
+    for layer in list(_LAYERS):
+        layer.lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class _Layer:
     """One RoPE (a config's, or one layer type's) and its exact compact tables, by dtype,
     device and frequency set, each covering positions ``0 .. n - 1``."""
@@ -124,6 +142,10 @@ class _Layer:
         self.dynamic_length = None  # None: the original frequencies
         self.tables = {}
         self.lock = threading.Lock()
+        _LAYERS.add(self)
+        # tables grow to cover positions below this; ids beyond it are computed as asked,
+        # so that memory follows the number of ids, never the largest one
+        self.growth_cap = max(2 * (self.original or 0), GROWTH_ROWS)
         axes = _rope._axes(_rope.parse(dict(spec.scaling), spec.max_position_embeddings), self.h)[1]
         self.axes = None if axes is None else torch.from_numpy(np.asarray(axes))
 
@@ -151,7 +173,8 @@ class _Layer:
         with self.lock:  # one thread grows a table; the others wait, then read it
             found = self.tables.get(key)
             if found is None or found[0].shape[0] < n_needed:
-                n = max(n_needed, self.original or 0, 2 * found[0].shape[0] if found else 0)
+                grown = max(self.original or 0, 2 * found[0].shape[0] if found else 0)
+                n = max(n_needed, min(grown, self.growth_cap))
                 cos, sin = self._compact(np.arange(n, dtype=np.float64)[None], length, dtype)
                 found = (_tensor(cos, device), _tensor(sin, device))
                 self.tables = {**self.tables, key: found}
@@ -195,8 +218,10 @@ class _Layer:
         else:
             lo, hi = int(ids.min()), int(ids.max())  # the one host sync, as transformers'
         length = self.length(hi + 1)
-        if lo < 0 or ids.is_floating_point() or (self.kind == "dynamic" and length is not None):
-            # fractional or negative positions, or dynamic's re-derived base: exact, direct
+        direct = lo < 0 or ids.is_floating_point() or hi >= self.growth_cap
+        if direct or (self.kind == "dynamic" and length is not None):
+            # fractional, negative or far positions, or dynamic's re-derived base: exact,
+            # the rows asked for only (the same bits a table would hold)
             flat = ids.detach().cpu().numpy().astype(np.float64).reshape(1, -1)
             cos, sin = self._compact(flat, length, dtype)
             cos = _tensor(cos, device).reshape(*ids.shape, self.h)
@@ -239,11 +264,13 @@ class RotaryEmbedding(nn.Module):
 
     Values come from exact tables made once per dtype and device, up to
     ``max_position_embeddings`` positions, and grown (doubling) when a larger position
-    arrives: they hold ``positions x head_dim/2 x 2`` values each, and never more than twice
-    the largest position seen. ``dynamic`` and ``longrope`` follow transformers'
-    ``dynamic_rope_update`` per call. The tables are not buffers: checkpoints never touch
-    them and ``model.to(dtype)`` cannot cast them; ``inv_freq`` is a non-persistent buffer,
-    as transformers'. ``clear()`` frees the tables.
+    arrives, up to ``max(2 * max_position_embeddings, 2**20)`` rows: they hold ``positions x
+    head_dim/2 x 2`` values each, and never more than twice the largest position seen. Ids
+    beyond that cap (up to 2**53) are computed as asked, the same bits a table would hold,
+    in memory that follows the number of ids. A forked child gets fresh locks. ``dynamic``
+    and ``longrope`` follow transformers' ``dynamic_rope_update`` per call. The tables are
+    not buffers: checkpoints never touch them and ``model.to(dtype)`` cannot cast them;
+    ``inv_freq`` is a non-persistent buffer, as transformers'. ``clear()`` frees the tables.
     """
 
     def __init__(self, config, *, layer_type=None, device=None):

@@ -10,6 +10,7 @@ too. A value larger than the limit is computed, returned and not kept.
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from typing import NamedTuple
 
@@ -99,6 +100,14 @@ class _Cache:
             self._evict()
         return previous
 
+    def after_fork_in_child(self) -> None:
+        """In a forked child: a fresh lock and no entries. The fork may have come in the
+        middle of an eviction, in another thread, with the lock held (never released in the
+        child) and the byte count disagreeing with the entries: start again from nothing."""
+        self._lock = threading.Lock()
+        self._entries = {}
+        self._nbytes = self._hits = self._misses = 0
+
     def info(self) -> CacheInfo:
         with self._lock:
             return CacheInfo(
@@ -107,6 +116,8 @@ class _Cache:
 
 
 _CACHE = _Cache(DEFAULT_LIMIT)
+if hasattr(os, "register_at_fork"):  # not taking the lock around the fork: see the method
+    os.register_at_fork(after_in_child=_CACHE.after_fork_in_child)
 lookup = _CACHE.lookup
 clear = _CACHE.clear
 set_limit = _CACHE.set_limit
