@@ -305,8 +305,8 @@ def call(name, argument, value):
             message = str(exc)
             named = argument in message or (argument == "max_period" and "base" in message)
             assert named, f"{name}({argument}={value!r:.60}) raised without naming it: {message}"
-        if not isinstance(exc, MemoryError):  # a refused allocation shows in the traced peak
-            assert peak < PEAK_BYTES, f"{name}({argument}={value!r:.60}) allocated {peak} first"
+        # a MemoryError too: every request's memory is checked before anything is allocated
+        assert peak < PEAK_BYTES, f"{name}({argument}={value!r:.60}) allocated {peak} first"
         return None
     finally:
         peak = tracemalloc.get_traced_memory()[1]

@@ -57,7 +57,8 @@ LLAMA3 = {
             10**6,
             "no finite inverse frequencies",
         ),
-        ({**YARN, "factor": 4.0, "beta_fast": -1.0}, 0, "no finite inverse frequencies"),
+        ({**YARN, "factor": 4.0, "beta_fast": -1.0}, 0, r"scaling\['beta_fast'\].*> 0"),
+        ({**YARN, "factor": 4.0, "beta_slow": 0.0}, 0, r"scaling\['beta_slow'\].*> 0"),
         ({"rope_type": "proportional", "factor": 1e-320}, 0, "no finite inverse frequencies"),
         (RopeScaling("bogus", (), None), 0, "unknown rope_type 'bogus'"),
         ({"rope_type": "linear", "factor": float("inf")}, 0, "finite"),
@@ -286,35 +287,3 @@ def test_distinct_conventions_do_not_grow_without_bound():
     assert np.array_equal(
         sinpe.encode([5.0], 8, convention=a), sinpe.encode([5.0], 8, convention=b)
     )
-
-
-def _limited(code: str, address_space: int):
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space)),
-    )
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is Linux's")
-def test_under_a_memory_limit_fail_at_once_or_stay_within_it():
-    """Under a 1.5 GB address-space limit: a 4 GiB table fails at its first allocation, in
-    well under a second of work; a one-row table 2**26 wide (128 MiB of float16) is built,
-    its scratch bounded by a block of frequencies, not the width."""
-    code = """
-import time, sinpe
-start = time.perf_counter()
-try:
-    sinpe.sinusoidal_positional_encoding(4, 2**28, dtype="float32")
-except MemoryError:
-    print("MemoryError", round(time.perf_counter() - start, 3))
-table = sinpe.sinusoidal_positional_encoding(1, 2**26, dtype="float16")
-print(table.shape, table.dtype)
-"""
-    result = _limited(code, 1500 << 20)
-    assert result.returncode == 0, result.stderr
-    first, second = result.stdout.splitlines()
-    assert first.startswith("MemoryError") and float(first.split()[1]) < 1.0
-    assert second == "(1, 67108864) float16"

@@ -259,7 +259,7 @@ def parse(
                 raise ValueError(f"scaling['mrope_section'] must not be negative, got {value!r}")
         elif key in ("max_position_embeddings", "original_max_position_embeddings"):
             checked[key] = _number(key, value, integer=True)
-        elif key in ("mscale", "mscale_all_dim", "beta_fast", "beta_slow"):
+        elif key in ("mscale", "mscale_all_dim"):
             checked[key] = _number(key, value, positive=False)
         elif key == "partial_rotary_factor":
             checked[key] = _number(key, value)

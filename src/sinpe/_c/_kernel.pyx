@@ -21,6 +21,7 @@ typed memoryview costs ~1 us per call, a quarter of a small table's time); debug
 
 cimport numpy as cnp
 import numpy as np
+from libc.math cimport INFINITY
 from libc.stdint cimport int64_t, uint16_t, uintptr_t
 
 import threading
@@ -265,8 +266,14 @@ def prepare_frequency_table(cnp.ndarray w, cnp.ndarray table):
 
 # --------------------------------------------------------------------------- frequencies
 
+# Frequency indices stay below this: first + count and every block start fit in a ptrdiff_t.
+cdef Py_ssize_t MAX_INDEX = (<Py_ssize_t>1) << 62
+
 def log_dd(double base):
-    """``log(base)`` as a double-double ``(hi, lo)`` (base finite and > 0, trusted)."""
+    """``log(base)`` as a double-double ``(hi, lo)``; a base that is not finite and > 0 is
+    refused (its logarithm is not a real number, or not a finite one)."""
+    if not (0.0 < base < INFINITY):
+        raise ValueError(f"log_dd needs a finite base > 0, got {base!r}")
     cdef dd result = log_dd_c(base)
     return result.hi, result.lo
 
@@ -279,6 +286,9 @@ def power_vector(cnp.ndarray out, Py_ssize_t first, double log_hi, double log_lo
     if not (out.dtype == np.float64 and out.ndim == 1 and out.flags.c_contiguous
             and out.flags.writeable):
         raise ValueError("power_vector needs a writeable 1-D C-contiguous float64 out")
+    if not 0 <= first <= MAX_INDEX - cnp.PyArray_DIM(out, 0):  # no index arithmetic overflows
+        raise ValueError(
+            f"power_vector: indices {first} .. {first} + {out.shape[0]} must lie below 2**62")
     with nogil:
         power_vector_c(first, cnp.PyArray_DIM(out, 0), log_hi, log_lo, numerator, denominator,
                        scale, <double*>cnp.PyArray_DATA(out))

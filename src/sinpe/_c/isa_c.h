@@ -15,14 +15,26 @@ static inline double sinpe_c_min(double a, double b) { return a < b ? a : b; }
 static inline double sinpe_c_max(double a, double b) { return a > b ? a : b; }
 
 /* One value to its place, converted once: store; dup (the value twice, adjacent);
-   pairs (a then b, adjacent). */
+   pairs (a then b, adjacent). Through memcpy: a caller's out= may be unaligned for T (NumPy
+   allows it), and memcpy is a plain store where the machine allows one, never undefined. */
 #define SINPE__C_STORES(SFX, T, CONVERT)                                                    \
-    static inline void sinpe_c_store_##SFX(T *d, double v) { d[0] = CONVERT(v); }          \
-    static inline void sinpe_c_dup_##SFX(T *d, double v) { d[0] = d[1] = CONVERT(v); }     \
+    static inline void sinpe_c_store_##SFX(T *d, double v)                                \
+    {                                                                                     \
+        T x = CONVERT(v);                                                                 \
+        memcpy(d, &x, sizeof x);                                                          \
+    }                                                                                     \
+    static inline void sinpe_c_dup_##SFX(T *d, double v)                                  \
+    {                                                                                     \
+        T x[2];                                                                           \
+        x[0] = x[1] = CONVERT(v);                                                         \
+        memcpy(d, x, sizeof x);                                                           \
+    }                                                                                     \
     static inline void sinpe_c_pairs_##SFX(T *d, double a, double b)                      \
     {                                                                                     \
-        d[0] = CONVERT(a);                                                                \
-        d[1] = CONVERT(b);                                                                \
+        T x[2];                                                                           \
+        x[0] = CONVERT(a);                                                                \
+        x[1] = CONVERT(b);                                                                \
+        memcpy(d, x, sizeof x);                                                           \
     }
 #define SINPE__AS_F64(v) (v)
 #define SINPE__AS_F32(v) ((float)(v))

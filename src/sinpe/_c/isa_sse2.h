@@ -40,23 +40,30 @@ static inline void sinpe_sse2_pairs_f32(float *d, __m128d a, __m128d b)
     _mm_storeu_ps(d, _mm_unpacklo_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b)));
 }
 
+/* (through memcpy: an out= array may be unaligned for uint16_t) */
 #define SINPE__SSE2_HALF(SFX, CONVERT)                                                      \
     static inline void sinpe_sse2_store_##SFX(uint16_t *d, __m128d v)                      \
     {                                                                                     \
-        d[0] = CONVERT(_mm_cvtsd_f64(v));                                                 \
-        d[1] = CONVERT(_mm_cvtsd_f64(_mm_unpackhi_pd(v, v)));                             \
+        uint16_t x[2];                                                                    \
+        x[0] = CONVERT(_mm_cvtsd_f64(v));                                                 \
+        x[1] = CONVERT(_mm_cvtsd_f64(_mm_unpackhi_pd(v, v)));                             \
+        memcpy(d, x, sizeof x);                                                           \
     }                                                                                     \
     static inline void sinpe_sse2_dup_##SFX(uint16_t *d, __m128d v)                        \
     {                                                                                     \
-        d[0] = d[1] = CONVERT(_mm_cvtsd_f64(v));                                          \
-        d[2] = d[3] = CONVERT(_mm_cvtsd_f64(_mm_unpackhi_pd(v, v)));                      \
+        uint16_t x[4];                                                                    \
+        x[0] = x[1] = CONVERT(_mm_cvtsd_f64(v));                                          \
+        x[2] = x[3] = CONVERT(_mm_cvtsd_f64(_mm_unpackhi_pd(v, v)));                      \
+        memcpy(d, x, sizeof x);                                                           \
     }                                                                                     \
     static inline void sinpe_sse2_pairs_##SFX(uint16_t *d, __m128d a, __m128d b)           \
     {                                                                                     \
-        d[0] = CONVERT(_mm_cvtsd_f64(a));                                                 \
-        d[1] = CONVERT(_mm_cvtsd_f64(b));                                                 \
-        d[2] = CONVERT(_mm_cvtsd_f64(_mm_unpackhi_pd(a, a)));                             \
-        d[3] = CONVERT(_mm_cvtsd_f64(_mm_unpackhi_pd(b, b)));                             \
+        uint16_t x[4];                                                                    \
+        x[0] = CONVERT(_mm_cvtsd_f64(a));                                                 \
+        x[1] = CONVERT(_mm_cvtsd_f64(b));                                                 \
+        x[2] = CONVERT(_mm_cvtsd_f64(_mm_unpackhi_pd(a, a)));                             \
+        x[3] = CONVERT(_mm_cvtsd_f64(_mm_unpackhi_pd(b, b)));                             \
+        memcpy(d, x, sizeof x);                                                           \
     }
 SINPE__SSE2_HALF(f16, sinpe_to_f16)
 SINPE__SSE2_HALF(bf16, sinpe_to_bf16)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 
 import numpy as np
 
@@ -115,8 +116,69 @@ def table_dtype(value: np.dtype) -> bool:
     return value in FLOAT_DTYPES or (value.name == "bfloat16" and value.itemsize == 2)
 
 
+# What a fill holds besides its output, at most: one block of frequencies with its constants,
+# grid rows and anchors (fill_at's steps, plan.FREQUENCY_BLOCK) and each thread's chunk scratch.
+SCRATCH_BYTES = 32 << 20
+# Requests below this are not checked against the limits (numpy's own allocation refuses
+# them at once when they do not fit): the hot path of small tables reads no limit.
+_CHECKED_FROM = 1 << 26
+
+
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows), or no such name
+        return None
+
+
+def memory_limit() -> tuple[int | None, str]:
+    """The most bytes one request may need, and what sets it: the smallest of physical
+    memory and the soft ``RLIMIT_AS`` and ``RLIMIT_DATA`` (``None``: nothing known)."""
+    caps = []
+    physical = _physical_memory()
+    if physical:
+        caps.append((physical, "physical memory"))
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        resource = None
+    if resource is not None:
+        for name in ("RLIMIT_AS", "RLIMIT_DATA"):
+            soft = resource.getrlimit(getattr(resource, name))[0]
+            if soft != resource.RLIM_INFINITY and soft > 0:
+                caps.append((soft, name))
+    if not caps:
+        return None, "nothing"
+    return min(caps, key=lambda cap: cap[0])
+
+
+def _bytes(n: int) -> str:
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.1f} {unit}"
+    return f"{n} bytes"
+
+
+def reserve(nbytes: int, what: str) -> None:
+    """Refuse, before any work, a request that needs more memory than this process may
+    ever have: ``MemoryError`` naming the bytes ``what`` needs and the limit."""
+    if nbytes < _CHECKED_FROM:
+        return
+    limit, source = memory_limit()
+    if limit is not None and nbytes > limit:
+        raise MemoryError(
+            f"{what} needs {_bytes(nbytes)} ({nbytes} bytes, its scratch included), more than "
+            f"{source} allows ({_bytes(limit)}): ask for fewer rows or a narrower dtype"
+        )
+
+
 def allocate(shape: tuple, dtype: np.dtype, names: tuple, zeros: bool = False) -> np.ndarray:
-    """A new array; ``names`` are the arguments that set each dimension, for the error."""
+    """A new array, its memory (and the fill's scratch) checked against the process's limits
+    first; ``names`` are the arguments that set each dimension, for the errors."""
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    if nbytes >= _CHECKED_FROM:
+        sizes = ", ".join(f"{name}={size}" for name, size in zip(names, shape))
+        reserve(nbytes + SCRATCH_BYTES, f"a {shape} {np.dtype(dtype).name} array ({sizes})")
     try:
         return (np.zeros if zeros else np.empty)(shape, dtype=dtype)
     except ValueError as exc:  # larger than the address space (MemoryError passes through)
@@ -186,6 +248,7 @@ def positions(value) -> np.ndarray:
         array = np.asarray(value)
     except (ValueError, TypeError) as exc:
         raise TypeError(f"positions must be an array-like of numbers: {exc}") from None
+    reserve(8 * array.size, f"{array.size} positions as float64")  # a broadcast view: no bytes
     if array.dtype == object:
         array = _object_positions(array)
     if array.dtype.kind not in "iuf":

@@ -122,15 +122,15 @@ def encode_grid(
     dtype = check.dtype(dtype)
     backend = get_backend(backend)
     convention = get_convention(convention)
+    lengths = [p.shape[0] for p in positions]
+    shape = (math.prod(lengths), sum(widths))
+    table = check.output(out, shape, dtype, ("prod(lengths)", "sum(widths)"))
     for k, width in enumerate(widths):  # every refusal before anything is written
         if width:
             try:
                 frequency_key(convention, width, base)
             except ValueError as exc:
                 raise ValueError(f"widths[{k}]={width}: {exc}") from None
-    lengths = [p.shape[0] for p in positions]
-    shape = (math.prod(lengths), sum(widths))
-    table = check.output(out, shape, dtype, ("prod(lengths)", "sum(widths)"))
     if table.size == 0:
         return table
     grid = table.reshape((*lengths, shape[1]))

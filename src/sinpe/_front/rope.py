@@ -29,7 +29,10 @@ __all__ = [
 LAYOUTS = ("half", "interleaved", "compact")
 CACHE_FORMATS = ("vllm", "complex", "pairs")
 _DEFAULT_BASE = 10000.0
-MAX_HEAD_DIM = 2**31  # rotary dimensions are hundreds; a bigger one is a mistake
+# The widest rotary dimension taken. Real models rotate 32 to 512 columns; a frequency rule
+# costs up to a few microseconds per frequency (llama3's exact band test), so 2**16 keeps
+# any scaling's frequencies well under a second and a few MiB.
+MAX_HEAD_DIM = 2**16
 
 
 def _arguments(head_dim, base, scaling, max_position_embeddings=None):
@@ -38,7 +41,10 @@ def _arguments(head_dim, base, scaling, max_position_embeddings=None):
     head_dim = check.integer("head_dim", head_dim, 2)
     if head_dim > MAX_HEAD_DIM:
         shown = head_dim if head_dim < 10**30 else f"a {len(str(head_dim))}-digit number"
-        raise ValueError(f"head_dim={shown} is too large (at most 2**31)")
+        raise ValueError(
+            f"head_dim={shown} is too large: the rotary dimension is at most 2**16 = "
+            f"{MAX_HEAD_DIM} (real models rotate 32 to 512 columns)"
+        )
     if head_dim % 2:
         raise ValueError(
             f"head_dim must be even (the rotary dimension: pairs of columns), got {head_dim}"
@@ -215,6 +221,13 @@ def check_factor(factor: float, dtype) -> None:
         )
 
 
+def _reserve(n: int, head_dim: int, name: str, dtype) -> None:
+    """Refuse, before the frequencies are made, tables the process could never hold."""
+    width, planes = _format(name, head_dim // 2)[:2]
+    what = f"{'two tables' if planes == 2 else 'a table'} of shape {(n, width)} {dtype.name}"
+    check.reserve(planes * n * width * dtype.itemsize + check.SCRATCH_BYTES, what)
+
+
 def _tables(filler, n: int, dtype) -> tuple[np.ndarray, ...]:
     check_factor(filler.factor, dtype)
     names = ("positions", "head_dim")
@@ -248,6 +261,7 @@ def _run(
     backend = get_backend(backend)
     if threads is not None:
         threads = check.integer("threads", threads, 1)
+    _reserve(seq_len, head_dim, name, dtype)
     filler = _filler(backend, spec, head_dim, base, offset + seq_len, name)
     planes = _tables(filler, seq_len, dtype)
     fill_run(filler, planes + (None,) * (2 - len(planes)), offset, seq_len, threads)
@@ -493,6 +507,7 @@ def rope_at(
     if threads is not None:
         threads = check.integer("threads", threads, 1)
     flat, shape = _axis_positions(positions, spec, head_dim // 2)
+    _reserve(flat.shape[1], head_dim, name, dtype)
     length = float(flat.max()) + 1.0 if flat.size else None
     filler = _filler(backend, spec, head_dim, base, length, name)
     cos, sin = _tables(filler, flat.shape[1], dtype)
@@ -569,6 +584,11 @@ def rope_blocks(
     linear_factor``, in the layout's columns. ``(cos, sin)``, each ``(n, width)``."""
     backend = get_backend(backend)
     name = _choice("layout", layout, LAYOUTS)
+    if sum(dims) > MAX_HEAD_DIM:
+        raise ValueError(
+            f"the rotary widths {list(dims)} sum to {sum(dims)}: at most 2**16 = {MAX_HEAD_DIM} "
+            "columns in all (real models rotate a few hundred)"
+        )
     key = ("rope-blocks", backend.NAME, tuple(dims), float(base), float(linear_factor), name)
     filler = cache.lookup(key, _make_block_filler, (backend, dims, base, linear_factor, name, key))
     cos, sin = _tables(filler, positions.shape[1], dtype)

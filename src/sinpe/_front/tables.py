@@ -212,6 +212,7 @@ def frequencies(
     """
     d_model = check.integer("d_model", d_model, 1)
     base = check.base(base)
+    check.reserve(8 * (d_model // 2 + 1), f"the frequencies of d_model={d_model}")
     key = frequency_key(get_convention(convention), d_model, base)
     try:
         return frequency_vector(*key)

@@ -98,6 +98,7 @@ _SUBNORMAL_EXPONENT = 1074  # subnormals are the integer multiples of 2**-1074
 # A rounding residual smaller than this (relative) is far below the method's error bound
 # (2**-89): the exact value is then taken to be the midpoint itself.
 _TIE_NOISE = 2.0**-80
+MAX_INDEX = 1 << 62  # frequency indices stay below this (the kernel's bound: no overflow)
 
 
 _FINE_HEAD, _FINE_TAIL = split(_FINE_HI_ARRAY)  # the fine table is multiplied in every call
@@ -185,7 +186,9 @@ def _round_scaled(m_hi, m_lo, exponent):
 
 def log_dd(base):
     """log(base) as a normalized dd of Python floats (step 1 of the module docstring): the
-    twin of ``sinpe_log_dd``."""
+    twin of ``sinpe_log_dd``; a base that is not finite and > 0 is refused."""
+    if not 0.0 < base < math.inf:
+        raise ValueError(f"log_dd needs a finite base > 0, got {base!r}")
     mantissa, exponent = math.frexp(base)
     m, e = (2.0 * mantissa, exponent - 1) if mantissa < _SQRT_HALF else (mantissa, exponent)
     # log(m) = 2*atanh(s), s = (m - 1)/(m + 1) in dd; m - 1 is exact (Sterbenz).
@@ -270,6 +273,10 @@ def power_vector(
     5): the twin of ``sinpe_power_vector``. denominator > 0 and scale finite (trusted);
     overflow gives +-inf and underflow +-0 or a subnormal, without warnings."""
     first = int(first)
+    if not 0 <= first <= MAX_INDEX - out.size:  # the kernel's bound, kept by its twin too
+        raise ValueError(
+            f"power_vector: indices {first} .. {first} + {out.size} must lie below 2**62"
+        )
     log_base = (float(log_hi), float(log_lo))
     with np.errstate(over="ignore", under="ignore"):
         blocks = _unrounded_blocks(
