@@ -97,7 +97,9 @@ def _limited(code: str, limit_name: str, nbytes: int) -> subprocess.CompletedPro
     )
 
 
-@pytest.mark.skipif(os.environ.get("SINPE_SANITIZED") == "1", reason="ASan reserves terabytes")
+@pytest.mark.skipif(
+    os.environ.get("SINPE_SANITIZED") == "1", reason="ASan maps terabytes of shadow memory"
+)
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is Linux's")
 @pytest.mark.parametrize("limit_name", ["RLIMIT_AS", "RLIMIT_DATA"])
 def test_under_a_memory_limit_fail_at_once_or_stay_within_it(limit_name):

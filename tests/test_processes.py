@@ -18,6 +18,9 @@ linux_only = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="n
 # --------------------------------------------------------------------------- caches
 
 
+@pytest.mark.skipif(
+    os.environ.get("SINPE_SANITIZED") == "1", reason="ASan keeps freed memory (quarantine)"
+)
 @linux_only
 def test_a_huge_width_leaves_no_memory_behind():
     """A width whose tables exceed the bound is computed without being kept: after the table
