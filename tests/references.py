@@ -244,8 +244,8 @@ def transformers_rope_parameters(scaling, dim, base, seq_len):
             w = 1 / x
             wavelen = 2 * _CTX.pi / w
             llama = w / factor if wavelen > low_wavelen else w
-            smooth = (old / wavelen - low_ff) / (high_ff - low_ff)
-            if not wavelen < high_wavelen and not wavelen > low_wavelen:
+            if not wavelen < high_wavelen and not wavelen > low_wavelen:  # (empty if equal)
+                smooth = (old / wavelen - low_ff) / (high_ff - low_ff)
                 llama = (1 - smooth) * llama / factor + smooth * llama
             inv.append(llama)
     elif kind == "proportional":

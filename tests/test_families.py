@@ -1,5 +1,5 @@
 """Every model family from its real config: rope_config against what transformers 5.24 reads
-(tests/data/configs, checked by tools/check_against_transformers.py), M-RoPE and axial tables
+(tests/data/configs, checked by tools/transformers_rope.py --published), M-RoPE and axial tables
 against the exact values recomposed as transformers does (mpmath + a float64 transcription),
 engine cache formats, and the errors of bad configs."""
 
@@ -113,6 +113,22 @@ FLAT = {
         131072,
     ),
     "pixtral-12b.vision_config.json": ("pixtral", 64, 10000.0, {"rope_type": "axial"}, None),
+    # rotary_dim 64 of head_dim 128: MiniMaxM2Config's partial factor rotary_dim / head_dim
+    "minimax-m2.7.json": ("minimax_m2", 64, 5e6, {"rope_type": "default"}, 204800),
+    # low_freq_factor == high_freq_factor: no middle band (Meta's and vLLM's formula)
+    "llama-4-scout-17b-16e-instruct.trimmed.json": (
+        "llama4_text",
+        128,
+        500000.0,
+        {
+            "rope_type": "llama3",
+            "factor": 16.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 1.0,
+            "original_max_position_embeddings": 8192,
+        },
+        10485760,
+    ),
 }
 PER_LAYER = {
     "gemma-3-4b-it.json": (
@@ -450,7 +466,7 @@ BAD = [
     ({"rope_theta": 1e4, "num_attention_heads": 8}, "no hidden_size", None),
     ({"hidden_size": 64, "num_attention_heads": 2}, "no rope_theta", None),
     (
-        {"model_type": "laguna", "head_dim": 64, "rope_theta": 1e4, "partial_rotary_factor": 0.5},
+        {"model_type": "unknown", "head_dim": 64, "rope_theta": 1e4, "partial_rotary_factor": 0.5},
         "partial_rotary_factor=0.5",
         None,
     ),

@@ -55,7 +55,7 @@ LLAMA3 = {
         (
             {"rope_type": "dynamic", "factor": 1e306, "max_position_embeddings": 2048},
             10**6,
-            "no finite inverse frequencies",
+            r"scaling\['factor'\] must be at most 10000",
         ),
         ({**YARN, "factor": 4.0, "beta_fast": -1.0}, 0, r"scaling\['beta_fast'\].*> 0"),
         ({**YARN, "factor": 4.0, "beta_slow": 0.0}, 0, r"scaling\['beta_slow'\].*> 0"),

@@ -1,9 +1,10 @@
 """sinpe: fast, exact sinusoidal positional encoding tables."""
 
 from . import conventions, rope_scaling
-from ._front.config import RopeSpec, rope_config
+from ._front.config import rope_config
 from ._front.grid import encode_2d, encode_grid
 from ._front.rope import rope, rope_at, rope_cache, rope_frequencies
+from ._front.spec import RopeSpec
 from ._front.tables import (
     BACKEND,
     HAVE_OPENMP,

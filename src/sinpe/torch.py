@@ -27,9 +27,7 @@ except ImportError as exc:  # pragma: no cover - exercised where torch is absent
 
 from ._front import checks as check
 from ._front import rope as _rope
-from ._front.backends import get as _backend
 from ._front.config import RopeSpec, rope_config
-from ._front.plan import fill_at
 
 __all__ = [
     "FluxPosEmbed",
@@ -146,8 +144,9 @@ class _Layer:
         # tables grow to cover positions below this; ids beyond it are computed as asked,
         # so that memory follows the number of ids, never the largest one
         self.growth_cap = max(2 * (self.original or 0), GROWTH_ROWS)
-        axes = _rope._axes(_rope.parse(dict(spec.scaling), spec.max_position_embeddings), self.h)[1]
-        self.axes = None if axes is None else torch.from_numpy(np.asarray(axes))
+        self.n_axes = spec.n_axes
+        self.axial = spec.scaling["rope_type"] == "axial"
+        self.axes = None if spec.axes is None else torch.tensor(spec.axes)
 
     def length(self, seq_len: int):
         """The length the frequencies are made for at this call, as transformers'
@@ -182,28 +181,13 @@ class _Layer:
 
     def _compact(self, positions: np.ndarray, length, dtype: np.dtype):
         """Exact compact cos, sin at ``(1, n)`` positions for the frequencies of ``length``
-        (per position axis the same frequencies: the recomposition happens after)."""
-        spec = self.spec
-        scaling = _rope.parse(dict(spec.scaling), spec.max_position_embeddings)
-        plain = scaling._replace(
-            parameters=tuple(
-                (k, v)
-                for k, v in scaling.parameters
-                if k not in ("mrope_section", "mrope_interleaved")
-            )
-        )
-        backend = _backend("auto")
-        if plain.rope_type == "axial":  # its reordered frequencies, each read on one axis later
-            key = ("torch-axial", backend.NAME, spec.head_dim, spec.base)
-            filler = _rope.cache.lookup(key, _axial_filler, (backend, self.inv_freq, self.h, key))
-        else:
-            filler = _rope._filler(backend, plain, spec.head_dim, spec.base, length, "compact")
-        _rope.check_factor(self.attention_scaling, dtype)
-        names = ("positions", "head_dim")
-        cos = check.allocate((positions.shape[1], self.h), dtype, names)
-        sin = check.allocate((positions.shape[1], self.h), dtype, names)
-        fill_at(filler, (cos, sin), positions, None)
-        return cos, sin
+        (``None``: the trained length), every position axis at the same positions (the
+        recomposition happens after)."""
+        p = positions.reshape(-1)
+        if self.n_axes > 1:
+            p = np.stack([p] * self.n_axes, axis=-1 if self.axial else 0)
+        seq_len = 1 if length is None else int(length)
+        return self.spec.rope_at(p, layout="compact", dtype=dtype, seq_len=seq_len)
 
     # torch.compile runs around it, not through it: the tables are NumPy and the kernel's
     @torch.compiler.disable
@@ -245,10 +229,6 @@ class _Layer:
         for a in range(1, len(parts)):
             out = torch.where(axes == a, parts[a], out)
         return out
-
-
-def _axial_filler(backend, inv_freq, h, key):
-    return _rope.make_filler(backend, inv_freq, 1.0, _rope.rope_layout("compact", h)[0], key)
 
 
 class RotaryEmbedding(nn.Module):

@@ -89,12 +89,23 @@ def base(value) -> float:
     return result
 
 
+def torch_dtype_name(value) -> str | None:
+    """A torch dtype's NumPy name (``torch.float32`` -> ``"float32"``), without importing
+    torch; ``None`` for anything else."""
+    kind = type(value)
+    if kind.__name__ == "dtype" and kind.__module__ == "torch":
+        return str(value).rpartition(".")[2]
+    return None
+
+
 def dtype(value) -> np.dtype | None:
-    """A table dtype, or ``None`` (take ``out``'s dtype, else float64)."""
+    """A table dtype, or ``None`` (take ``out``'s dtype, else float64). A torch dtype is
+    taken by its name (the NumPy API still returns NumPy arrays)."""
     if value is None:
         return None
     if value is np.float64:  # the common spelling, answered without building a dtype
         return F64
+    value = torch_dtype_name(value) or value
     try:
         result = np.dtype(value)
     except Exception:  # np.dtype parses strings: TypeError, ValueError, even SyntaxError

@@ -1,5 +1,8 @@
-"""``rope_config``: a model's RoPE read from its config as transformers 5.24 reads it, into a
-``RopeSpec`` whose methods make the tables. Reading only: the tables are ``rope.py``'s."""
+"""``rope_config``: a model's RoPE read from its config as transformers 5.24 reads it, by the
+family records of ``families.py`` (class defaults, head-dimension rule, where
+``partial_rotary_factor`` applies, per-layer placement, output layout, M-RoPE recomposition,
+family rope types) into a ``RopeSpec`` (``spec.py``), whose methods make the tables. Reading
+only: every key that can change a value is applied as the record says, or refused."""
 
 from __future__ import annotations
 
@@ -7,168 +10,27 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
-import numpy as np
-
-from ..rope_scaling import ROPE_TYPES, warn_ignored
-from . import rope as _rope
+from .. import rope_scaling
+from . import rotary as rot
 from .families import ALIASES, COMPOSITE, FAMILIES, Family
+from .spec import Frozen, RopeSpec
 
 __all__ = ["RopeSpec", "rope_config", "MAX_CONFIG_BYTES"]
 
 MAX_CONFIG_BYTES = 16 << 20  # a config.json is a few kB; a bigger file is not one
-_TYPES_WITH_ORIGINAL = ("llama3", "yarn", "longrope")
-# what a RopeSpec's scaling keeps: the keys sinpe.rope reads (rope_theta is its base)
-_SCALING_KEYS = {
-    key
-    for required, optional in ROPE_TYPES.values()
-    for key in (*required, *optional, "max_position_embeddings")
-} | {"mrope_section", "mrope_interleaved"}
-
-
-class _Frozen(Mapping):
-    """A read-only mapping (list values as tuples) that pickles and compares as a dict."""
-
-    def __init__(self, items=()):
-        self._items = {
-            key: tuple(value) if isinstance(value, list) else value
-            for key, value in dict(items).items()
-        }
-
-    def __getitem__(self, key):
-        return self._items[key]
-
-    def __iter__(self):
-        return iter(self._items)
-
-    def __len__(self):
-        return len(self._items)
-
-    def __hash__(self):
-        return hash(tuple(sorted(self._items.items())))
-
-    def __eq__(self, other):
-        return isinstance(other, Mapping) and dict(self) == dict(other)
-
-    def __repr__(self):
-        return repr(self._items)
-
-    def __reduce__(self):
-        return (_Frozen, (self._items,))
-
-
-@dataclass(frozen=True)
-class RopeSpec:
-    """A model's RoPE as :func:`rope_config` read it: frozen data, and the table methods.
-
-    Attributes
-    ----------
-    head_dim : int or None
-        The rotary width (``partial_rotary_factor`` and ``qk_rope_head_dim`` applied), what
-        :func:`sinpe.rope` takes as ``head_dim``; ``None`` for a config with a RoPE per layer
-        type (then see ``layer_types``).
-    base : float or None
-        ``rope_theta``.
-    scaling : mapping or None
-        ``rope_type`` and its keys, as :func:`sinpe.rope` takes them (read-only).
-    max_position_embeddings : int or None
-    layer_types : tuple of str or None
-        For a config with a RoPE per layer type (Gemma 3 and 4): the types, each given by
-        :meth:`layer` or ``rope_config(config, layer_type=...)``; ``None`` otherwise.
-    layer_type : str or None
-        The layer type this spec is for, if any.
-    model_type : str or None
-        The ``model_type`` whose defaults filled what the config left out.
-    """
-
-    head_dim: int | None
-    base: float | None
-    scaling: Mapping | None
-    max_position_embeddings: int | None = None
-    layer_types: tuple | None = None
-    layer_type: str | None = None
-    model_type: str | None = None
-    _layers: Mapping | None = field(default=None, repr=False, compare=False)
-
-    def layer(self, layer_type: str) -> RopeSpec:
-        """The spec of one layer type of a per-layer config."""
-        if self.layer_types is None:
-            raise ValueError("this config has one RoPE for every layer: it has no layer types")
-        if not isinstance(layer_type, str) or layer_type not in self.layer_types:
-            raise ValueError(f"layer_type must be one of {self.layer_types}, got {layer_type!r}")
-        found = self._layers[layer_type]
-        if found is None:
-            raise ValueError(
-                f"layer type {layer_type!r} has no RoPE (its rope_parameters entry is null)"
-            )
-        return found
-
-    def _table_arguments(self) -> dict:
-        if self.layer_types is not None:
-            raise ValueError(
-                "this config has a RoPE per layer type ("
-                + ", ".join(self.layer_types)
-                + "): take one with spec.layer(name) or rope_config(config, layer_type=name)"
-            )
-        return dict(
-            head_dim=self.head_dim,
-            base=self.base,
-            scaling=dict(self.scaling),
-            max_position_embeddings=self.max_position_embeddings,
-        )
-
-    def rope(
-        self,
-        seq_len: int,
-        *,
-        offset=0,
-        layout="half",
-        dtype=np.float64,
-        threads=None,
-        backend="auto",
-    ):
-        """:func:`sinpe.rope` of this model: ``cos, sin`` for positions ``offset ..``."""
-        return _rope.rope(
-            seq_len,
-            **self._table_arguments(),
-            offset=offset,
-            layout=layout,
-            dtype=dtype,
-            threads=threads,
-            backend=backend,
-        )
-
-    def rope_at(self, positions, *, layout="half", dtype=np.float64, threads=None, backend="auto"):
-        """:func:`sinpe.rope_at` of this model (M-RoPE: positions ``(3, ...)``; axial:
-        ``(..., 2)``)."""
-        return _rope.rope_at(
-            positions,
-            **self._table_arguments(),
-            layout=layout,
-            dtype=dtype,
-            threads=threads,
-            backend=backend,
-        )
-
-    def rope_cache(
-        self, seq_len: int, *, format="vllm", offset=0, dtype=None, threads=None, backend="auto"
-    ):
-        """:func:`sinpe.rope_cache` of this model."""
-        return _rope.rope_cache(
-            seq_len,
-            **self._table_arguments(),
-            format=format,
-            offset=offset,
-            dtype=dtype,
-            threads=threads,
-            backend=backend,
-        )
-
-    def frequencies(self, seq_len: int | None = None):
-        """``(inv_freq, attention_factor)`` (:func:`sinpe.rope_frequencies`) at the current
-        length ``seq_len`` (``None``: within the trained length)."""
-        return _rope.rope_frequencies(**self._table_arguments(), seq_len=seq_len)
+_COMMON = Family()
+# config keys some family's record reads to find its rotary width or base: a config whose
+# family sinpe does not know is refused when it carries one (which rule it follows is unknown)
+_FAMILY_KEYS = (
+    "qk_rope_head_dim",
+    "rotary_dim",
+    "attention_head_dim",
+    "global_head_dim",
+    "rotary_pct",
+    "rotary_emb_base",
+    "rope_local_base_freq",
+)
 
 
 # --------------------------------------------------------------------------- reading
@@ -212,7 +74,7 @@ def _load(config) -> dict:
 
 
 class _Reader:
-    """One config's text part and its family, with errors that name the key."""
+    """One config's text part and its family record; errors name the key."""
 
     def __init__(self, data: dict):
         model_type = data.get("model_type")
@@ -221,7 +83,7 @@ class _Reader:
             text = dict(text)
             model_type = text.get("model_type") or COMPOSITE.get(model_type)
             self.where = "text_config."
-        elif text is not None and not isinstance(text, Mapping):
+        elif text is not None:
             raise ValueError(f"config key 'text_config' must be an object, got {text!r:.60}")
         else:
             text = data
@@ -232,26 +94,61 @@ class _Reader:
         model_type = ALIASES.get(model_type, model_type)
         self.text = text
         self.model_type = model_type
-        self.family: Family | None = FAMILIES.get(model_type)
+        self.known = model_type in FAMILIES
+        self.family: Family = FAMILIES.get(model_type, _COMMON)
+        for key in self.family.refused_keys:
+            if text.get(key) is not None:
+                raise ValueError(
+                    f"the config has {self.where}{key}, which model_type {model_type!r}'s "
+                    "configuration class (transformers 5.24) applies to some rope types and not "
+                    f"others: write it inside the rope mapping (rope_parameters) instead"
+                )
+        if not self.known:
+            found = [key for key in _FAMILY_KEYS if text.get(key) is not None]
+            if found:
+                raise ValueError(
+                    f"the config has {self.where}{found[0]}, which changes the rotary width or "
+                    f"base in the families that read it, and {self.unknown()}: which rule it "
+                    "follows is unknown; add the model's model_type, or call sinpe.rope with "
+                    "the rotary width"
+                )
+
+    def unknown(self) -> str:
+        if self.model_type is None:
+            return "the config has no model_type"
+        return f"model_type {self.model_type!r} is not one sinpe knows"
+
+    def given(self, key: str):
+        """The config's own value (through the class's attribute alias), or None."""
+        alias = self.family.aliases.get(key)
+        value = self.text.get(alias) if alias else None
+        return self.text.get(key) if value is None else value
 
     def value(self, key: str, default=None):
-        value = self.text.get(key)
+        """The config's value, else its class's default."""
+        value = self.given(key)
+        if value is None:
+            alias = self.family.aliases.get(key)
+            value = self.family.config.get(alias) if alias else None
+            if value is None:
+                value = self.family.config.get(key)
         return default if value is None else value
 
-    def need(self, key: str, family_default):
-        """The config's value, else the family's; never a guess."""
-        value = self.text.get(key)
+    def first(self, keys):
+        for key in keys:
+            value = self.given(key)
+            if value is not None:
+                return value
+        return None
+
+    def need(self, key: str):
+        """The config's value, else the family's default; never a guess."""
+        value = self.value(key)
         if value is not None:
             return value
-        if self.family is not None and family_default is not None:
-            return family_default
-        known = (
-            f"model_type {self.model_type!r} is not one sinpe knows the defaults of"
-            if self.model_type
-            else "the config has no model_type"
-        )
         raise ValueError(
-            f"the config has no {self.where}{key} and {known}: add {key} to the config"
+            f"the config has no {self.where}{key} and {self.unknown()} (or its class has no "
+            f"default for it): add {key} to the config"
         )
 
     def integer(self, key: str, value) -> int:
@@ -262,195 +159,293 @@ class _Reader:
             raise ValueError(f"config key {self.where}{key} must be >= 1, got {value!r}")
         return int(value)
 
+    def positive(self, key: str, value) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(
+                f"config key {self.where}{key} must be a finite number > 0, got {value!r:.60}"
+            )
+        if not 0 < value < math.inf:
+            raise ValueError(
+                f"config key {self.where}{key} must be a finite number > 0, got {value!r}"
+            )
+        return float(value)
+
+
+# --------------------------------------------------------------------------- widths
+
+
+def _layer_head_dim(reader: _Reader, layer_type: str) -> int | None:
+    """A layer type's own head dimension: the family's key for it (Gemma 4's
+    global_head_dim), or transformers' per_layer_config override of its layers."""
+    key = reader.family.layer_head_dims.get(layer_type)
+    if key is not None and reader.text.get(key) is not None:
+        return reader.integer(key, reader.text[key])
+    overrides = reader.text.get("per_layer_config")
+    names = reader.text.get("layer_types") or ()
+    if isinstance(overrides, Mapping) and isinstance(names, (list, tuple)):
+        for index, name in enumerate(names):
+            found = overrides.get(str(index), overrides.get(index))
+            if name == layer_type and isinstance(found, Mapping) and "head_dim" in found:
+                return reader.integer("per_layer_config.head_dim", found["head_dim"])
+    if key is not None:
+        raise ValueError(
+            f"the config has no {reader.where}{key} for its {layer_type} layers: add {key}"
+        )
+    return None
+
 
 def _head_dim(reader: _Reader, layer_type: str | None) -> int:
-    """The head dimension the rotary width is taken from, as the config class sets it."""
-    family = reader.family
-    if layer_type == "full_attention" and reader.model_type == "gemma4_text":
-        return reader.integer("global_head_dim", reader.value("global_head_dim", 512))
-    if family is not None and family.rope_head_dim is not None:
-        rule, default = family.rope_head_dim
-        rope_dim = reader.integer("qk_rope_head_dim", reader.value("qk_rope_head_dim", default))
-        if rule == "forced" or reader.value("head_dim") is None:
-            return rope_dim
-    if reader.model_type != "falcon":  # Falcon's head_dim is a property: hidden // heads
-        head_dim = reader.value("head_dim", family.head_dim if family else None)
+    """The head dimension the rotary width is taken from, by the family's rule."""
+    rule = reader.family.head_dim
+    if layer_type is not None:
+        found = _layer_head_dim(reader, layer_type)
+        if found is not None:
+            return found
+    if rule in ("qk_rope_head_dim", "qk_rope_head_dim_or_head_dim"):
+        if rule == "qk_rope_head_dim" or reader.given("head_dim") is None:
+            return reader.integer("qk_rope_head_dim", reader.need("qk_rope_head_dim"))
+        rule = "head_dim"
+    if rule == "head_dim":
+        head_dim = reader.value("head_dim")
         if head_dim is not None:
             return reader.integer("head_dim", head_dim)
-    hidden = reader.integer(
-        "hidden_size", reader.need("hidden_size", family and family.hidden_size)
-    )
-    heads = reader.integer(
-        "num_attention_heads",
-        reader.need("num_attention_heads", family and family.num_attention_heads),
-    )
-    return hidden // heads
+    if rule == "attention_head_dim" and reader.text.get("attention_head_dim") is not None:
+        return reader.integer("attention_head_dim", reader.text["attention_head_dim"])
+    hidden = reader.integer("hidden_size", reader.need("hidden_size"))
+    heads = reader.integer("num_attention_heads", reader.need("num_attention_heads"))
+    return (2 if rule == "attention_head_dim" else 1) * hidden // heads
 
 
-def _max_position(reader: _Reader) -> int | None:
-    family = reader.family
-    value = reader.value(
-        "max_position_embeddings", family.max_position_embeddings if family else None
-    )
-    return None if value is None else reader.integer("max_position_embeddings", value)
+# --------------------------------------------------------------------------- mappings
 
 
-def _raw_parameters(reader: _Reader):
-    """Whether the config has a RoPE per layer type, and its rope mapping (rope_scaling wins
-    over rope_parameters, as in transformers): per layer type, or flat; before defaults."""
+def _copy(mapping):
+    return {
+        key: (dict(value) if isinstance(value, Mapping) else value)
+        for key, value in dict(mapping).items()
+    }
+
+
+def _mappings(reader: _Reader):
+    """``(nested, mappings, own)``: the config's rope mapping placed per layer type where
+    the family has them (``{None: mapping}`` when flat), before any default is filled in;
+    ``own``: whether the config had a mapping (else the class's default is used)."""
     text, family = reader.text, reader.family
-    raw = text.get("rope_scaling") or text.get("rope_parameters")
+    legacy = text.get("rope_scaling")
+    if legacy is not None and not isinstance(legacy, Mapping):
+        raise ValueError(
+            f"config key {reader.where}rope_scaling must be an object, got {legacy!r:.60}"
+        )
+    if legacy and family.legacy in (None, "ignored"):
+        why = (
+            "keeps it aside and rotates by rope_parameters"
+            if family.legacy == "ignored"
+            else "cannot read it"
+        )
+        raise ValueError(
+            f"the config has {reader.where}rope_scaling, and model_type {reader.model_type!r}'s "
+            f"configuration class (transformers 5.24) {why}: write it as rope_parameters"
+        )
+    raw = legacy or text.get("rope_parameters")
     if raw is not None and not isinstance(raw, Mapping):
         raise ValueError(
-            f"config key {reader.where}rope_scaling / rope_parameters must be an object, "
-            f"got {raw!r:.60}"
+            f"config key {reader.where}rope_parameters must be an object, got {raw!r:.60}"
         )
-    if not raw and family is not None and family.rope_parameters is not None:
-        raw = family.rope_parameters
-    raw = {
-        key: (dict(value) if isinstance(value, Mapping) else value)
-        for key, value in (raw or {}).items()
-    }
-    if reader.model_type in ("gemma3_text", "gemma3n_text"):
-        return True, _gemma3_layers(reader, raw)
-    names = text.get("layer_types") or (family.layer_types if family else ())
-    if not isinstance(names, (list, tuple)):
-        raise ValueError(f"config key {reader.where}layer_types must be a list of strings")
+    default = family.mapping
+    names = set(family.layer_types)
+    given = text.get("layer_types")
+    if given is not None:
+        if not isinstance(given, (list, tuple)) or not all(isinstance(n, str) for n in given):
+            raise ValueError(f"config key {reader.where}layer_types must be a list of strings")
+        names |= set(given)
+    per_layer_default = bool(default) and all(
+        isinstance(value, Mapping) or value is None for value in default.values()
+    )
+    if per_layer_default:
+        names |= set(default)
+    if not raw:
+        mappings = _copy(default) if per_layer_default else {None: dict(default)}
+        return per_layer_default, mappings, False
+    raw = _copy(raw)
     nested = [key for key in raw if key in names]
     if nested:
-        return True, {key: raw[key] for key in nested}
-    if (
-        raw
-        and "rope_type" not in raw
-        and "type" not in raw
-        and all(isinstance(value, Mapping) or value is None for value in raw.values())
-    ):
+        return True, {key: raw[key] for key in nested}, True
+    if all(isinstance(value, Mapping) or value is None for value in raw.values()):
         raise ValueError(
             f"config key {reader.where}rope_parameters is nested by layer type ("
-            + ", ".join(raw)
+            + ", ".join(map(str, raw))
             + ") but the config's layer_types do not name them"
         )
-    return False, raw
+    if not per_layer_default:
+        return False, {None: raw}, True
+    # a flat (legacy) mapping in a config with a RoPE per layer type
+    if family.legacy is None:
+        raise ValueError(
+            f"the config has one flat rope mapping, but model_type {reader.model_type!r} has a "
+            f"RoPE per layer type ({', '.join(sorted(default))}) and transformers 5.24 cannot "
+            "read a flat one for it: write rope_parameters nested by layer type"
+        )
+    layers = _copy(default)
+    if family.legacy == "all":  # every layer type takes it (its base from the class's fill)
+        return True, {name: dict(raw) for name in layers}, True
+    for name in family.legacy:  # the class updates these layers' defaults with it
+        layers[name] = {**(layers.get(name) or {"rope_type": "default"}), **raw}
+    return True, layers, True
 
 
-def _gemma3_layers(reader: _Reader, raw: dict) -> dict:
-    """Gemma 3/3n: a RoPE per layer type, from the new format or the legacy keys (rope_scaling
-    for the full-attention layers, rope_local_base_freq for the sliding ones)."""
-    text = reader.text
-    legacy = text.get("rope_scaling")
-    if legacy or not any(key in raw for key in ("full_attention", "sliding_attention")):
-        layers = {
-            "sliding_attention": {"rope_type": "default"},
-            "full_attention": {"rope_type": "default", **(dict(legacy) if legacy else {})},
-        }
-    else:
-        layers = {key: (dict(raw[key]) if raw.get(key) is not None else None) for key in raw}
-        for key in ("full_attention", "sliding_attention"):
-            if layers.get(key) is None:
-                layers[key] = {"rope_type": "default"}
-    layers["full_attention"].setdefault("rope_theta", reader.value("rope_theta", 1000000.0))
-    layers["sliding_attention"].setdefault(
-        "rope_theta", reader.value("rope_local_base_freq", 10000.0)
-    )
-    return layers
+def _from_config(reader: _Reader, key: str, layer_type, own: bool, missing: bool) -> bool:
+    """Whether the config's top-level value of ``key`` goes into the mapping: into the class's
+    default mapping where the class lets it (its default does not fix the key), into a given
+    mapping that lacks the key where the class fills it (the common rule, for a family sinpe
+    has no record of)."""
+    family = reader.family
+    if not reader.known:
+        return missing
+    if not own:
+        return key in family.overrides.get(layer_type or "", ())
+    return missing and key in family.fills.get(layer_type or "", ())
 
 
-def _spec(reader: _Reader, params: dict, layer_type: str | None, top_theta) -> RopeSpec:
-    """One RoPE (a flat mapping, or one layer type's) standardised as transformers does."""
+def _theta(reader: _Reader, params: dict, layer_type, own: bool) -> float:
+    family = reader.family
+    theta = params.pop("rope_theta", None)
+    if _from_config(reader, "rope_theta", layer_type, own, theta is None):
+        key = family.layer_theta_keys.get(layer_type)
+        found = reader.given(key) if key else None
+        if found is None:
+            found = reader.first(family.theta_keys)
+        if found is not None:
+            theta = found
+    if theta is None:
+        theta = family.fill.get(layer_type or "", {}).get("rope_theta")
+    if theta is None:
+        theta = reader.need("rope_theta")
+    return reader.positive("rope_theta", theta)
+
+
+def _partial(reader: _Reader, params: dict, layer_type, own: bool, head_dim_of):
+    family = reader.family
+    partial = params.pop("partial_rotary_factor", None)
+    if _from_config(reader, "partial_rotary_factor", layer_type, own, partial is None):
+        found = reader.first(family.partial_keys)
+        if found is not None:
+            partial = found
+    if partial is None and family.rotary_dim_partial and reader.given("rotary_dim") is not None:
+        partial = reader.integer("rotary_dim", reader.given("rotary_dim")) / head_dim_of()
+    if partial is None:
+        partial = family.fill.get(layer_type or "", {}).get("partial_rotary_factor")
+    if partial is None:
+        return None
+    if isinstance(partial, bool) or not isinstance(partial, (int, float)) or not 0 < partial <= 1:
+        raise ValueError(f"partial_rotary_factor must be a number in (0, 1], got {partial!r:.60}")
+    return float(partial)
+
+
+def _spec(reader: _Reader, params: dict, layer_type: str | None, own: bool) -> RopeSpec:
+    """One RoPE (a flat mapping, or one layer type's) standardised as transformers does and
+    resolved by the family's record."""
     family, model_type = reader.family, reader.model_type
     params = dict(params)
     rope_type = params.pop("rope_type", None) or params.pop("type", None) or "default"
     params.pop("type", None)
     if not isinstance(rope_type, str):
         raise ValueError(f"rope_type must be a string, got {rope_type!r:.60}")
-    if model_type == "phi3" and rope_type == "yarn":
-        rope_type = "longrope"  # Phi-3's older name, as Phi3Config renames it
     if rope_type == "su":
         raise ValueError(
             "rope_type 'su' is Phi-3's first name for 'longrope'; transformers 5.24 refuses it "
             "(it never copies original_max_position_embeddings for it): write 'longrope'"
         )
-    if rope_type == "mrope":
-        rope_type = "default"
-    if model_type == "pixtral" and rope_type == "default":
-        rope_type = "axial"  # PixtralVisionConfig's default_rope_type
-    theta = params.pop("rope_theta", None)
-    if theta is None:
-        theta = top_theta
-    if theta is None:
-        theta = reader.need("rope_theta", family and family.theta)
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not 0 < theta < math.inf:
-        raise ValueError(f"rope_theta must be a finite number > 0, got {theta!r:.60}")
-    partial = params.pop("partial_rotary_factor", None)
-    if partial is None:
-        partial = reader.value("partial_rotary_factor", family and family.partial_rotary_factor)
-    if model_type == "gpt_neox" and partial is None:
-        partial = reader.value("rotary_pct")
-    max_position = _max_position(reader)
-    if rope_type in _TYPES_WITH_ORIGINAL:
-        if model_type == "phi3":  # Phi3Config's own field wins over the mapping's
-            params["original_max_position_embeddings"] = reader.value(
-                "original_max_position_embeddings", 4096
-            )
-        elif "original_max_position_embeddings" not in params:
-            if max_position is None:
-                reader.need("max_position_embeddings", None)
-            params["original_max_position_embeddings"] = max_position
+    rope_type = rope_scaling.ALIASES.get(rope_type, rope_type)
+    rope_type = family.renames.get(rope_type, rope_type)
+    if not family.reads_types and rope_type != "default":
+        raise ValueError(
+            f"the config's rope mapping has rope_type {rope_type!r}, and model_type "
+            f"{model_type!r}'s rotary module reads no rope type (it always rotates the default "
+            "frequencies): remove the mapping"
+        )
+    for (name, key), target in family.type_rules.items():
+        if rope_type == name and params.get(key):
+            rope_type = target
+    record = rope_scaling.ROPE_TYPES.get(rope_type)
+    if record is None or not (record.public or rope_type in family.type_rules.values()):
+        raise ValueError(
+            f"unknown rope_type {rope_type!r:.60}; known types: "
+            + ", ".join(rope_scaling.PUBLIC_TYPES)
+        )
+    theta = _theta(reader, params, layer_type, own)
     head_dim = _head_dim(reader, layer_type)
+    partial = _partial(reader, params, layer_type, own, lambda: head_dim)
+    max_position = reader.value("max_position_embeddings")
+    if max_position is not None:
+        max_position = reader.integer("max_position_embeddings", max_position)
+    original = "original_max_position_embeddings"
+    if record.copies_original:
+        if family.original_from_config and reader.value(original) is not None:
+            params[original] = reader.value(original)  # the config class's own field wins
+        elif original not in params:
+            if max_position is None:
+                reader.need("max_position_embeddings")
+            params[original] = max_position
     width = head_dim
-    if partial is not None and not (isinstance(partial, (int, float)) and 0 < partial <= 1):
-        raise ValueError(f"partial_rotary_factor must be a number in (0, 1], got {partial!r:.60}")
+    in_default = rope_type in ("default", "axial", "ntk_alpha")
+    if in_default and partial is None and family.partial_in_default:
+        partial = family.partial_default
     if rope_type == "proportional":
         params["partial_rotary_factor"] = 1.0 if partial is None else partial
     elif partial is not None and partial != 1:
-        applies = rope_type not in ("default", "axial") or (
-            family is not None and family.partial_in_default
-        )
-        if rope_type in ("default", "axial") and family is None:
+        if in_default and not reader.known:
             raise ValueError(
                 f"the config has partial_rotary_factor={partial!r} with rope_type 'default', and "
                 "transformers' default RoPE applies it in some models (Phi-3, GLM, GPT-NeoX, "
                 "StableLM, Qwen3-Next) and ignores it in others (Llama, Mistral, Qwen2): "
-                f"model_type {model_type!r} is not one sinpe knows; call sinpe.rope with the "
-                "rotary width"
+                f"{reader.unknown()}; call sinpe.rope with the rotary width"
             )
-        if applies:
+        if not in_default or family.partial_in_default:
             width = int(head_dim * partial)
-            if width % 2 or width < 2:
-                raise ValueError(
-                    f"head_dim {head_dim} * partial_rotary_factor {partial!r} gives a rotary "
-                    f"width of {width}; sinpe builds even widths of at least 2"
-                )
-    if family is not None and family.mrope is not None:
-        sections, interleaved = family.mrope
-        params["mrope_section"] = params.get("mrope_section") or list(sections)
-        params["mrope_interleaved"] = interleaved  # the model's own rule, whatever the key says
-    elif "mrope_section" in params:
-        if family is None:
+    if width % 2 or width < 2:
+        raise ValueError(
+            f"model_type {model_type!r}: head dimension {head_dim} (partial_rotary_factor "
+            f"{partial!r}) gives a rotary width of {width}: head_dim must be even, the rotary "
+            "width at least 2"
+        )
+    sections = params.pop("mrope_section", None)
+    interleaved = params.pop("mrope_interleaved", None)
+    if family.mrope is not None:
+        sections = list(sections or family.sections or ())
+        params["mrope_section"] = sections
+        params["mrope_interleaved"] = family.mrope == "interleaved"  # the model's own rule
+    elif sections is not None or interleaved is not None:
+        if reader.known:
             raise ValueError(
-                "the config has mrope_section, and models recompose M-RoPE sections in "
-                f"different ways: model_type {model_type!r} is not one sinpe knows (Qwen2-VL and "
-                "Qwen2.5-VL: contiguous; Qwen3-VL and Qwen3.5: interleaved); pass the mapping "
-                "to sinpe.rope_at with mrope_interleaved set as your model does"
+                f"the config has mrope_section, which model_type {model_type!r}'s rotary module "
+                "does not read (transformers ignores it there): remove it"
             )
-        ignored = [key for key in ("mrope_section", "mrope_interleaved") if key in params]
-        warn_ignored(rope_type, ignored, where=f"the config ({model_type})")  # as transformers
-        for key in ignored:
-            params.pop(key)
+        raise ValueError(
+            "the config has mrope_section, and models recompose M-RoPE sections in "
+            f"different ways: {reader.unknown()} (Qwen2-VL and Qwen2.5-VL: contiguous; "
+            "Qwen3-VL and Qwen3.5: interleaved); pass the mapping to sinpe.rope_at with "
+            "mrope_interleaved set as your model does"
+        )
     needs_length = rope_type == "dynamic" or (
         rope_type in ("yarn", "longrope") and params.get("factor") is None
     )
     if needs_length and max_position is None:
-        reader.need("max_position_embeddings", None)
-    scaling = {"rope_type": rope_type}
-    scaling.update((key, value) for key, value in params.items() if key in _SCALING_KEYS)
-    ignored = sorted(str(key) for key in params if key not in _SCALING_KEYS)
-    if ignored:
-        warn_ignored(rope_type, ignored, where=f"the config's rope mapping ({model_type})")
-    # every key checked now, by sinpe.rope's own checks (errors name the key), not at first use
-    _rope._arguments(width, theta, scaling, max_position)
+        reader.need("max_position_embeddings")
+    scaling = {"rope_type": rope_type, **params}
+    family_keys = frozenset(record.required) if not record.public else frozenset()
+    parsed = rope_scaling.parse(scaling, max_position, width, family_keys=family_keys)
+    rotary = rot.from_scaling(width, theta, parsed)
     return RopeSpec(
-        width, float(theta), _Frozen(scaling), max_position, None, layer_type, model_type
+        width,
+        theta,
+        Frozen({k: v for k, v in parsed.mapping().items() if k != "max_position_embeddings"}),
+        max_position,
+        None,
+        layer_type,
+        model_type,
+        family.layout,
+        rotary.axes,
+        rotary,
     )
 
 
@@ -464,17 +459,18 @@ def rope_config(config, *, layer_type: str | None = None) -> RopeSpec:
         ``text_config`` (vision-language models) is read for the text model; for a vision
         tower, pass ``config["vision_config"]``.
     layer_type : str, optional
-        For a config with a RoPE per layer type (Gemma 3 and 4: ``"full_attention"``,
+        For a config with a RoPE per layer type (Gemma 3 and 4, OLMo-3: ``"full_attention"``,
         ``"sliding_attention"``), that layer type's spec.
 
     Returns
     -------
     RopeSpec
         Its ``head_dim`` is the rotary width (``partial_rotary_factor``, ``qk_rope_head_dim``
-        and Gemma 4's ``global_head_dim`` applied); ``.rope()``, ``.rope_at()``,
-        ``.rope_cache()`` and ``.frequencies()`` make its tables. A key the config leaves out
-        takes transformers 5.24's default for the ``model_type`` where sinpe knows the type;
-        otherwise the call fails naming the key.
+        and the other family rules applied), its ``layout`` the model module's output layout;
+        ``.rope()``, ``.rope_at()``, ``.rope_cache()`` and ``.frequencies()`` make its tables.
+        A key the config leaves out takes transformers 5.24's class default for the
+        ``model_type``; a key that changes a value is applied as the model's family record
+        says, or refused naming the key.
 
     Examples
     --------
@@ -485,20 +481,32 @@ def rope_config(config, *, layer_type: str | None = None) -> RopeSpec:
     (128, 500000.0, {'rope_type': 'default'})
     """
     reader = _Reader(_load(config))
-    nested, raw = _raw_parameters(reader)
-    top_theta = reader.value("rope_theta")
-    if reader.model_type == "gpt_neox" and top_theta is None:
-        top_theta = reader.value("rotary_emb_base")
+    if reader.family.refused is not None:
+        raise ValueError(f"model_type {reader.model_type!r}: {reader.family.refused}")
+    nested, raw, own = _mappings(reader)
     if not nested:
         if layer_type is not None:
             raise ValueError(
                 "layer_type is for configs with a RoPE per layer type; this one has one RoPE"
             )
-        return _spec(reader, raw, None, top_theta)
+        return _spec(reader, raw[None], None, own)
     layers = {
-        name: (None if params is None else _spec(reader, params, name, top_theta))
+        name: (None if params is None else _spec(reader, params, name, own))
         for name, params in raw.items()
     }
     names = tuple(sorted(layers))
-    spec = RopeSpec(None, None, None, _max_position(reader), names, None, reader.model_type, layers)
+    max_position = reader.value("max_position_embeddings")
+    spec = RopeSpec(
+        None,
+        None,
+        None,
+        max_position,
+        names,
+        None,
+        reader.model_type,
+        reader.family.layout,
+        None,
+        None,
+        layers,
+    )
     return spec if layer_type is None else spec.layer(layer_type)

@@ -1,136 +1,162 @@
-"""What transformers 5.24 fills in for the RoPE keys a model's ``config.json`` leaves out: the
-defaults of its config class, by ``model_type``. Data only; ``config.py`` reads it.
+"""How each model family's rotary module reads its config: one record per ``model_type``, data
+only (``config.py`` reads it).
 
-Read from transformers 5.24.0 in a throwaway virtual environment (the config classes built with
-no arguments, and each model's ``XxxRotaryEmbedding.compute_default_rope_parameters``), never a
-dependency. A model_type not listed here is read too, but a key it leaves out is an error
-naming the key: sinpe never guesses a default.
+A record joins two parts. What transformers 5.24 itself shows is generated into
+``family_defaults.py`` by ``tools/transformers_rope.py``: the configuration class's RoPE
+defaults (its keys, its default mapping, what it fills into a mapping it is given, attribute
+aliases, layer types) and the rules its class's source and probes show (output layout, whether
+the default RoPE applies ``partial_rotary_factor``, where a legacy ``rope_scaling`` goes,
+M-RoPE recomposition). The rules no probe shows are written here by hand, one line each, as
+that family's transformers class does them. Every record is checked against transformers' own
+modules by enumeration (``tests/data/transformers_rope.json``, ``tests/test_registry.py``). A
+model_type with no record is read by the common rules, and refused where they might not hold.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import NamedTuple
 
-__all__ = ["FAMILIES", "COMPOSITE", "ALIASES", "Family"]
+from .family_defaults import COMPOSITE as _GENERATED_COMPOSITE
+from .family_defaults import DEFAULTS
+
+__all__ = ["ALIASES", "COMPOSITE", "FAMILIES", "HEAD_DIM_RULES", "Family"]
+
+# How a family's rotary module finds the head dimension its RoPE rotates:
+HEAD_DIM_RULES = (
+    "head_dim",  # head_dim (or its alias), else hidden_size // num_attention_heads: the common rule
+    "hidden",  # hidden_size // num_attention_heads, whatever head_dim says (Falcon's property)
+    "qk_rope_head_dim",  # qk_rope_head_dim, whatever head_dim says (DeepSeek-V2, MiniCPM3)
+    "qk_rope_head_dim_or_head_dim",  # head_dim where given, else qk_rope_head_dim (DeepSeek-V3)
+    "attention_head_dim",  # attention_head_dim, else 2 * hidden_size // num_attention_heads: Zamba2
+)
+_EMPTY = MappingProxyType({})
 
 
 class Family(NamedTuple):
-    """A config class's RoPE defaults."""
+    """One model family's RoPE: its class defaults and its rules."""
 
-    theta: float  # rope_theta (per-layer families: the full-attention layers')
-    head_dim: int | None  # the class's head_dim (None: hidden_size // num_attention_heads)
-    hidden_size: int
-    num_attention_heads: int
-    max_position_embeddings: int | None
-    # the class's partial_rotary_factor, and whether its *default* RoPE applies one: the
-    # scaled types (linear, dynamic, yarn, longrope, llama3) always do, in every model
-    partial_rotary_factor: float | None = None
-    partial_in_default: bool = False
-    # M-RoPE: the default mrope_section and whether the sections interleave (Qwen3-VL) or
-    # follow one another (Qwen2-VL); None: the model has no M-RoPE (a section key is ignored)
-    mrope: tuple | None = None
-    # the rotary width comes from qk_rope_head_dim (its class default second): "forced" (a
-    # head_dim key is ignored) or "default" (a head_dim key wins), as __post_init__ does
-    rope_head_dim: tuple | None = None
-    # rope_parameters when the config has neither rope_parameters nor rope_scaling
-    rope_parameters: dict | None = None
-    # the layer types that carry their own RoPE (Gemma 3/3n/4)
+    # the configuration class's defaults: top-level keys, the default mapping (used when a
+    # config has none), what it fills into a mapping it is given (per layer type, "" when
+    # flat), attribute aliases (JetMoe's head_dim is kv_channels) and its layer types
+    config: Mapping = _EMPTY
+    mapping: Mapping = _EMPTY
+    fill: Mapping = _EMPTY
+    overrides: Mapping = _EMPTY  # keys a config's own top-level value sets in the default mapping
+    fills: Mapping = _EMPTY  # keys a config's own top-level value fills into a given mapping
+    aliases: Mapping = _EMPTY
     layer_types: tuple = ()
+    # rules
+    head_dim: str = "head_dim"
+    partial_in_default: bool = False  # the default RoPE applies partial_rotary_factor
+    partial_default: float | None = None  # ... with this default, where the mapping has none
+    partial_keys: tuple = ("partial_rotary_factor",)  # config keys read for it, first found
+    theta_keys: tuple = ("rope_theta",)  # config keys read for the base, first found
+    # the module's output: "half" (cat(freqs, freqs)), "interleaved" (repeat_interleave),
+    # "compact", "complex" (freqs_cis)
+    layout: str = "half"
+    # M-RoPE recomposition ("contiguous": Qwen2-VL; "interleaved": Qwen3-VL) and its default
+    # sections
+    mrope: str | None = None
+    sections: tuple | None = None
+    # a flat rope_scaling mapping: "all" (every layer type takes it, or the one RoPE), the
+    # layer types that do, "ignored" (the class keeps it aside: refused), None (the class
+    # fails on it: refused)
+    legacy: object = "all"
+    reads_types: bool = True  # the module reads rope_type (ESM's always rotates the default)
+    # a layer type's own head-dimension key (Gemma 4: full_attention -> global_head_dim)
+    layer_head_dims: Mapping = _EMPTY
+    # a layer type's own base key in a config without a mapping (Gemma 3's legacy format)
+    layer_theta_keys: Mapping = _EMPTY
+    # rope_type renames the config class makes (Phi-3: yarn -> longrope; Pixtral's default is
+    # axial); family types: (rope_type, key) -> the type it becomes when the key is set
+    renames: Mapping = _EMPTY
+    type_rules: Mapping = _EMPTY
+    # the config's own original_max_position_embeddings wins over the mapping's (Phi-3)
+    original_from_config: bool = False
+    # partial_rotary_factor = rotary_dim / head_dim where rotary_dim is given (MiniMax-M2)
+    rotary_dim_partial: bool = False
+    # top-level keys the class reads in a way sinpe does not reproduce: refused when given
+    refused_keys: tuple = ()
+    refused: str | None = None  # known, and refused: why
+    vision: bool = False  # a vision tower's config (refused unless its record says it is built)
 
 
-_F = Family
-_GEMMA_LAYERS = ("full_attention", "sliding_attention")
-_CONTIGUOUS, _INTERLEAVED = False, True
+_ALPHA = MappingProxyType({("dynamic", "alpha"): "ntk_alpha"})
+# Gemma 3's legacy format: the sliding layers' base is rope_local_base_freq
+_LOCAL_BASE = MappingProxyType({"sliding_attention": "rope_local_base_freq"})
+# GPTNeoXConfig reads rotary_pct and rotary_emb_base only (their older names)
+_NEOX = dict(partial_keys=("rotary_pct",), theta_keys=("rotary_emb_base",))
 
-FAMILIES: dict[str, Family] = {
-    "llama": _F(10000.0, None, 4096, 32, 2048),
-    "llama4_text": _F(500000.0, 128, 5120, 40, 131072),
-    "mistral": _F(10000.0, None, 4096, 32, 131072),
-    "mixtral": _F(1000000.0, None, 4096, 32, 131072),
-    "qwen2": _F(10000.0, None, 4096, 32, 32768),
-    "qwen2_moe": _F(10000.0, None, 2048, 16, 32768),
-    "qwen3": _F(10000.0, 128, 4096, 32, 32768),
-    "qwen3_moe": _F(10000.0, None, 2048, 32, 32768),
-    "qwen3_next": _F(10000.0, 256, 2048, 16, 32768, 0.25, True),
-    "qwen2_vl_text": _F(1000000.0, None, 8192, 64, 32768, mrope=((16, 24, 24), _CONTIGUOUS)),
-    "qwen2_5_vl_text": _F(1000000.0, None, 8192, 64, 32768, mrope=((16, 24, 24), _CONTIGUOUS)),
-    "qwen3_vl_text": _F(500000.0, 128, 4096, 32, 128000, mrope=((24, 20, 20), _INTERLEAVED)),
-    "qwen3_vl_moe_text": _F(500000.0, None, 2048, 16, 128000, mrope=((24, 20, 20), _INTERLEAVED)),
-    "qwen3_5_text": _F(10000.0, 256, 4096, 16, 32768, 0.25, True, ((11, 11, 10), _INTERLEAVED)),
-    "qwen3_5_moe_text": _F(10000.0, 256, 2048, 16, 32768, 0.25, True, ((11, 11, 10), _INTERLEAVED)),
-    "gemma": _F(10000.0, 256, 3072, 16, 8192),
-    "gemma2": _F(10000.0, 256, 2304, 8, 8192),
-    "gemma3_text": _F(1000000.0, 256, 2304, 8, 131072, layer_types=_GEMMA_LAYERS),
-    "gemma3n_text": _F(1000000.0, 256, 2048, 8, 32768, layer_types=_GEMMA_LAYERS),
-    "gemma4_text": _F(
-        10000.0,
-        256,
-        2304,
-        8,
-        131072,
-        rope_parameters={
-            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
-            "full_attention": {
-                "rope_type": "proportional",
-                "partial_rotary_factor": 0.25,
-                "rope_theta": 1000000.0,
-            },
-        },
-        layer_types=_GEMMA_LAYERS,
-    ),
-    "phi": _F(10000.0, None, 2048, 32, 2048, 0.5, True),
-    "phi3": _F(10000.0, None, 3072, 32, 4096, 1.0, True),
-    "deepseek_v2": _F(10000.0, None, 4096, 32, 2048, rope_head_dim=("forced", 64)),
-    "deepseek_v3": _F(10000.0, None, 7168, 128, 4096, rope_head_dim=("default", 64)),
-    "minicpm3": _F(10000.0, None, 2560, 40, 32768, rope_head_dim=("forced", 32)),
-    "pixtral": _F(10000.0, None, 1024, 16, None),
-    "olmo": _F(10000.0, None, 4096, 32, 2048),
-    "olmo2": _F(10000.0, None, 4096, 32, 2048),
-    "glm": _F(10000.0, 128, 4096, 32, 131072, 0.5, True),
-    "glm4": _F(10000.0, 128, 4096, 32, 131072, 0.5, True),
-    "gpt_neox": _F(10000.0, None, 6144, 64, 2048, 0.25, True),
-    "falcon": _F(10000.0, None, 4544, 71, 2048),
-    "stablelm": _F(10000.0, None, 2560, 32, 4096, 0.25, True),
-    "gpt_oss": _F(
-        150000.0,
-        64,
-        2880,
-        64,
-        131072,
-        rope_parameters={
-            "rope_type": "yarn",
-            "factor": 32.0,
-            "beta_fast": 32.0,
-            "beta_slow": 1.0,
-            "truncate": False,
-            "original_max_position_embeddings": 4096,
-            "rope_theta": 150000.0,
-        },
-    ),
-    "cohere": _F(500000.0, None, 8192, 64, 8192),
-    "cohere2": _F(10000.0, None, 8192, 64, 8192),
-    "starcoder2": _F(10000.0, None, 3072, 24, 4096),
-    "granite": _F(10000.0, None, 4096, 32, 2048),
-    "ernie4_5": _F(500000.0, 128, 1024, 16, 131072),
-    "smollm3": _F(2000000.0, None, 2048, 16, 32768),
-    "exaone4": _F(10000.0, None, 4096, 32, 2048),
-    "seed_oss": _F(10000.0, 128, 4096, 80, 524288),
+# The rules no probe shows, by model_type: each as that family's transformers class does it.
+RULES: dict[str, dict] = {
+    # Phi3Config renames yarn (and "su") to longrope and keeps its own original length
+    "phi3": dict(renames=MappingProxyType({"yarn": "longrope"}), original_from_config=True),
+    # PhimoeRotaryEmbedding: attention factor short_mscale / long_mscale by the length
+    "phimoe": dict(type_rules=MappingProxyType({("longrope", "short_mscale"): "longrope_mscale"})),
+    # HunYuan's "dynamic" with alpha is a fixed NTK-alpha base (compute_ntk_alpha_rope_parameters)
+    "hunyuan_v1_dense": dict(type_rules=_ALPHA),
+    "hunyuan_v1_moe": dict(type_rules=_ALPHA),
+    "gpt_neox": _NEOX,
+    "gpt_neox_japanese": _NEOX,
+    "falcon": dict(head_dim="hidden"),  # FalconConfig.head_dim is a property
+    "deepseek_v2": dict(head_dim="qk_rope_head_dim"),
+    "deepseek_v3": dict(head_dim="qk_rope_head_dim_or_head_dim"),
+    "minicpm3": dict(head_dim="qk_rope_head_dim"),
+    # PixtralVisionConfig's default rope type is axial; its tower is the one sinpe builds
+    "pixtral": dict(renames=MappingProxyType({"default": "axial"}), vision=False),
+    "gemma3_text": dict(layer_theta_keys=_LOCAL_BASE),
+    "gemma3n_text": dict(layer_theta_keys=_LOCAL_BASE),
+    "gemma4_text": dict(layer_head_dims=MappingProxyType({"full_attention": "global_head_dim"})),
+    "minimax_m2": dict(rotary_dim_partial=True),
+    # Zamba2Config.__post_init__ sets attention_head_dim = 2 * hidden_size // num_attention_heads
+    "zamba2": dict(head_dim="attention_head_dim"),
+    # Mistral4Config drops its partial factor when given rope_scaling (and regains it on reload)
+    "mistral4": dict(legacy=None),
+    # MellumConfig fills a top-level partial factor into scaled mappings, not default ones
+    "mellum": dict(refused_keys=("partial_rotary_factor",)),
 }
+
+
+def _record(model_type: str) -> Family:
+    generated = DEFAULTS.get(model_type, {})
+    rules = dict(generated.get("rules", {}))
+    rules.pop("sections", None)
+    sections = generated.get("rules", {}).get("sections")
+    fields = {
+        "config": MappingProxyType(dict(generated.get("config", {}))),
+        "mapping": MappingProxyType(dict(generated.get("mapping", {}))),
+        "fill": MappingProxyType(dict(generated.get("fill", {}))),
+        "overrides": MappingProxyType(
+            {k: tuple(v) for k, v in generated.get("overrides", {}).items()}
+        ),
+        "fills": MappingProxyType({k: tuple(v) for k, v in generated.get("fills", {}).items()}),
+        "aliases": MappingProxyType(dict(generated.get("aliases", {}))),
+        "layer_types": tuple(generated.get("layer_types", ())),
+        "sections": None if sections is None else tuple(sections),
+        **rules,
+        **RULES.get(model_type, {}),
+    }
+    if fields.get("legacy") is not None and not isinstance(fields["legacy"], str):
+        fields["legacy"] = tuple(fields["legacy"])
+    if generated.get("vision") and fields.get("vision", True):
+        fields["vision"] = True
+        fields["refused"] = (
+            "a vision tower's config, whose rotary module recomposes its (height, width) grid "
+            "in a way sinpe does not build (of the vision towers, sinpe builds Pixtral's)"
+        )
+    if fields.get("mrope") == "unknown":
+        fields["refused"] = (
+            "its rotary module recomposes M-RoPE sections in a way sinpe does not reproduce "
+            "(neither Qwen2-VL's contiguous nor Qwen3-VL's interleaved sections)"
+        )
+    return Family(**fields)
+
 
 # Vision-language configs: the model_type of their text part (its text_config, or the top
 # level where the file is flat, as Qwen2-VL's hub configs are).
-COMPOSITE = {
-    "qwen2_vl": "qwen2_vl_text",
-    "qwen2_5_vl": "qwen2_5_vl_text",
-    "qwen3_vl": "qwen3_vl_text",
-    "qwen3_vl_moe": "qwen3_vl_moe_text",
-    "qwen3_5": "qwen3_5_text",
-    "qwen3_5_moe": "qwen3_5_moe_text",
-    "gemma3": "gemma3_text",
-    "gemma3n": "gemma3n_text",
-    "gemma4": "gemma4_text",
-    "llama4": "llama4_text",
-}
-
+COMPOSITE: dict[str, str] = dict(_GENERATED_COMPOSITE)
 # model_types transformers reads as another one: Kimi-K2's configs are DeepSeek-V3's.
 ALIASES = {"kimi_k2": "deepseek_v3"}
+FAMILIES: dict[str, Family] = {t: _record(t) for t in sorted({*DEFAULTS, *RULES})}

@@ -1,80 +1,36 @@
-"""The public RoPE functions: rotary cos/sin tables for a model's rope scaling, in each engine's
-layout. Validation here, scaling rules in ``rope_scaling``, the rows by the one filler
-(``plan``): a RoPE layout is a two-plane ``Layout`` whose values carry the attention factor."""
+"""The public RoPE functions: rotary cos/sin tables for a model's rope scaling (or any given
+frequencies), in each engine's layout. The arguments become one ``Rotary`` (``rotary.py``:
+validation, frequencies, layouts); the rows come from the one filler (``plan``)."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ..rope_scaling import RopeScaling, inverse_frequencies, parse
 from . import cache
 from . import checks as check
+from . import rotary as rot
 from .backends import get as get_backend
 from .checks import F64
-from .plan import Layout, Place, Segment, fill_at, fill_run, make_filler
-from .tables import MAX_FREQUENCY
+from .plan import fill_at, fill_run, make_filler
+from .rotary import MAX_HEAD_DIM, Rotary, check_factor, rope_layout
 
 __all__ = [
     "rope",
     "rope_at",
     "rope_cache",
     "rope_frequencies",
+    "rope_blocks",
+    "table_run",
+    "table_at",
     "LAYOUTS",
     "CACHE_FORMATS",
+    "MAX_HEAD_DIM",
+    "check_factor",
     "rope_layout",
 ]
 
 LAYOUTS = ("half", "interleaved", "compact")
 CACHE_FORMATS = ("vllm", "complex", "pairs")
-_DEFAULT_BASE = 10000.0
-# The widest rotary dimension taken. Real models rotate 32 to 512 columns; a frequency rule
-# costs up to a few microseconds per frequency (llama3's exact band test), so 2**16 keeps
-# any scaling's frequencies well under a second and a few MiB.
-MAX_HEAD_DIM = 2**16
-
-
-def _arguments(head_dim, base, scaling, max_position_embeddings=None):
-    """Checked ``head_dim``, the base (``base``, else the mapping's ``rope_theta``, else
-    10000) and the parsed scaling."""
-    head_dim = check.integer("head_dim", head_dim, 2)
-    if head_dim > MAX_HEAD_DIM:
-        shown = head_dim if head_dim < 10**30 else f"a {len(str(head_dim))}-digit number"
-        raise ValueError(
-            f"head_dim={shown} is too large: the rotary dimension is at most 2**16 = "
-            f"{MAX_HEAD_DIM} (real models rotate 32 to 512 columns)"
-        )
-    if head_dim % 2:
-        raise ValueError(
-            f"head_dim must be even (the rotary dimension: pairs of columns), got {head_dim}"
-        )
-    spec = parse(scaling, max_position_embeddings, head_dim)
-    partial = spec.get("partial_rotary_factor")
-    if partial is not None and spec.rope_type != "proportional":
-        width = int(head_dim * partial)
-        raise ValueError(
-            f"scaling carries partial_rotary_factor={partial!r}, but head_dim here is the rotary "
-            f"width: for a model whose head_dim is {head_dim}, pass head_dim="
-            f"{width - width % 2} (int({head_dim} * {partial!r})) and leave the factor out of the "
-            "mapping, or read the model's config with sinpe.rope_config(), which applies it"
-        )
-    sections = spec.get("mrope_section")
-    if sections is not None and sum(sections) != head_dim // 2:
-        raise ValueError(
-            f"scaling['mrope_section'] {list(sections)} must sum to head_dim // 2 = "
-            f"{head_dim // 2} (one section of frequencies per position axis), got {sum(sections)}"
-        )
-    if base is None:
-        base = spec.theta if spec.theta is not None else _DEFAULT_BASE
-    else:
-        base = check.base(base)
-        if spec.theta is not None and spec.theta != base:
-            raise ValueError(
-                f"base={base!r} disagrees with the scaling mapping's rope_theta={spec.theta!r}: "
-                "pass one of them, or the same value"
-            )
-    return head_dim, check.base(base), spec
 
 
 def _choice(name: str, value, allowed: tuple) -> str:
@@ -85,187 +41,68 @@ def _choice(name: str, value, allowed: tuple) -> str:
     return value
 
 
-def _length_key(spec: RopeScaling, length):
-    """What of the current length changes the frequencies: dynamic's effective length,
-    longrope's long/short choice, else nothing (so one cache entry serves every length)."""
-    if spec.rope_type == "dynamic":
-        limit = spec.get("max_position_embeddings")
-        return limit if length is None else max(length, limit)
-    if spec.rope_type == "longrope":
-        original = spec.get("original_max_position_embeddings")
-        return original + 1 if length and length > original else None
-    return None
+def _threads(threads):
+    return None if threads is None else check.integer("threads", threads, 1)
 
 
-# --------------------------------------------------------------------------- layouts
+# --------------------------------------------------------------------------- from a Rotary
 
 
-def _format(name: str, h: int):
-    """A table format for ``h`` frequencies: row width, planes, and for cos and for sin the
-    plane, the column of frequency 0, the columns from one frequency to the next, and the
-    offset of a second copy (0: none)."""
-    if name == "half":  # [f0 .. f(h-1), f0 .. f(h-1)] in a cos table and a sin table
-        return 2 * h, 2, (0, 0, 1, h), (1, 0, 1, h)
-    if name == "interleaved":  # [f0, f0, f1, f1, ...]
-        return 2 * h, 2, (0, 0, 2, 1), (1, 0, 2, 1)
-    if name == "compact":  # [f0 .. f(h-1)]
-        return h, 2, (0, 0, 1, 0), (1, 0, 1, 0)
-    if name == "vllm":  # one table, [cos f0 .. f(h-1) | sin f0 .. f(h-1)]
-        return 2 * h, 1, (0, 0, 1, 0), (0, h, 1, 0)
-    # "complex", "pairs": one table, (cos, sin) of each frequency side by side
-    return 2 * h, 1, (0, 0, 2, 0), (0, 1, 2, 0)
-
-
-def _runs(axes: np.ndarray):
-    """The frequencies of each position axis as arithmetic runs ``(axis, first, step,
-    count)`` (M-RoPE's interleaved sections are runs of step 3)."""
-    runs = []
-    for axis in np.unique(axes).tolist():
-        index = np.flatnonzero(axes == axis).tolist()
-        i = 0
-        while i < len(index):
-            step = index[i + 1] - index[i] if i + 1 < len(index) else 1
-            j = i + 1
-            while j < len(index) and index[j] - index[j - 1] == step:
-                j += 1
-            runs.append((axis, index[i], step, j - i))
-            i = j
-    return runs
-
-
-def rope_layout(name: str, h: int, axes: np.ndarray | None = None):
-    """The ``Layout`` of table format ``name`` for ``h`` frequencies, frequency i reading
-    position axis ``axes[i]`` (``None``: all axis 0), and the order in which the filler takes
-    the frequencies (``None``: as they are): each axis's runs of frequencies become one
-    segment each, placed at their own columns."""
-    width, planes, cos, sin = _format(name, h)
-    runs = [(0, 0, 1, h)] if axes is None else _runs(axes)
-    segments, order, first = [], [], 0
-    for axis, i0, step, count in runs:
-        if not count:
-            continue
-        places = [
-            Place(plane, c0 + k * i0, k * step, dup, count) for plane, c0, k, dup in (cos, sin)
-        ]
-        segments.append(Segment(first, count, axis, *places))
-        order += range(i0, i0 + step * count, step)
-        first += count
-    layout = Layout(width, planes, tuple(segments))
-    return layout, (None if order == list(range(h)) else np.array(order, dtype=np.intp))
-
-
-def _axes(spec: RopeScaling, h: int):
-    """How many position axes the scaling reads, and which one each frequency reads."""
-    sections = spec.get("mrope_section")
-    if sections is not None:
-        if spec.get("mrope_interleaved"):  # Qwen3-VL: T, H, W, T, H, W, ... then the rest T
-            axes = np.zeros(h, dtype=np.intp)
-            for axis in (1, 2):
-                axes[axis : 3 * sections[axis] : 3] = axis
-            return 3, axes
-        return 3, np.repeat(np.arange(3), sections)  # Qwen2-VL: contiguous T | H | W
-    if spec.rope_type == "axial":  # Pixtral: [even powers: height | odd powers: width]
-        return 2, np.repeat([0, 1], [(h + 1) // 2, h // 2])
-    return 1, None
-
-
-def _make_frequencies(spec, head_dim, base, length):
-    inv_freq, attention = inverse_frequencies(spec, head_dim, base, length)
-    largest = float(np.abs(inv_freq).max())
-    if not largest <= MAX_FREQUENCY:
-        raise ValueError(
-            f"base={base!r} with scaling {spec.rope_type!r} gives inverse frequencies up to "
-            f"{largest:.3g}; every inverse frequency must be finite and below 2**900 so that "
-            "position * frequency stays exact"
-        )
-    if not (math.isfinite(attention) and attention > 0):
-        raise ValueError(f"scaling gives attention factor {attention!r}; it must be finite and > 0")
-    return check.frozen(inv_freq), attention
-
-
-def _frequencies(spec: RopeScaling, head_dim: int, base: float, length):
-    """``(inv_freq, attention_factor)``, cached."""
-    key = ("rope-frequencies", spec, head_dim, base, _length_key(spec, length))
-    return cache.lookup(key, _make_frequencies, (spec, head_dim, base, length))
-
-
-def _filler(backend, spec: RopeScaling, head_dim: int, base: float, length, name: str):
-    """The cached ``Filler`` of a rope scaling in table format ``name``."""
-    key = ("rope", backend.NAME, spec, head_dim, base, _length_key(spec, length), name)
-    return cache.lookup(key, _make_filler, (backend, spec, head_dim, base, length, name, key))
-
-
-def _make_filler(backend, spec, head_dim, base, length, name, key):
-    inv_freq, attention = _frequencies(spec, head_dim, base, length)
-    h = inv_freq.shape[0]
-    layout, order = rope_layout(name, h, _axes(spec, h)[1])
-    w = inv_freq if order is None else inv_freq[order]
-    return make_filler(backend, w, attention, layout, key)
-
-
-_LARGEST = {
-    "float64": 1.7976931348623157e308,
-    "float32": 3.4028234663852886e38,
-    "float16": 65504.0,
-    "bfloat16": 3.3895313892515355e38,
-}
-
-
-def check_factor(factor: float, dtype) -> None:
-    """Every value is at most ``factor``: refuse a factor the output dtype cannot hold."""
-    largest = _LARGEST.get(np.dtype(dtype).name)
-    if largest is not None and factor > largest:
-        raise ValueError(
-            f"the attention factor {factor:.6g} is larger than dtype {np.dtype(dtype).name} "
-            f"holds ({largest:.6g}): its tables would be inf; pass a wider dtype"
-        )
-
-
-def _reserve(n: int, head_dim: int, name: str, dtype) -> None:
-    """Refuse, before the frequencies are made, tables the process could never hold."""
-    width, planes = _format(name, head_dim // 2)[:2]
-    what = f"{'two tables' if planes == 2 else 'a table'} of shape {(n, width)} {dtype.name}"
-    check.reserve(planes * n * width * dtype.itemsize + check.SCRATCH_BYTES, what)
-
-
-def _tables(filler, n: int, dtype) -> tuple[np.ndarray, ...]:
-    check_factor(filler.factor, dtype)
-    names = ("positions", "head_dim")
-    shape = (n, filler.layout.width)
-    return tuple(check.allocate(shape, dtype, names) for _ in range(filler.layout.planes))
-
-
-def _run(
-    seq_len,
-    offset,
-    head_dim,
-    base,
-    scaling,
-    max_position_embeddings,
-    name,
-    dtype,
-    threads,
-    backend,
-    what,
-):
-    """The checked arguments of a table of consecutive positions, and its filled planes."""
+def table_run(rotary: Rotary, seq_len, offset, name: str, dtype, threads, backend, what):
+    """The planes of a table of positions ``offset .. offset + seq_len - 1``."""
     seq_len = check.integer("seq_len", seq_len, 0)
-    head_dim, base, spec = _arguments(head_dim, base, scaling, max_position_embeddings)
     offset = check.integer("offset", offset, 0)
     check.last_position(offset, seq_len)
-    if spec.rope_type == "axial":
+    if rotary.n_axes > 1 and rotary.axes_last:
         raise ValueError(
-            f"rope_type 'axial' reads (height, width) positions: {what} makes tables of "
-            "consecutive positions; use sinpe.rope_at(positions of shape (..., 2))"
+            f"this RoPE reads (height, width) positions: {what} makes tables of consecutive "
+            "positions; use sinpe.rope_at(positions of shape (..., 2))"
         )
     backend = get_backend(backend)
-    if threads is not None:
-        threads = check.integer("threads", threads, 1)
-    _reserve(seq_len, head_dim, name, dtype)
-    filler = _filler(backend, spec, head_dim, base, offset + seq_len, name)
-    planes = _tables(filler, seq_len, dtype)
+    threads = _threads(threads)
+    rot.reserve(seq_len, rotary.h, name, dtype)
+    filler = rot.filler(backend, rotary, offset + seq_len, name)
+    planes = rot.tables(filler, seq_len, dtype)
     fill_run(filler, planes + (None,) * (2 - len(planes)), offset, seq_len, threads)
     return planes
+
+
+def table_at(rotary: Rotary, positions, name: str, dtype, threads, backend, seq_len=None):
+    """``(cos, sin)`` at ``positions`` (checked here), each ``shape + (width,)``."""
+    positions = check.positions(positions)
+    backend = get_backend(backend)
+    threads = _threads(threads)
+    flat, shape = rot.axis_positions(rotary, positions)
+    rot.reserve(flat.shape[1], rotary.h, name, dtype)
+    if seq_len is not None:
+        length = check.integer("seq_len", seq_len, 0)
+    else:
+        length = float(flat.max()) + 1.0 if flat.size else None
+    filler = rot.filler(backend, rotary, length, name)
+    cos, sin = rot.tables(filler, flat.shape[1], dtype)
+    fill_at(filler, (cos, sin), flat, threads)
+    shape = shape + (cos.shape[1],)
+    return cos.reshape(shape), sin.reshape(shape)
+
+
+def cache_table(table: np.ndarray, name: str, complex_dtype=None) -> np.ndarray:
+    """An engine cache's one plane in its format's shape and dtype."""
+    if name == "complex":
+        return table.view(complex_dtype)
+    if name == "pairs":
+        return table.reshape(table.shape[0], -1, 2)
+    return table
+
+
+def cache_dtypes(name: str, dtype):
+    """``(plane dtype, complex dtype or None)`` of an engine cache format."""
+    if name == "complex":
+        complex_dtype = np.dtype(np.complex128) if dtype is None else _complex_dtype(dtype)
+        return np.dtype(np.float64 if complex_dtype.itemsize == 16 else np.float32), complex_dtype
+    return check.dtype(dtype) or F64, None
+
+
+# --------------------------------------------------------------------------- public
 
 
 def rope(
@@ -280,6 +117,8 @@ def rope(
     threads: int | None = None,
     backend: str = "auto",
     max_position_embeddings: int | None = None,
+    inv_freq=None,
+    attention_factor: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rotary position embedding tables ``cos, sin`` for positions ``offset .. offset +
     seq_len - 1``, exact to 1e-15 (times the attention factor).
@@ -318,6 +157,14 @@ def rope(
         The model config's ``max_position_embeddings``, which transformers reads beside the
         mapping (``dynamic``, and ``yarn``/``longrope`` without ``factor``): pass it with
         ``config.rope_parameters``. A mapping that says otherwise is an error.
+    inv_freq : array_like, optional
+        Any RoPE's frequencies, ``head_dim // 2`` finite values ``>= 0`` taken as exact
+        float64, in place of ``base`` and ``scaling`` (passing either with it is refused,
+        except a ``scaling`` of only ``mrope_section`` and ``mrope_interleaved``): LTX-Video's
+        ``theta**linspace * pi/2``, timm's ``pixel`` bands (docs/rope.md). Column ``i`` holds
+        ``attention_factor * cos(p * inv_freq[i])`` rounded once.
+    attention_factor : float, optional
+        With ``inv_freq``: what every value is multiplied by (default 1).
 
     Returns
     -------
@@ -338,19 +185,10 @@ def rope(
     """
     name = _choice("layout", layout, LAYOUTS)
     dtype = check.dtype(dtype) or F64
-    cos, sin = _run(
-        seq_len,
-        offset,
-        head_dim,
-        base,
-        scaling,
-        max_position_embeddings,
-        name,
-        dtype,
-        threads,
-        backend,
-        "sinpe.rope",
+    rotary = rot.resolve(
+        head_dim, base, scaling, max_position_embeddings, inv_freq, attention_factor
     )
+    cos, sin = table_run(rotary, seq_len, offset, name, dtype, threads, backend, "sinpe.rope")
     return cos, sin
 
 
@@ -366,6 +204,8 @@ def rope_cache(
     threads: int | None = None,
     backend: str = "auto",
     max_position_embeddings: int | None = None,
+    inv_freq=None,
+    attention_factor: float | None = None,
 ) -> np.ndarray:
     """An engine's cos/sin cache for positions ``offset .. offset + seq_len - 1``, as one
     array, each value exact as in :func:`rope` (the same bits).
@@ -373,6 +213,7 @@ def rope_cache(
     Parameters
     ----------
     seq_len, head_dim, base, scaling, offset, threads, backend, max_position_embeddings
+    inv_freq, attention_factor
         As for :func:`rope` (``head_dim`` is the rotary dimension ``rot``).
     format : {"vllm", "complex", "pairs"}, default "vllm"
         ``"vllm"``: ``(n, rot)``, ``[cos | sin]`` (vLLM's ``cos_sin_cache``);
@@ -398,34 +239,17 @@ def rope_cache(
     (2, 2)
     """
     name = _choice("format", format, CACHE_FORMATS)
-    if name == "complex":
-        complex_dtype = np.dtype(np.complex128) if dtype is None else _complex_dtype(dtype)
-        dtype = np.dtype(np.float64 if complex_dtype.itemsize == 16 else np.float32)
-    else:
-        dtype = check.dtype(dtype) or F64
-    (table,) = _run(
-        seq_len,
-        offset,
-        head_dim,
-        base,
-        scaling,
-        max_position_embeddings,
-        name,
-        dtype,
-        threads,
-        backend,
-        "sinpe.rope_cache",
+    dtype, complex_dtype = cache_dtypes(name, dtype)
+    rotary = rot.resolve(
+        head_dim, base, scaling, max_position_embeddings, inv_freq, attention_factor
     )
-    if name == "complex":
-        return table.view(complex_dtype)
-    if name == "pairs":
-        return table.reshape(table.shape[0], -1, 2)
-    return table
+    (table,) = table_run(rotary, seq_len, offset, name, dtype, threads, backend, "sinpe.rope_cache")
+    return cache_table(table, name, complex_dtype)
 
 
 def _complex_dtype(value) -> np.dtype:
     try:
-        result = np.dtype(value)
+        result = np.dtype(check.torch_dtype_name(value) or value)
     except Exception:
         result = None
     if result not in (np.dtype(np.complex64), np.dtype(np.complex128)):
@@ -434,29 +258,6 @@ def _complex_dtype(value) -> np.dtype:
             f"got {value!r:.60}"
         )
     return result
-
-
-def _axis_positions(positions: np.ndarray, spec: RopeScaling, h: int):
-    """``(n_axes, n)`` positions for the filler, and the shape of the rows."""
-    n_axes = _axes(spec, h)[0]
-    if n_axes == 1:
-        return positions.reshape(1, -1), positions.shape
-    if spec.rope_type == "axial":
-        if positions.ndim < 1 or positions.shape[-1] != 2:
-            raise ValueError(
-                "rope_type 'axial' takes positions of shape (..., 2): the (height, width) of "
-                f"each patch, as Pixtral's position_ids; got shape {positions.shape}"
-            )
-        return np.ascontiguousarray(np.moveaxis(positions, -1, 0).reshape(2, -1)), positions.shape[
-            :-1
-        ]
-    if positions.ndim < 1 or positions.shape[0] != 3:
-        raise ValueError(
-            "a scaling with mrope_section takes positions of shape (3, ...): temporal, height "
-            "and width, as Qwen2-VL's position_ids (text only: the same positions on the three "
-            f"axes, numpy.broadcast_to(p, (3,) + p.shape)); got shape {positions.shape}"
-        )
-    return np.ascontiguousarray(positions.reshape(3, -1)), positions.shape[1:]
 
 
 def rope_at(
@@ -470,6 +271,9 @@ def rope_at(
     threads: int | None = None,
     backend: str = "auto",
     max_position_embeddings: int | None = None,
+    inv_freq=None,
+    attention_factor: float | None = None,
+    seq_len: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """RoPE ``cos, sin`` at arbitrary positions (a transformers ``position_ids`` array, say).
 
@@ -481,8 +285,11 @@ def rope_at(
         width positions (Qwen2-VL's ``position_ids``); with ``rope_type`` ``"axial"``: shape
         ``(*shape, 2)``, each patch's (height, width) (Pixtral's).
     head_dim, base, scaling, layout, dtype, threads, backend, max_position_embeddings
-        As for :func:`rope`. The current length of ``dynamic`` and ``longrope`` is
-        ``max(positions) + 1``.
+    inv_freq, attention_factor
+        As for :func:`rope`.
+    seq_len : int, optional
+        The current length for ``dynamic`` and ``longrope`` (transformers'
+        ``dynamic_rope_update`` keeps one between calls); default ``max(positions) + 1``.
 
     Returns
     -------
@@ -499,21 +306,12 @@ def rope_at(
     >>> cos.shape
     (2, 2, 4)
     """
-    positions = check.positions(positions)
-    head_dim, base, spec = _arguments(head_dim, base, scaling, max_position_embeddings)
+    rotary = rot.resolve(
+        head_dim, base, scaling, max_position_embeddings, inv_freq, attention_factor
+    )
     name = _choice("layout", layout, LAYOUTS)
     dtype = check.dtype(dtype) or F64
-    backend = get_backend(backend)
-    if threads is not None:
-        threads = check.integer("threads", threads, 1)
-    flat, shape = _axis_positions(positions, spec, head_dim // 2)
-    _reserve(flat.shape[1], head_dim, name, dtype)
-    length = float(flat.max()) + 1.0 if flat.size else None
-    filler = _filler(backend, spec, head_dim, base, length, name)
-    cos, sin = _tables(filler, flat.shape[1], dtype)
-    fill_at(filler, (cos, sin), flat, threads)
-    shape = shape + (cos.shape[1],)
-    return cos.reshape(shape), sin.reshape(shape)
+    return table_at(rotary, positions, name, dtype, threads, backend, seq_len)
 
 
 def rope_frequencies(
@@ -523,13 +321,15 @@ def rope_frequencies(
     scaling=None,
     seq_len: int | None = None,
     max_position_embeddings: int | None = None,
+    inv_freq=None,
+    attention_factor: float | None = None,
 ) -> tuple[np.ndarray, float]:
     """The inverse frequencies and attention factor of a rope scaling.
 
     Parameters
     ----------
-    head_dim, base, scaling, max_position_embeddings
-        As for :func:`rope`.
+    head_dim, base, scaling, max_position_embeddings, inv_freq, attention_factor
+        As for :func:`rope` (with ``inv_freq``, those frequencies, read-only).
     seq_len : int, optional
         The current length, for ``dynamic`` and ``longrope``; ``None``: within the trained
         length (``dynamic`` keeps ``base``, ``longrope`` takes ``short_factor``).
@@ -550,19 +350,22 @@ def rope_frequencies(
     >>> inv_freq, factor
     (array([1.   , 0.1  , 0.01 , 0.001]), 1.0)
     """
-    head_dim, base, spec = _arguments(head_dim, base, scaling, max_position_embeddings)
+    rotary = rot.resolve(
+        head_dim, base, scaling, max_position_embeddings, inv_freq, attention_factor
+    )
     if seq_len is not None:
         seq_len = check.integer("seq_len", seq_len, 0)
-    return _frequencies(spec, head_dim, base, seq_len)
+    return rot.frequencies(rotary, seq_len)
 
 
 # --------------------------------------------------------------------------- axis blocks
 
 
-def _make_block_filler(backend, dims, base, linear_factor, name, key):
-    from ..rope_scaling import _powers
-
-    w = np.concatenate([_powers(d, base) for d in dims]) / linear_factor
+def _make_block_filler(backend, dims, base, linear_factor, given, name, key):
+    if given is not None:
+        w = np.frombuffer(given, dtype=np.float64)
+    else:
+        w = np.concatenate([rot.powers(d, base) for d in dims]) / linear_factor
     axes = np.repeat(np.arange(len(dims)), [d // 2 for d in dims])
     layout, order = rope_layout(name, w.shape[0], axes)
     return make_filler(backend, w if order is None else w[order], 1.0, layout, key)
@@ -577,11 +380,13 @@ def rope_blocks(
     layout="interleaved",
     dtype=np.float64,
     backend="auto",
+    inv_freq=None,
 ):
     """RoPE of several position axes side by side, each block its own width (diffusers'
     2-D and 3-D rotary embeddings, Flux's axes): ``positions`` ``(n_axes, n)`` float64
     (checked), block ``a`` rotates ``positions[a]`` by ``base**(-2i/dims[a]) /
-    linear_factor``, in the layout's columns. ``(cos, sin)``, each ``(n, width)``."""
+    linear_factor`` (or, given ``inv_freq``, ``sum(dims) // 2`` frequencies: the blocks'
+    own, in order), in the layout's columns. ``(cos, sin)``, each ``(n, width)``."""
     backend = get_backend(backend)
     name = _choice("layout", layout, LAYOUTS)
     if sum(dims) > MAX_HEAD_DIM:
@@ -589,8 +394,14 @@ def rope_blocks(
             f"the rotary widths {list(dims)} sum to {sum(dims)}: at most 2**16 = {MAX_HEAD_DIM} "
             "columns in all (real models rotate a few hundred)"
         )
-    key = ("rope-blocks", backend.NAME, tuple(dims), float(base), float(linear_factor), name)
-    filler = cache.lookup(key, _make_block_filler, (backend, dims, base, linear_factor, name, key))
-    cos, sin = _tables(filler, positions.shape[1], dtype)
+    given = None
+    if inv_freq is not None:
+        given = rot.resolve(sum(d // 2 for d in dims) * 2, inv_freq=inv_freq).given
+    key = ("rope-blocks", backend.NAME, tuple(dims), float(base), float(linear_factor), given)
+    key += (name,)
+    filler = cache.lookup(
+        key, _make_block_filler, (backend, dims, base, linear_factor, given, name, key)
+    )
+    cos, sin = rot.tables(filler, positions.shape[1], dtype)
     fill_at(filler, (cos, sin), positions, None)
     return cos, sin

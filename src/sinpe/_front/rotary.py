@@ -1,0 +1,383 @@
+"""One RoPE, resolved once: a ``Rotary`` (width, base, parsed scaling or given frequencies,
+which position axis each frequency reads, the attention factor) and what is made from it,
+cached: its frequencies at a length, and its ``Filler`` in a table format. The public RoPE
+functions (``rope.py``), ``RopeSpec`` (``config.py``) and ``sinpe.torch`` all go through here.
+
+A RoPE table format is a two-plane (or one-plane) ``Layout`` of the one filler whose values
+carry the attention factor; compact column ``j`` always holds frequency ``j`` at position axis
+``axes[j]`` (M-RoPE's sections and the vision towers' axial splits are data here, never a
+loop of their own).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ..rope_scaling import RopeScaling, inverse_frequencies, length_key, parse, powers
+from . import cache
+from . import checks as check
+from .plan import Layout, Place, Segment, make_filler
+from .tables import MAX_FREQUENCY
+
+__all__ = [
+    "FORMATS",
+    "MAX_HEAD_DIM",
+    "Rotary",
+    "check_factor",
+    "filler",
+    "frequencies",
+    "from_scaling",
+    "powers",
+    "resolve",
+    "rope_layout",
+]
+
+# The widest rotary dimension taken. Real models rotate 32 to 512 columns; a frequency rule
+# costs up to a few microseconds per frequency (llama3's exact band test), so 2**16 keeps
+# any scaling's frequencies well under a second and a few MiB.
+MAX_HEAD_DIM = 2**16
+DEFAULT_BASE = 10000.0
+# table formats: the rope() layouts and the rope_cache() formats
+FORMATS = ("half", "interleaved", "compact", "vllm", "complex", "pairs")
+_MROPE_KEYS = ("mrope_section", "mrope_interleaved")
+
+
+class Rotary(NamedTuple):
+    """A RoPE resolved from its arguments (hashable: the cache key of what is made from it).
+
+    ``scaling`` is the parsed mapping (for given frequencies, only M-RoPE's keys);
+    ``given`` the ``inv_freq=`` vector's float64 bytes and ``given_factor`` its attention
+    factor; ``axes`` the position axis of each frequency (``None``: one axis) and ``n_axes``
+    how many a position holds; ``axes_last``: positions of shape ``(..., n_axes)`` (a vision
+    grid) rather than ``(n_axes, ...)`` (M-RoPE)."""
+
+    head_dim: int
+    base: float | None
+    scaling: RopeScaling
+    given: bytes | None = None
+    given_factor: float = 1.0
+    axes: tuple | None = None
+    n_axes: int = 1
+    axes_last: bool = False
+
+    @property
+    def h(self) -> int:
+        return self.head_dim // 2
+
+
+def _width(head_dim) -> int:
+    head_dim = check.integer("head_dim", head_dim, 2)
+    if head_dim > MAX_HEAD_DIM:
+        shown = head_dim if head_dim < 10**30 else f"a {len(str(head_dim))}-digit number"
+        raise ValueError(
+            f"head_dim={shown} is too large: the rotary dimension is at most 2**16 = "
+            f"{MAX_HEAD_DIM} (real models rotate 32 to 512 columns)"
+        )
+    if head_dim % 2:
+        raise ValueError(
+            f"head_dim must be even (the rotary dimension: pairs of columns), got {head_dim}"
+        )
+    return head_dim
+
+
+def mrope_axes(sections, interleaved: bool, h: int) -> tuple:
+    """The position axis of each frequency under M-RoPE: Qwen2-VL's contiguous sections
+    ``T | H | W``, or Qwen3-VL's interleaved ``T, H, W, T, H, W, ...`` (then the rest T)."""
+    if interleaved:
+        axes = np.zeros(h, dtype=np.intp)
+        for axis in (1, 2):
+            axes[axis : 3 * sections[axis] : 3] = axis
+        return tuple(axes.tolist())
+    return tuple(np.repeat(np.arange(3), sections).tolist())
+
+
+def _axes(scaling: RopeScaling, h: int):
+    """``(axes, n_axes, axes_last)`` a scaling's keys say."""
+    sections = scaling.get("mrope_section")
+    if sections is not None:
+        return mrope_axes(sections, bool(scaling.get("mrope_interleaved")), h), 3, False
+    if scaling.rope_type == "axial":  # Pixtral: [even powers: height | odd powers: width]
+        return tuple([0] * ((h + 1) // 2) + [1] * (h // 2)), 2, True
+    return None, 1, False
+
+
+def _given(inv_freq, head_dim: int, attention_factor) -> tuple[bytes, float]:
+    if isinstance(inv_freq, (str, bytes)) or inv_freq is None:
+        raise TypeError(f"inv_freq must be a 1-D array of numbers, got {type(inv_freq).__name__}")
+    if type(inv_freq).__module__.startswith("torch"):
+        inv_freq = inv_freq.detach().cpu().double().numpy()
+    try:
+        array = np.asarray(inv_freq)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"inv_freq must be a 1-D array of numbers: {exc}") from None
+    if array.dtype.kind not in "iuf" or array.ndim != 1:
+        raise TypeError(
+            f"inv_freq must be a 1-D array of integers or floats (taken as exact float64), got "
+            f"dtype {array.dtype} and {array.ndim} dimensions"
+        )
+    w = array.astype(np.float64)
+    if w.shape[0] != head_dim // 2:
+        raise ValueError(
+            f"inv_freq has {w.shape[0]} frequencies, but head_dim={head_dim} rotates "
+            f"head_dim // 2 = {head_dim // 2}"
+        )
+    if not (np.isfinite(w).all() and (w >= 0).all() and w.max(initial=0.0) <= MAX_FREQUENCY):
+        raise ValueError(
+            "inv_freq must hold finite frequencies >= 0 and below 2**900 (position * frequency "
+            "stays exact)"
+        )
+    if attention_factor is None:
+        factor = 1.0
+    else:
+        factor = check.real("attention_factor", attention_factor)
+        if not (math.isfinite(factor) and factor > 0):
+            raise ValueError(f"attention_factor must be finite and > 0, got {factor!r}")
+    return np.ascontiguousarray(w).tobytes(), factor
+
+
+def resolve(
+    head_dim,
+    base=None,
+    scaling=None,
+    max_position_embeddings=None,
+    inv_freq=None,
+    attention_factor=None,
+) -> Rotary:
+    """The checked arguments of a public RoPE call as one ``Rotary``: ``head_dim``, the base
+    (``base``, else the mapping's ``rope_theta``, else 10000) and the parsed scaling; or the
+    given ``inv_freq`` (then ``base`` and every scaling key but M-RoPE's are refused)."""
+    head_dim = _width(head_dim)
+    if inv_freq is not None:
+        if base is not None:
+            raise ValueError("pass inv_freq or base, not both: inv_freq are the frequencies")
+        if scaling is not None:
+            keys = set(scaling) if hasattr(scaling, "keys") else {"?"}
+            extra = keys - {*_MROPE_KEYS, "rope_type"} or (
+                {"rope_type"} if dict(scaling).get("rope_type", "default") != "default" else set()
+            )
+            if extra:
+                raise ValueError(
+                    "pass inv_freq or a scaling, not both: inv_freq are the frequencies (only "
+                    f"mrope_section and mrope_interleaved may come with them), got {sorted(extra)}"
+                )
+        given, factor = _given(inv_freq, head_dim, attention_factor)
+        spec = parse(
+            {k: v for k, v in dict(scaling or {}).items() if k in _MROPE_KEYS}, None, head_dim
+        )
+        _check_sections(spec, head_dim)
+        return Rotary(head_dim, None, spec, given, factor, *_axes(spec, head_dim // 2))
+    if attention_factor is not None:
+        raise ValueError(
+            "attention_factor comes with inv_freq only: a scaling gives its own factor"
+        )
+    spec = parse(scaling, max_position_embeddings, head_dim)
+    partial = spec.get("partial_rotary_factor")
+    if partial is not None and spec.rope_type != "proportional":
+        width = int(head_dim * partial)
+        raise ValueError(
+            f"scaling carries partial_rotary_factor={partial!r}, but head_dim here is the rotary "
+            f"width: for a model whose head_dim is {head_dim}, pass head_dim="
+            f"{width - width % 2} (int({head_dim} * {partial!r})) and leave the factor out of the "
+            "mapping, or read the model's config with sinpe.rope_config(), which applies it"
+        )
+    _check_sections(spec, head_dim)
+    if base is None:
+        base = spec.theta if spec.theta is not None else DEFAULT_BASE
+    else:
+        base = check.base(base)
+        if spec.theta is not None and spec.theta != base:
+            raise ValueError(
+                f"base={base!r} disagrees with the scaling mapping's rope_theta={spec.theta!r}: "
+                "pass one of them, or the same value"
+            )
+    return Rotary(head_dim, check.base(base), spec, None, 1.0, *_axes(spec, head_dim // 2))
+
+
+def from_scaling(head_dim: int, base: float, scaling: RopeScaling) -> Rotary:
+    """A ``Rotary`` of an already parsed scaling at a checked width (``rope_config``'s)."""
+    head_dim = _width(head_dim)
+    _check_sections(scaling, head_dim)
+    return Rotary(head_dim, check.base(base), scaling, None, 1.0, *_axes(scaling, head_dim // 2))
+
+
+def _check_sections(spec: RopeScaling, head_dim: int) -> None:
+    """Contiguous sections must cover the frequencies exactly (transformers' split fails
+    otherwise); interleaved ones must fit (the frequencies past them read the first axis)."""
+    sections = spec.get("mrope_section")
+    if sections is None:
+        return
+    h = head_dim // 2
+    if spec.get("mrope_interleaved"):
+        if 3 * max(sections[1], sections[2], 1) - 1 > h:
+            raise ValueError(
+                f"scaling['mrope_section'] {list(sections)} does not fit head_dim // 2 = {h} "
+                "frequencies interleaved (T, H, W, T, H, W, ...): 3 * section - 1 must be at most "
+                f"{h}"
+            )
+    elif sum(sections) != h:
+        raise ValueError(
+            f"scaling['mrope_section'] {list(sections)} must sum to head_dim // 2 = {h} (one "
+            f"section of frequencies per position axis), got {sum(sections)}"
+        )
+
+
+def length_of(rotary: Rotary, length):
+    """What of the current length changes this RoPE's values (``None``: nothing)."""
+    if rotary.given is not None:
+        return None
+    return length_key(rotary.scaling, length)
+
+
+# --------------------------------------------------------------------------- made from it
+
+
+def _make_frequencies(rotary: Rotary, length):
+    if rotary.given is not None:
+        return np.frombuffer(rotary.given, dtype=np.float64), rotary.given_factor
+    scaling = rotary.scaling.without(*_MROPE_KEYS)
+    inv_freq, attention = inverse_frequencies(scaling, rotary.head_dim, rotary.base, length)
+    largest = float(np.abs(inv_freq).max())
+    if not largest <= MAX_FREQUENCY:
+        raise ValueError(
+            f"base={rotary.base!r} with scaling {scaling.rope_type!r} gives inverse frequencies "
+            f"up to {largest:.3g}; every inverse frequency must be finite and below 2**900 so "
+            "that position * frequency stays exact"
+        )
+    if not (math.isfinite(attention) and attention > 0):
+        raise ValueError(f"scaling gives attention factor {attention!r}; it must be finite and > 0")
+    return check.frozen(inv_freq), attention
+
+
+def frequencies(rotary: Rotary, length) -> tuple[np.ndarray, float]:
+    """``(inv_freq, attention_factor)`` at the current ``length``, read-only, cached."""
+    key = ("rope-frequencies", rotary, length_of(rotary, length))
+    return cache.lookup(key, _make_frequencies, (rotary, length))
+
+
+def filler(backend, rotary: Rotary, length, name: str):
+    """The cached ``Filler`` of a RoPE in table format ``name``."""
+    key = ("rope", backend.NAME, rotary, length_of(rotary, length), name)
+    return cache.lookup(key, _make_filler, (backend, rotary, length, name, key))
+
+
+def _make_filler(backend, rotary, length, name, key):
+    inv_freq, attention = frequencies(rotary, length)
+    axes = None if rotary.axes is None else np.array(rotary.axes, dtype=np.intp)
+    layout, order = rope_layout(name, inv_freq.shape[0], axes)
+    w = inv_freq if order is None else inv_freq[order]
+    return make_filler(backend, w, attention, layout, key)
+
+
+def axis_positions(rotary: Rotary, positions: np.ndarray):
+    """``(n_axes, n)`` positions for the filler, and the shape of the rows."""
+    n_axes = rotary.n_axes
+    if n_axes == 1:
+        return positions.reshape(1, -1), positions.shape
+    if rotary.axes_last:
+        if positions.ndim < 1 or positions.shape[-1] != n_axes:
+            raise ValueError(
+                f"this RoPE takes positions of shape (..., {n_axes}): the (height, width) of "
+                f"each patch, as Pixtral's position_ids; got shape {positions.shape}"
+            )
+        flat = np.moveaxis(positions, -1, 0).reshape(n_axes, -1)
+        return np.ascontiguousarray(flat), positions.shape[:-1]
+    if positions.ndim < 1 or positions.shape[0] != n_axes:
+        raise ValueError(
+            f"this RoPE (M-RoPE) takes positions of shape ({n_axes}, ...): temporal, height "
+            "and width, as Qwen2-VL's position_ids (text only: the same positions on every "
+            f"axis, numpy.broadcast_to(p, ({n_axes},) + p.shape)); got shape {positions.shape}"
+        )
+    return np.ascontiguousarray(positions.reshape(n_axes, -1)), positions.shape[1:]
+
+
+# --------------------------------------------------------------------------- layouts
+
+
+def table_format(name: str, h: int):
+    """A table format for ``h`` frequencies: row width, planes, and for cos and for sin the
+    plane, the column of frequency 0, the columns from one frequency to the next, and the
+    offset of a second copy (0: none)."""
+    if name == "half":  # [f0 .. f(h-1), f0 .. f(h-1)] in a cos table and a sin table
+        return 2 * h, 2, (0, 0, 1, h), (1, 0, 1, h)
+    if name == "interleaved":  # [f0, f0, f1, f1, ...]
+        return 2 * h, 2, (0, 0, 2, 1), (1, 0, 2, 1)
+    if name == "compact":  # [f0 .. f(h-1)]
+        return h, 2, (0, 0, 1, 0), (1, 0, 1, 0)
+    if name == "vllm":  # one table, [cos f0 .. f(h-1) | sin f0 .. f(h-1)]
+        return 2 * h, 1, (0, 0, 1, 0), (0, h, 1, 0)
+    # "complex", "pairs": one table, (cos, sin) of each frequency side by side
+    return 2 * h, 1, (0, 0, 2, 0), (0, 1, 2, 0)
+
+
+def _runs(axes: np.ndarray):
+    """The frequencies of each position axis as arithmetic runs ``(axis, first, step,
+    count)`` (M-RoPE's interleaved sections are runs of step 3)."""
+    runs = []
+    for axis in np.unique(axes).tolist():
+        index = np.flatnonzero(axes == axis).tolist()
+        i = 0
+        while i < len(index):
+            step = index[i + 1] - index[i] if i + 1 < len(index) else 1
+            j = i + 1
+            while j < len(index) and index[j] - index[j - 1] == step:
+                j += 1
+            runs.append((axis, index[i], step, j - i))
+            i = j
+    return runs
+
+
+def rope_layout(name: str, h: int, axes: np.ndarray | None = None):
+    """The ``Layout`` of table format ``name`` for ``h`` frequencies, frequency i reading
+    position axis ``axes[i]`` (``None``: all axis 0), and the order in which the filler takes
+    the frequencies (``None``: as they are): each axis's runs of frequencies become one
+    segment each, placed at their own columns."""
+    width, planes, cos, sin = table_format(name, h)
+    runs = [(0, 0, 1, h)] if axes is None else _runs(axes)
+    segments, order, first = [], [], 0
+    for axis, i0, step, count in runs:
+        if not count:
+            continue
+        places = [
+            Place(plane, c0 + k * i0, k * step, dup, count) for plane, c0, k, dup in (cos, sin)
+        ]
+        segments.append(Segment(first, count, axis, *places))
+        order += range(i0, i0 + step * count, step)
+        first += count
+    layout = Layout(width, planes, tuple(segments))
+    return layout, (None if order == list(range(h)) else np.array(order, dtype=np.intp))
+
+
+_LARGEST = {
+    "float64": 1.7976931348623157e308,
+    "float32": 3.4028234663852886e38,
+    "float16": 65504.0,
+    "bfloat16": 3.3895313892515355e38,
+}
+
+
+def check_factor(factor: float, dtype) -> None:
+    """Every value is at most ``factor``: refuse a factor the output dtype cannot hold."""
+    largest = _LARGEST.get(np.dtype(dtype).name)
+    if largest is not None and factor > largest:
+        raise ValueError(
+            f"the attention factor {factor:.6g} is larger than dtype {np.dtype(dtype).name} "
+            f"holds ({largest:.6g}): its tables would be inf; pass a wider dtype"
+        )
+
+
+def reserve(n: int, h: int, name: str, dtype) -> None:
+    """Refuse, before the frequencies are made, tables the process could never hold."""
+    width, planes = table_format(name, h)[:2]
+    what = f"{'two tables' if planes == 2 else 'a table'} of shape {(n, width)} {dtype.name}"
+    check.reserve(planes * n * width * dtype.itemsize + check.SCRATCH_BYTES, what)
+
+
+def tables(filler_, n: int, dtype) -> tuple[np.ndarray, ...]:
+    """The planes of ``n`` rows a filler writes, allocated."""
+    check_factor(filler_.factor, dtype)
+    names = ("positions", "head_dim")
+    shape = (n, filler_.layout.width)
+    return tuple(check.allocate(shape, dtype, names) for _ in range(filler_.layout.planes))

@@ -1,0 +1,183 @@
+"""``RopeSpec``: a model's RoPE as ``rope_config`` read it, frozen, with the methods that make
+its tables. The spec holds its resolved ``Rotary`` (the parsed scaling, the width, which axis
+each frequency reads): a table never parses the config again."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import checks as check
+from . import rope as _rope
+from . import rotary as rot
+from .checks import F64
+from .rotary import Rotary
+
+__all__ = ["RopeSpec", "Frozen", "OUTPUT_LAYOUTS"]
+
+# what a model's rotary module returns: cos/sin as cat(freqs, freqs) (rotate_half), each
+# value twice in place (Cohere), the frequencies once (gpt-oss), or complex freqs_cis (Llama 4)
+OUTPUT_LAYOUTS = ("half", "interleaved", "compact", "complex")
+
+
+class Frozen(Mapping):
+    """A read-only mapping (list values as tuples) that pickles and compares as a dict."""
+
+    def __init__(self, items=()):
+        self._items = {
+            key: tuple(value) if isinstance(value, list) else value
+            for key, value in dict(items).items()
+        }
+
+    def __getitem__(self, key):
+        return self._items[key]
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self):
+        return len(self._items)
+
+    def __hash__(self):
+        return hash(tuple(sorted(self._items.items())))
+
+    def __eq__(self, other):
+        return isinstance(other, Mapping) and dict(self) == dict(other)
+
+    def __repr__(self):
+        return repr(self._items)
+
+    def __reduce__(self):
+        return (Frozen, (self._items,))
+
+
+@dataclass(frozen=True)
+class RopeSpec:
+    """A model's RoPE as :func:`rope_config` read it: frozen data, and the table methods.
+
+    Attributes
+    ----------
+    head_dim : int or None
+        The rotary width (``partial_rotary_factor``, ``qk_rope_head_dim`` and the other
+        family rules applied), what :func:`sinpe.rope` takes as ``head_dim``; ``None`` for a
+        config with a RoPE per layer type (then see ``layer_types``).
+    base : float or None
+        ``rope_theta`` (the base the family's rule makes of it: HunYuan's NTK alpha is in the
+        frequencies, not here).
+    scaling : mapping or None
+        ``rope_type`` and its keys, as :func:`sinpe.rope` takes them (read-only); a family
+        type (``ntk_alpha``, ``longrope_mscale``) is named as such.
+    max_position_embeddings : int or None
+    layer_types : tuple of str or None
+        For a config with a RoPE per layer type (Gemma 3 and 4, OLMo-3): the types, each given
+        by :meth:`layer` or ``rope_config(config, layer_type=...)``; ``None`` otherwise.
+    layer_type : str or None
+        The layer type this spec is for, if any.
+    model_type : str or None
+        The ``model_type`` whose record and defaults were read.
+    layout : str or None
+        What the model's rotary module returns: ``"half"`` (``cat(freqs, freqs)``),
+        ``"interleaved"`` (each value twice in place: Cohere), ``"compact"`` (gpt-oss) or
+        ``"complex"`` (``freqs_cis``: Llama 4, DeepSeek-V2).
+    axes : tuple of int or None
+        The position axis each frequency reads (M-RoPE: 0, 1, 2 for T, H, W; a vision grid:
+        0, 1 for height, width), in frequency order; ``None``: one axis.
+    """
+
+    head_dim: int | None
+    base: float | None
+    scaling: Mapping | None
+    max_position_embeddings: int | None = None
+    layer_types: tuple | None = None
+    layer_type: str | None = None
+    model_type: str | None = None
+    layout: str | None = "half"
+    axes: tuple | None = None
+    _rotary: Rotary | None = field(default=None, repr=False, compare=False)
+    _layers: Mapping | None = field(default=None, repr=False, compare=False)
+
+    def layer(self, layer_type: str) -> RopeSpec:
+        """The spec of one layer type of a per-layer config."""
+        if self.layer_types is None:
+            raise ValueError("this config has one RoPE for every layer: it has no layer types")
+        if not isinstance(layer_type, str) or layer_type not in self.layer_types:
+            raise ValueError(f"layer_type must be one of {self.layer_types}, got {layer_type!r}")
+        found = self._layers[layer_type]
+        if found is None:
+            raise ValueError(
+                f"layer type {layer_type!r} has no RoPE (its rope_parameters entry is null)"
+            )
+        return found
+
+    def _one(self) -> Rotary:
+        if self.layer_types is not None:
+            raise ValueError(
+                "this config has a RoPE per layer type ("
+                + ", ".join(self.layer_types)
+                + "): take one with spec.layer(name) or rope_config(config, layer_type=name)"
+            )
+        return self._rotary
+
+    @property
+    def n_axes(self) -> int:
+        """How many position axes a position holds (1; M-RoPE 3; a vision grid 2)."""
+        return self._one().n_axes
+
+    def rope(
+        self,
+        seq_len: int,
+        *,
+        offset=0,
+        layout="half",
+        dtype=np.float64,
+        threads=None,
+        backend="auto",
+    ):
+        """:func:`sinpe.rope` of this model: ``cos, sin`` for positions ``offset ..``."""
+        name = _rope._choice("layout", layout, _rope.LAYOUTS)
+        dtype = check.dtype(dtype) or F64
+        return _rope.table_run(
+            self._one(), seq_len, offset, name, dtype, threads, backend, "spec.rope"
+        )
+
+    def rope_at(
+        self,
+        positions,
+        *,
+        layout="half",
+        dtype=np.float64,
+        threads=None,
+        backend="auto",
+        seq_len=None,
+    ):
+        """:func:`sinpe.rope_at` of this model (M-RoPE: positions ``(3, ...)``; a vision
+        grid: ``(..., 2)``); ``seq_len``: the current length of ``dynamic`` and
+        ``longrope`` (default ``max(positions) + 1``)."""
+        name = _rope._choice("layout", layout, _rope.LAYOUTS)
+        dtype = check.dtype(dtype) or F64
+        return _rope.table_at(self._one(), positions, name, dtype, threads, backend, seq_len)
+
+    def rope_cache(
+        self, seq_len: int, *, format="vllm", offset=0, dtype=None, threads=None, backend="auto"
+    ):
+        """:func:`sinpe.rope_cache` of this model."""
+        name = _rope._choice("format", format, _rope.CACHE_FORMATS)
+        dtype, complex_dtype = _rope.cache_dtypes(name, dtype)
+        (table,) = _rope.table_run(
+            self._one(), seq_len, offset, name, dtype, threads, backend, "spec.rope_cache"
+        )
+        return _rope.cache_table(table, name, complex_dtype)
+
+    def frequencies(self, seq_len: int | None = None):
+        """``(inv_freq, attention_factor)`` (:func:`sinpe.rope_frequencies`) at the current
+        length ``seq_len`` (``None``: within the trained length)."""
+        if seq_len is not None:
+            seq_len = check.integer("seq_len", seq_len, 0)
+        return rot.frequencies(self._one(), seq_len)
+
+    def length_dependent(self) -> bool:
+        """Whether the values change with the current length (``dynamic``, ``longrope``)."""
+        rotary = self._one()
+        return rot.length_of(rotary, None) != rot.length_of(rotary, 2**53)
