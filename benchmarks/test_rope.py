@@ -97,3 +97,29 @@ def test_block_conventions(benchmark, convention, backend):
 def test_block_conventions_ones(benchmark):
     benchmark.group = "conventions-2048x768-f64-one-thread"
     assert benchmark(ones, 2048, 768, "float64").shape == (2048, 768)
+
+
+def test_patch_one_llama_module(benchmark):
+    """patch() of one Llama-3.1 rotary module: candidate, buffer and probe checks, swap."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    import sinpe.torch as st
+
+    config = transformers.LlamaConfig(
+        hidden_size=4096,
+        num_attention_heads=32,
+        rope_theta=500000.0,
+        max_position_embeddings=131072,
+        rope_scaling=LLAMA31_ROPE,
+    )
+    module = LlamaRotaryEmbedding(config)
+
+    def holder():
+        h = torch.nn.Module()
+        h.rope = module
+        return (h,), {"warn": False}
+
+    report = benchmark.pedantic(st.patch, setup=holder, rounds=20)
+    assert report == ["rope"]

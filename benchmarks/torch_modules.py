@@ -1,7 +1,8 @@
 """sinpe.torch against transformers, side by side in one run: RotaryEmbedding.forward against
 LlamaRotaryEmbedding.forward (Llama-3.1, (1, 8192) position_ids, float32, CPU), the cost of
 building sinpe's exact cache against torch.empty + fill_ of the bytes it keeps, its peak
-memory, and the logits of a tiny random Llama-3.1 model before and after patch().
+memory, what patch() costs per module (every transformers rotary class it replaces, from its
+class defaults), and the logits of a tiny random Llama-3.1 model before and after patch().
 
     python benchmarks/torch_modules.py [--rounds N]
 
@@ -117,6 +118,17 @@ def main(argv=None):
         f"| peak memory building it / the bytes it keeps | {peak >> 20} MiB / {kept >> 20} MiB | "
         f"**{peak / kept:.2f}** | <= 2 {'ok' if ok else 'MISSED'} |"
     )
+    costs = patch_costs(st, torch)
+    if costs:
+        worst = max(costs.values())
+        ok = worst <= 0.05
+        failed += not ok
+        slowest = max(costs, key=costs.get)
+        print(
+            f"| patch() per module, {len(costs)} transformers rotary classes from their defaults"
+            f" | median {statistics.median(costs.values()) * 1e3:.1f} ms, slowest "
+            f"{worst * 1e3:.1f} ms ({slowest}) | | <= 50 ms {'ok' if ok else 'MISSED'} |"
+        )
     torch.manual_seed(0)
     tiny = transformers.LlamaConfig(
         hidden_size=64,
@@ -137,6 +149,40 @@ def main(argv=None):
     diffs = ", ".join(f"{k}: {(before[k] - after[k]).abs().max().item():.2g}" for k in spans)
     print(f"\ntiny random Llama-3.1 model, largest logit change from patch() at positions {diffs}")
     return 1 if failed else 0
+
+
+def patch_costs(st, torch) -> dict:
+    """Seconds ``patch()`` takes for a module of each text rotary class it replaces, built
+    from its class defaults (tools/transformers_rope.py walks them), best of three."""
+    import os
+    import warnings
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+    import transformers_rope as harness
+
+    costs = {}
+    warnings.filterwarnings("ignore")
+    for module_name, name, cls in harness.rotary_classes():
+        config_cls = harness.config_class(module_name, cls)
+        if config_cls is None or not harness.takes_position_ids(cls) or "Vision" in name:
+            continue
+        try:
+            config = config_cls()
+            config = getattr(config, "text_config", None) or config
+            module = cls(config)
+        except Exception:
+            continue
+        best = None
+        for _ in range(3):
+            holder = torch.nn.Module()
+            holder.rope = module
+            start = time.perf_counter()
+            report = st.patch(holder, warn=False)
+            elapsed = time.perf_counter() - start
+            best = elapsed if best is None else min(best, elapsed)
+        if report:
+            costs[name] = best
+    return costs
 
 
 def sinpe_version():

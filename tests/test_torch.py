@@ -3,6 +3,7 @@
 tiny random transformers models (where transformers is installed: the torch CI leg), and the
 diffusers modules against float64 transcriptions."""
 
+import re
 import threading
 import warnings
 
@@ -92,7 +93,49 @@ def test_tensors_are_the_numpy_tables(dtype):
     cos, _ = st.rope_at(torch.tensor([[3, 70000]]), 64, dtype=dtype)
     assert tuple(cos.shape) == (1, 2, 64)
     cache = st.rope_cache(5, 8, format="complex")
-    assert cache.dtype == torch.complex128 and tuple(cache.shape) == (5, 4)
+    assert cache.dtype == torch.complex64 and tuple(cache.shape) == (5, 4)  # torch's default
+    assert st.rope_cache(5, 8, format="complex", dtype=torch.complex128).dtype == torch.complex128
+
+
+def test_the_default_dtype_is_torchs_and_out_tensors_are_filled():
+    assert st.rope(3, 8)[0].dtype == torch.get_default_dtype()
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert st.rope_at([1, 2], 8)[0].dtype == torch.float64
+    finally:
+        torch.set_default_dtype(previous)
+    assert sinpe.rope(2, 8, dtype=torch.float16)[0].dtype == np.float16  # NumPy arrays still
+    for dtype in (torch.float32, torch.bfloat16):
+        cos, sin = torch.empty(4, 8, dtype=dtype), torch.empty(4, 8, dtype=dtype)
+        got = st.rope(4, 8, out=(cos, sin), offset=3)
+        assert got[0] is cos and got[1] is sin
+        want = st.rope(4, 8, dtype=dtype, offset=3)
+        assert torch.equal(cos, want[0]) and torch.equal(sin, want[1])
+        ids = torch.tensor([[5, 9]])
+        cos, sin = torch.empty(1, 2, 8, dtype=dtype), torch.empty(1, 2, 8, dtype=dtype)
+        st.rope_at(ids, 8, out=(cos, sin))
+        assert torch.equal(cos, st.rope_at(ids, 8, dtype=dtype)[0])
+    cache = torch.empty(6, 8)
+    assert st.rope_cache(6, 8, out=cache) is cache
+    assert torch.equal(cache, st.rope_cache(6, 8, dtype=torch.float32))
+    before = torch.full((4, 8), 7.0)
+    for bad, match in (
+        ((before, torch.empty(4, 8)[:, ::2]), "not contiguous"),
+        ((before, torch.empty(4, 8, dtype=torch.float64)), "dtype"),
+        ((before, torch.empty(3, 8)), "shape"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            st.rope(4, 8, out=bad)
+        assert torch.equal(before, torch.full((4, 8), 7.0))  # nothing written
+    with pytest.raises(TypeError, match="tuple of 2"):
+        st.rope(4, 8, out=before)
+
+
+def test_boolean_position_ids_are_refused():
+    m = st.RotaryEmbedding(LLAMA3)
+    with pytest.raises(TypeError, match="position_ids"):
+        m(torch.zeros(1), torch.tensor([[True, False]]))
 
 
 def test_bfloat16_is_rounded_once_from_float64_halfway_cases_included():
@@ -453,7 +496,7 @@ def test_patch_replaces_each_family_with_the_same_shapes_and_exact_values(family
     assert np.array_equal(got[0].numpy(), exact(spec, ids.numpy())[0])
 
 
-def test_patch_leaves_unknown_modules_alone_and_says_so():
+def test_patch_verifies_the_complex_freqs_cis_of_deepseek_v2():
     transformers = pytest.importorskip("transformers")
     config = transformers.DeepseekV2Config(
         hidden_size=64,
@@ -473,10 +516,63 @@ def test_patch_leaves_unknown_modules_alone_and_says_so():
     from transformers.models.deepseek_v2.modeling_deepseek_v2 import DeepseekV2RotaryEmbedding
 
     holder = torch.nn.Module()
-    holder.rope = DeepseekV2RotaryEmbedding(config)  # returns complex freqs_cis: not known
-    with pytest.warns(RuntimeWarning, match="rope \\(DeepseekV2RotaryEmbedding\\)"):
-        assert st.patch(holder) == []
-    assert isinstance(holder.rope, DeepseekV2RotaryEmbedding)
+    holder.rope = DeepseekV2RotaryEmbedding(config)  # complex freqs_cis
+    real = holder.rope(torch.zeros(1), torch.arange(100)[None])
+    assert st.patch(holder) == ["rope"] and isinstance(holder.rope, st.RotaryEmbedding)
+    mine = holder.rope(torch.zeros(1), torch.arange(100)[None])
+    assert mine.dtype == real.dtype == torch.complex64 and mine.shape == real.shape
+    assert (mine - real).abs().max() < 2e-5
+
+
+def _llama_module():
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    config = transformers.LlamaConfig(hidden_size=64, num_attention_heads=4, rope_theta=1e4)
+    holder = torch.nn.Module()
+    holder.rope = LlamaRotaryEmbedding(config)
+    return holder
+
+
+@pytest.mark.parametrize(
+    "spoil, reason",
+    [
+        (lambda m: m.inv_freq.mul_(1.001), r"inv_freq\[\d+\] is .* ulps"),
+        (lambda m: setattr(m, "attention_scaling", 1.5), "attention_scaling is 1.5"),
+        (lambda m: m.config.__setattr__("rope_parameters", {"rope_type": "bogus"}), "refuses"),
+        (lambda m: delattr(m, "config"), "no config"),
+    ],
+)
+def test_patch_leaves_a_module_that_differs_alone_saying_why(spoil, reason):
+    """A module whose buffers, factor or config disagree with what sinpe would build stays,
+    named with the check that failed and the numbers; probing never changes it."""
+    holder = _llama_module()
+    spoil(holder.rope)
+    before = {k: v.clone() for k, v in holder.rope.named_buffers()}
+    with pytest.warns(RuntimeWarning, match="rope"):
+        report = st.patch(holder)
+    assert report == [] and re.search(reason, report.left["rope"]), report.left
+    assert type(holder.rope).__name__ == "LlamaRotaryEmbedding"
+    assert all(torch.equal(before[k], v) for k, v in holder.rope.named_buffers())
+
+
+def test_patch_leaves_a_meta_device_module_alone():
+    holder = _llama_module().to("meta")
+    report = st.patch(holder, warn=False)
+    assert report == [] and "meta device" in report.left["rope"]
+
+
+def test_patch_after_a_cast_to_bfloat16():
+    """model.to(bfloat16) rounds inv_freq to bfloat16, and the real module rotates by those:
+    the buffer agrees within bfloat16's ulps, the probe within the buffer's own error; the
+    replacement is exact."""
+    holder = _llama_module().to(torch.bfloat16)
+    assert st.patch(holder) == ["rope"]
+    cos, _ = holder.rope(torch.zeros(1, dtype=torch.bfloat16), torch.arange(8)[None])
+    want = sinpe.rope_at(np.arange(8)[None], 16, dtype="bfloat16")[0]
+    assert cos.dtype == torch.bfloat16 and np.array_equal(
+        cos.view(torch.int16).numpy(), want.view(np.int16)
+    )
 
 
 def test_patched_llama_logits():

@@ -297,7 +297,7 @@ def probe(module, config, layer_type, w, factor, vision):
     try:
         output = run_forward(module, ids, layer_type)
     except Exception as exc:
-        return {"layout": "unknown", "why": f"forward fails: {type(exc).__name__}: {exc}"[:300]}
+        return {"layout": "unknown", "why": f"forward fails: {_why(exc)}"}
     found = column_map(output, w, factor, n_axes, len(PROBE_AXES[0]))
     if "error" in found:
         tolerance = float32_tolerance(w, [p for axis in PROBE_AXES for p in axis], factor)
@@ -305,7 +305,20 @@ def probe(module, config, layer_type, w, factor, vision):
         if all(c == [j, 0] for j, c in enumerate(found["columns"])):
             found["columns"] = None  # frequency j at column j, one axis: the common case
     found["sections"] = sections
+    found["dtype"] = _output_dtype(module, ids, layer_type)
     return found
+
+
+def _output_dtype(module, ids, layer_type) -> str | None:
+    """What the forward returns for bfloat16 ``x``: ``"x"`` (x's dtype) or a dtype name."""
+    import torch
+
+    try:
+        output = run_forward(module, ids, layer_type, dtype=torch.bfloat16)
+    except Exception:
+        return None
+    tensor = output if isinstance(output, torch.Tensor) else output[0]
+    return "x" if tensor.dtype == torch.bfloat16 else str(tensor.dtype).rpartition(".")[2]
 
 
 def _pack(values) -> str:
@@ -322,6 +335,19 @@ def unpack(text: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float64)
 
 
+def _why(exc: Exception) -> str:
+    """An exception as a stable line: its type and message, sets of names in it sorted (their
+    order follows the hash seed)."""
+    import re
+
+    text = re.sub(
+        r"\{([^{}]*)\}",
+        lambda m: "{" + ", ".join(sorted(p.strip() for p in m.group(1).split(","))) + "}",
+        str(exc),
+    )
+    return f"{type(exc).__name__}: {text}"[:300]
+
+
 def probe_module(cls, config, vision) -> dict:
     """``{"layers": {layer type or "": {...}}}`` of a class built from ``config``, or a
     ``{"status": why}``."""
@@ -331,7 +357,7 @@ def probe_module(cls, config, vision) -> dict:
         with torch.device("cpu"):
             module = cls(config)
     except Exception as exc:
-        return {"status": f"module fails: {type(exc).__name__}: {exc}"[:300]}
+        return {"status": f"module fails: {_why(exc)}"}
     buffers = _buffers(module)
     if not buffers:
         return {"status": "no inv_freq buffer"}
@@ -392,7 +418,7 @@ def record(module_name: str, class_name: str, cls) -> dict:
     try:
         config = config_cls()
     except Exception as exc:
-        entry["status"] = f"config class fails with no arguments: {type(exc).__name__}: {exc}"
+        entry["status"] = f"config class fails with no arguments: {_why(exc)}"
         return entry
     if not takes_position_ids(cls):
         entry["status"] = "forward does not take (x, position_ids[, layer_type])"
@@ -417,7 +443,7 @@ def record(module_name: str, class_name: str, cls) -> dict:
     try:
         entry["config"] = config_data(config)
     except Exception as exc:
-        entry["status"] = f"to_dict fails: {type(exc).__name__}: {exc}"
+        entry["status"] = f"to_dict fails: {_why(exc)}"
         return entry
     if found["status"] != "ok":
         entry["status"] = f"module fails on the defaults: {found['status']}"[:300]
@@ -441,7 +467,7 @@ def record(module_name: str, class_name: str, cls) -> dict:
             # a copy: config classes update the dicts they are given in place
             changed = type(config)(**copy.deepcopy({**_init_kwargs(config), **kwargs}))
         except Exception as exc:
-            entry["variants"][name] = {"kwargs": kwargs, "status": f"config fails: {exc}"[:200]}
+            entry["variants"][name] = {"kwargs": kwargs, "status": f"config fails: {_why(exc)}"}
             continue
         result = probe_module(cls, changed, False)
         before = entry["config"]
@@ -794,6 +820,8 @@ def _variant_rules(entry) -> dict:
     defaults = variants["defaults"]["layers"]
     first = next(iter(defaults.values()))
     rules = {"layout": first.get("layout")}
+    if first.get("dtype") not in ("x", None):
+        rules["output_dtype"] = first["dtype"]
     linear = variants.get("linear", {})
     if linear.get("status") == "ok":
         types = {layer.get("rope_type") for layer in linear["layers"].values()}
@@ -827,7 +855,7 @@ def _variant_rules(entry) -> dict:
 
 
 def _mrope_axes(sections, interleaved, h):
-    if sum(sections) != h or len(sections) != 3:
+    if len(sections) != 3 or (not interleaved and sum(sections) != h):
         return None
     if interleaved:
         axes = [0] * h
@@ -896,10 +924,17 @@ def family_records(entries) -> tuple[dict, dict]:
     return records, composite
 
 
+def _sorted(value):
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    return value
+
+
 def write_defaults(path: str, entries) -> None:
     import transformers
 
     records, composite = family_records(entries)
+    records = {k: _sorted(v) for k, v in records.items()}  # a set's order follows the hash seed
     text = (
         f'"""What transformers {transformers.__version__}\'s configuration classes and rotary '
         "modules do, by model_type: each\nclass's RoPE defaults (its keys, its default mapping, "

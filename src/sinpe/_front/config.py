@@ -445,6 +445,7 @@ def _spec(reader: _Reader, params: dict, layer_type: str | None, own: bool) -> R
         model_type,
         family.layout,
         rotary.axes,
+        family.output_dtype,
         rotary,
     )
 
@@ -506,6 +507,7 @@ def rope_config(config, *, layer_type: str | None = None) -> RopeSpec:
         reader.model_type,
         reader.family.layout,
         None,
+        reader.family.output_dtype,
         None,
         layers,
     )

@@ -56,6 +56,9 @@ class Family(NamedTuple):
     # the module's output: "half" (cat(freqs, freqs)), "interleaved" (repeat_interleave),
     # "compact", "complex" (freqs_cis)
     layout: str = "half"
+    # the output's dtype: "x" (the input's), or a dtype name (OLMo's float32; freqs_cis's
+    # complex64)
+    output_dtype: str = "x"
     # M-RoPE recomposition ("contiguous": Qwen2-VL; "interleaved": Qwen3-VL) and its default
     # sections
     mrope: str | None = None

@@ -48,8 +48,21 @@ def _threads(threads):
 # --------------------------------------------------------------------------- from a Rotary
 
 
-def table_run(rotary: Rotary, seq_len, offset, name: str, dtype, threads, backend, what):
-    """The planes of a table of positions ``offset .. offset + seq_len - 1``."""
+def _planes(filler_, n: int, dtype, out):
+    """The planes to fill: new ones, or ``out`` (one array per plane) checked first."""
+    if out is None:
+        return rot.tables(filler_, n, dtype)
+    rot.check_factor(filler_.factor, dtype)
+    shape = (n, filler_.layout.width)
+    if len(out) != filler_.layout.planes:
+        raise ValueError(f"out must hold {filler_.layout.planes} arrays, got {len(out)}")
+    names = ("positions", "width")
+    return tuple(check.output(o, shape, dtype, names) for o in out)
+
+
+def table_run(rotary: Rotary, seq_len, offset, name: str, dtype, threads, backend, what, out=None):
+    """The planes of a table of positions ``offset .. offset + seq_len - 1`` (into ``out``,
+    a tuple of arrays, when given)."""
     seq_len = check.integer("seq_len", seq_len, 0)
     offset = check.integer("offset", offset, 0)
     check.last_position(offset, seq_len)
@@ -62,13 +75,14 @@ def table_run(rotary: Rotary, seq_len, offset, name: str, dtype, threads, backen
     threads = _threads(threads)
     rot.reserve(seq_len, rotary.h, name, dtype)
     filler = rot.filler(backend, rotary, offset + seq_len, name)
-    planes = rot.tables(filler, seq_len, dtype)
+    planes = _planes(filler, seq_len, dtype, out)
     fill_run(filler, planes + (None,) * (2 - len(planes)), offset, seq_len, threads)
     return planes
 
 
-def table_at(rotary: Rotary, positions, name: str, dtype, threads, backend, seq_len=None):
-    """``(cos, sin)`` at ``positions`` (checked here), each ``shape + (width,)``."""
+def table_at(rotary: Rotary, positions, name: str, dtype, threads, backend, seq_len=None, out=None):
+    """``(cos, sin)`` at ``positions`` (checked here), each ``shape + (width,)`` (into
+    ``out``, two arrays of that shape, when given)."""
     positions = check.positions(positions)
     backend = get_backend(backend)
     threads = _threads(threads)
@@ -79,10 +93,21 @@ def table_at(rotary: Rotary, positions, name: str, dtype, threads, backend, seq_
     else:
         length = float(flat.max()) + 1.0 if flat.size else None
     filler = rot.filler(backend, rotary, length, name)
-    cos, sin = rot.tables(filler, flat.shape[1], dtype)
-    fill_at(filler, (cos, sin), flat, threads)
-    shape = shape + (cos.shape[1],)
-    return cos.reshape(shape), sin.reshape(shape)
+    width = filler.layout.width
+    if out is not None:
+        if len(out) != 2:
+            raise ValueError(f"out must hold 2 arrays (cos, sin), got {len(out)}")
+        names = tuple(f"positions.shape[{k}]" for k in range(len(shape))) + ("width",)
+        out = tuple(check.output(o, shape + (width,), dtype, names) for o in out)
+        rot.check_factor(filler.factor, dtype)
+        planes = tuple(o.reshape(-1, width) for o in out)
+    else:
+        planes = rot.tables(filler, flat.shape[1], dtype)
+    fill_at(filler, planes, flat, threads)
+    if out is not None:
+        return out
+    shape = shape + (width,)
+    return planes[0].reshape(shape), planes[1].reshape(shape)
 
 
 def cache_table(table: np.ndarray, name: str, complex_dtype=None) -> np.ndarray:

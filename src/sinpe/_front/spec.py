@@ -84,6 +84,9 @@ class RopeSpec:
     axes : tuple of int or None
         The position axis each frequency reads (M-RoPE: 0, 1, 2 for T, H, W; a vision grid:
         0, 1 for height, width), in frequency order; ``None``: one axis.
+    output_dtype : str
+        The dtype of the model module's output: ``"x"`` (its input's, as most), or a dtype
+        name (OLMo's modules return float32; ``freqs_cis`` is complex64).
     """
 
     head_dim: int | None
@@ -95,6 +98,7 @@ class RopeSpec:
     model_type: str | None = None
     layout: str | None = "half"
     axes: tuple | None = None
+    output_dtype: str = "x"
     _rotary: Rotary | None = field(default=None, repr=False, compare=False)
     _layers: Mapping | None = field(default=None, repr=False, compare=False)
 
@@ -176,6 +180,11 @@ class RopeSpec:
         if seq_len is not None:
             seq_len = check.integer("seq_len", seq_len, 0)
         return rot.frequencies(self._one(), seq_len)
+
+    def length_key(self, seq_len: int | None):
+        """What of the current length ``seq_len`` changes the values (``None``: nothing):
+        equal keys, equal tables."""
+        return rot.length_of(self._one(), seq_len)
 
     def length_dependent(self) -> bool:
         """Whether the values change with the current length (``dynamic``, ``longrope``)."""

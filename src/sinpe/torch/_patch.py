@@ -1,0 +1,302 @@
+"""``patch(model)``: every rotary module of a transformers model replaced by an exact
+``RotaryEmbedding``, decided per module by verification, never by its class name.
+
+For each module that holds ``inv_freq`` buffers and whose ``forward`` takes ``(x,
+position_ids[, layer_type])``: the candidate is built from the module's own ``config``
+(``sinpe.rope_config``, every layer type), then checked against the very module it would
+replace: its ``inv_freq`` buffers against sinpe's exact frequencies (within 4 + |ln w|
+ulps of float32 or of the buffer's dtype, whichever is coarser: transformers forms them in
+float32), its attention factors (1e-6 relative), and a probe ``forward`` of a copy of the module
+at sampled positions (0 .. 63 and a few up to its trained length; each layer type; M-RoPE's
+three axes apart) against the candidate's values at those positions only (no table is made):
+the same output structure, shape and dtype, and every entry within the real module's own
+angle error, ``factor * (2**-21 (1 + p max w) + p max|w_buffer - w|)``, plus the output
+dtype's rounding. Only then is it replaced; a module left alone is named with the check that
+failed and by how much. The module that stays is never changed: it is probed as a copy.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+import warnings
+
+import numpy as np
+import torch
+
+from ._rotary import RotaryEmbedding
+
+__all__ = ["PatchReport", "patch"]
+
+_EPS = {
+    torch.float64: 2.0**-52,
+    torch.float32: 2.0**-23,
+    torch.float16: 2.0**-10,
+    torch.bfloat16: 2.0**-7,
+}
+_ALLOWED_ULPS = 4.0
+
+
+class PatchReport(list):
+    """The names of the modules ``patch`` replaced, in order; ``left`` maps each rotary
+    module it left alone to why (which check failed, by how much)."""
+
+    def __init__(self, replaced=(), left=None):
+        super().__init__(replaced)
+        self.left: dict[str, str] = dict(left or {})
+
+    def __repr__(self) -> str:
+        return f"PatchReport(replaced={list(self)!r}, left={self.left!r})"
+
+
+def _buffers(module) -> dict:
+    """``{layer type or None: inv_freq buffer}`` of a rotary module."""
+    found = {}
+    for name, buffer in module.named_buffers(recurse=False):
+        if name == "inv_freq":
+            found[None] = buffer
+        elif name.endswith("_inv_freq") and "original" not in name and "long" not in name:
+            found[name[: -len("_inv_freq")]] = buffer
+    return found
+
+
+def _takes_position_ids(module) -> bool:
+    try:
+        arguments = list(inspect.signature(module.forward).parameters)
+    except (TypeError, ValueError):
+        return False
+    return arguments[:2] == ["x", "position_ids"] and arguments[2:] in ([], ["layer_type"])
+
+
+def _probe_positions(original) -> np.ndarray:
+    positions = list(range(64))
+    if original and original > 64:
+        positions += sorted({original // 2, original - 1, min(4093, original - 1)})
+    return np.array(positions, dtype=np.int64)
+
+
+def _probe_ids(layer, positions: np.ndarray) -> tuple[torch.Tensor, np.ndarray]:
+    """Position ids for the candidate layer's shape, and each row's largest position."""
+    if layer.n_axes == 1:
+        return torch.tensor(positions)[None], positions
+    axes = np.stack([np.roll(positions, 7 * a) for a in range(layer.n_axes)])
+    largest = axes.max(axis=0)
+    if layer.axial:
+        return torch.tensor(axes.T.copy()), largest
+    return torch.tensor(axes)[:, None, :], largest
+
+
+def _relative_ulps(buffer: torch.Tensor, w: np.ndarray):
+    """How far the buffer is from sinpe's exact frequencies: the worst index, its offset in
+    ulps (of float32 or of the buffer's dtype, the coarser) less |ln w|, and the values."""
+    got = buffer.detach().to(torch.float64).cpu().numpy().reshape(-1)
+    eps = max(_EPS.get(buffer.dtype, 2.0**-23), 2.0**-23)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(w > 0, 2.0 ** np.floor(np.log2(np.where(w > 0, w, 1.0))), 0.0)
+        off = np.where(w == 0, np.where(got == 0, 0.0, np.inf), np.abs(got - w) / (scale * eps))
+        allowance = np.where(w > 0, np.abs(np.log(np.where(w > 0, w, 1.0))), 0.0)
+    excess = off - allowance
+    i = int(np.argmax(excess)) if excess.size else 0
+    return i, float(off[i]) if off.size else 0.0, float(allowance[i]) if off.size else 0.0, got
+
+
+def _structure(output) -> str:
+    if isinstance(output, torch.Tensor):
+        return f"a {'complex ' if output.is_complex() else ''}tensor"
+    if isinstance(output, (tuple, list)):
+        return f"a {len(output)}-tuple"
+    return type(output).__name__
+
+
+def _planes(output):
+    if isinstance(output, torch.Tensor):
+        return (output.real, output.imag) if output.is_complex() else (output,)
+    return tuple(output)
+
+
+def _compare_outputs(real, mine, largest: np.ndarray, w, w_buffer, factor) -> str | None:
+    if _structure(real) != _structure(mine):
+        return f"the module returns {_structure(real)}, sinpe's {_structure(mine)}"
+    real_planes, mine_planes = _planes(real), _planes(mine)
+    if len(real_planes) != len(mine_planes):
+        return f"the module returns {len(real_planes)} tensors, sinpe's {len(mine_planes)}"
+    for a, b in zip(real_planes, mine_planes):
+        if tuple(a.shape) != tuple(b.shape):
+            return f"output shape {tuple(a.shape)} where sinpe's is {tuple(b.shape)}"
+        if a.dtype != b.dtype:
+            return f"output dtype {a.dtype} where sinpe's is {b.dtype}"
+    angle = 2.0**-21 * (1.0 + largest * float(np.abs(w).max(initial=0.0)))
+    angle = angle + largest * float(np.abs(w_buffer - w).max(initial=0.0))
+    for a, b in zip(real_planes, mine_planes):
+        eps = _EPS.get(a.dtype, 2.0**-23)
+        tolerance = factor * (angle + (2 * eps if eps > 2.0**-23 else 0.0))
+        diff = (a.detach().to(torch.float64).cpu() - b.detach().to(torch.float64).cpu()).abs()
+        diff = diff.numpy().reshape(-1, largest.shape[0], diff.shape[-1]).max(axis=(0, 2))
+        worst = int(np.argmax(diff / tolerance))
+        if diff[worst] > tolerance[worst]:
+            return (
+                f"forward at position {int(largest[worst])} differs by {diff[worst]:.3g} "
+                f"(allowed {tolerance[worst]:.3g}: the module's own float32 angle error)"
+            )
+    return None
+
+
+def _verify(module, candidate: RotaryEmbedding, buffers: dict) -> str | None:
+    """Why ``candidate`` may not replace ``module`` (None: it may)."""
+    layers = candidate._layers
+    names = set(buffers)
+    if names != set(layers) and not (None not in names and names <= set(layers)):
+        return f"layer types {sorted(map(str, names))} where sinpe reads {sorted(map(str, layers))}"
+    device = next(iter(buffers.values())).device
+    for layer_type, buffer in buffers.items():
+        layer = layers[layer_type]
+        prefix = "" if layer_type is None else f"{layer_type}_"
+        w = _matching_frequencies(module, layer, prefix, buffer)
+        if buffer.numel() != w.shape[0]:
+            return (
+                f"{_label(layer_type)}inv_freq holds {buffer.numel()} frequencies, sinpe's "
+                f"{w.shape[0]}"
+            )
+        i, off, allowance, got = _relative_ulps(buffer, w)
+        if off - allowance > _ALLOWED_ULPS:
+            return (
+                f"{_label(layer_type)}inv_freq[{i}] is {got[i]!r}, sinpe's exact {w[i]!r}: "
+                f"{off:.3g} ulps (allowed {_ALLOWED_ULPS + allowance:.3g})"
+            )
+        factor = getattr(module, f"{prefix}attention_scaling", None)
+        if factor is not None and not math.isclose(
+            float(factor), layer.attention_scaling, rel_tol=1e-6
+        ):
+            return (
+                f"{prefix}attention_scaling is {float(factor)!r}, sinpe's "
+                f"{layer.attention_scaling!r}"
+            )
+        positions = _probe_positions(layer.original)
+        ids, largest = _probe_ids(layer, positions)
+        ids = ids.to(device)
+        dtypes = [torch.float32]
+        if buffer.dtype in (torch.float16, torch.bfloat16, torch.float64):
+            dtypes.append(buffer.dtype)
+        for dtype in dtypes:
+            x = torch.zeros(1, 1, positions.shape[0], 8, dtype=dtype, device=device)
+            arguments = (x, ids) if layer_type is None else (x, ids, layer_type)
+            try:
+                with torch.no_grad():
+                    real = copy.deepcopy(module)(*arguments)  # the module itself stays as it is
+            except Exception as exc:
+                return f"its forward fails on probe positions: {type(exc).__name__}: {exc}"[:200]
+            mine = candidate.probe(*arguments)
+            why = _compare_outputs(real, mine, largest, w, got, max(1.0, layer.attention_scaling))
+            if why is not None:
+                return f"{_label(layer_type)}{why} (x {dtype})"
+    return None
+
+
+def _matching_frequencies(module, layer, prefix: str, buffer) -> np.ndarray:
+    """sinpe's frequencies for the length the module's buffer was last made for: dynamic
+    and longrope modules update it per call (transformers' dynamic_rope_update), so the
+    buffer may hold the rescaled base (at the module's max_seq_len_cached) or longrope's
+    long factors. The candidate takes over that state when one of them matches."""
+    lengths = [None]
+    cached = getattr(module, f"{prefix}max_seq_len_cached", None)
+    if cached is None:
+        cached = getattr(module, "max_seq_len_cached", None)
+    if layer.kind == "dynamic" and cached:
+        lengths.append(int(cached))
+    if layer.kind in ("longrope", "longrope_mscale"):
+        original = layer.spec.scaling.get("original_max_position_embeddings")
+        lengths.append(int(original) + 1)
+    best = None
+    for length in lengths:
+        w = np.asarray(layer.spec.frequencies(length)[0], dtype=np.float64)
+        if w.shape[0] != buffer.numel():
+            continue
+        i, off, allowance, _ = _relative_ulps(buffer, w)
+        if off - allowance <= _ALLOWED_ULPS:
+            if layer.kind == "dynamic" and length is not None and length > (layer.original or 0):
+                layer.max_seq_len_cached = layer.dynamic_length = length  # the module's state
+            return w
+        best = w if best is None else best
+    return best if best is not None else np.asarray(layer.inv_freq, dtype=np.float64)
+
+
+def _label(layer_type) -> str:
+    return "" if layer_type is None else f"{layer_type}: "
+
+
+def _candidate(module, buffers):
+    """The replacement built from the module's own config, or why there is none."""
+    config = getattr(module, "config", None)
+    if config is None:
+        return None, "it has no config attribute to read"
+    device = next(iter(buffers.values())).device
+    if device.type == "meta":
+        return None, "it is on the meta device: its buffers hold no values to compare"
+    try:
+        candidate = RotaryEmbedding(config, device=device)
+    except (TypeError, ValueError) as exc:
+        return None, f"sinpe.rope_config refuses its config: {exc}"[:300]
+    candidate.config = config
+    return candidate, None
+
+
+def _replace(model, old, new) -> None:
+    """Every reference to ``old`` among the model's submodules now holds ``new``."""
+    for parent in model.modules():
+        for child_name, child in list(parent._modules.items()):
+            if child is old:
+                parent._modules[child_name] = new
+
+
+def patch(model, *, warn: bool = True) -> PatchReport:
+    """Replace every rotary module of a transformers ``model`` in place with an exact
+    :class:`RotaryEmbedding`, each only after it is verified against the module it replaces.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A transformers model (any device; before or after ``model.to(dtype)``). A module is
+        a candidate when it holds ``inv_freq`` buffers (``inv_freq``, or ``<layer
+        type>_inv_freq``) and its ``forward`` takes ``(x, position_ids[, layer_type])``.
+    warn : bool, default True
+        Warn (``RuntimeWarning``) naming each rotary module left alone and why.
+
+    Returns
+    -------
+    PatchReport
+        The names replaced (a list), with ``.left``: each module left alone and the check it
+        failed (its config refused, an ``inv_freq`` entry, the attention factor, a probe
+        position's value, the output's layout, shape or dtype), with the numbers.
+    """
+    report = PatchReport()
+    seen = set()
+    for name, module in list(model.named_modules()):
+        if isinstance(module, RotaryEmbedding) or id(module) in seen:
+            continue
+        buffers = _buffers(module)
+        if not buffers or not _takes_position_ids(module):
+            if type(module).__name__.endswith("RotaryEmbedding"):
+                report.left[name] = (
+                    "no inv_freq buffer"
+                    if not buffers
+                    else "its forward does not take (x, position_ids[, layer_type])"
+                )
+            continue
+        seen.add(id(module))
+        candidate, why = _candidate(module, buffers)
+        if why is None:
+            why = _verify(module, candidate, buffers)
+        if why is not None:
+            report.left[name] = f"{type(module).__name__}: {why}"
+            continue
+        _replace(model, module, candidate)
+        report.append(name)
+    if warn and report.left:
+        warnings.warn(
+            "sinpe.torch.patch left these rotary modules alone: "
+            + "; ".join(f"{name} ({why})" for name, why in report.left.items()),
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return report

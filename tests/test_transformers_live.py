@@ -1,0 +1,247 @@
+"""Against transformers itself (the torch CI leg installs transformers 5.24.0, pinned; nothing
+is downloaded): the registry's data file is what transformers does today, ``patch()`` replaces
+every rotary module it can verify, counted by walking transformers' classes (not a list),
+and tiny random models of every family sinpe has a record for keep their logits."""
+
+import copy
+import json
+import re
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+import sinpe.torch as st  # noqa: E402
+from sinpe._front.families import FAMILIES  # noqa: E402
+
+ROOT = Path(__file__).parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import transformers_rope as harness  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    transformers.__version__ != harness.VERSION,
+    reason=f"the enumeration is of transformers {harness.VERSION}",
+)
+DATA = json.loads((Path(__file__).parent / "data" / "transformers_rope.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def live():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return harness.record_all()
+
+
+def test_the_data_file_is_what_transformers_does_now(live):
+    """The ordinary suite compares sinpe with the data file: it must be this transformers'."""
+    assert [json.loads(json.dumps(e, sort_keys=True)) for e in live] == DATA["classes"]
+
+
+def test_the_registry_agrees_with_the_live_modules(live):
+    import sinpe
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wrong = [
+            (e["class"], r)
+            for e in live
+            if e["status"] == "ok" and e.get("primary")
+            for r in harness.compare_entry(e, sinpe)
+            if r["verdict"] not in ("agrees", "refuses")
+        ]
+    assert not wrong, wrong[:5]
+
+
+# --------------------------------------------------------------------------- patch coverage
+
+
+def built_modules():
+    """Every rotary class whose forward takes (x, position_ids[, layer_type]), built from
+    its configuration class's defaults (or their text sub-config): ``(class name, vision,
+    module, why it does not count)``."""
+    for module_name, name, cls in harness.rotary_classes():
+        if not harness.takes_position_ids(cls):
+            continue
+        config_cls = harness.config_class(module_name, cls)
+        try:
+            config = config_cls()
+        except Exception:
+            continue
+        candidates = [config]
+        if hasattr(getattr(config, "text_config", None), "to_dict"):
+            candidates.append(config.text_config)
+        for candidate in candidates:
+            try:
+                module = cls(candidate)
+            except Exception:
+                continue
+            vision = harness.is_vision(name, candidate)
+            yield name, vision, module, _fails_on_defaults(module, candidate, vision)
+            break
+
+
+def _fails_on_defaults(module, config, vision):
+    """Why the module does not count: its own forward fails on its defaults."""
+    found = harness._buffers(module)
+    for layer_type, (w, factor, _) in found.items():
+        probed = harness.probe(module, config, layer_type, w, factor or 1.0, vision)
+        why = probed.get("why", "")
+        if why.startswith("forward fails"):
+            return why
+    return None
+
+
+@pytest.fixture(scope="module")
+def coverage():
+    rows = []
+    for name, vision, module, excluded in built_modules():
+        original = copy.deepcopy(module)
+        holder = torch.nn.Module()
+        holder.rope = module
+        report = st.patch(holder, warn=False)
+        rows.append(
+            (name, vision, excluded, bool(report), report.left.get("rope"), original, holder.rope)
+        )
+    return rows
+
+
+def _outputs_agree(original, replaced) -> bool:
+    """The replacement against a copy of the module it replaced, at positions 0 .. 63 and
+    a few up to the trained length, within the real module's float32 angle error."""
+    layers = replaced._layers
+    for layer_type, layer in layers.items():
+        buffers = harness._buffers(original)
+        if layer_type not in buffers:
+            continue
+        positions = list(range(64)) + [1000, 4093]
+        from sinpe.torch._patch import _probe_ids
+
+        ids, largest = _probe_ids(layer, np.array(positions))
+        x = torch.zeros(1, 1, len(positions), 8)
+        args = (x, ids) if layer_type is None else (x, ids, layer_type)
+        with torch.no_grad():
+            a, b = original(*args), replaced(*args)
+        a = (a.real, a.imag) if isinstance(a, torch.Tensor) else a
+        b = (b.real, b.imag) if isinstance(b, torch.Tensor) else b
+        w = layer.inv_freq
+        bound = 2.0**-21 * (1 + largest.max() * w.max()) * max(1.0, layer.attention_scaling)
+        if any((p - q).abs().max() > bound for p, q in zip(a, b)):
+            return False
+    return True
+
+
+def test_patch_replaces_at_least_95_percent_and_names_every_one_left(coverage):
+    text = [r for r in coverage if not r[1] and r[2] is None]
+    replaced = [r for r in text if r[3]]
+    assert len(replaced) >= 0.95 * len(text), (len(replaced), len(text))
+    assert all(r[4] for r in text if not r[3]), "a module left without a reason"
+    assert all(_outputs_agree(r[5], r[6]) for r in replaced)
+    doc = (ROOT / "docs" / "torch.md").read_text()
+    vision = [r for r in coverage if r[1]]
+    numbers = (len(replaced), len(text), sum(r[3] for r in vision), len(vision))
+    found = re.search(
+        r"replaces (\d+) of the (\d+) text classes.*?(\d+) of the (\d+) vision", doc, re.S
+    )
+    assert found and tuple(map(int, found.groups())) == numbers, numbers
+    for r in text:
+        if not r[3]:
+            assert f"`{r[0]}`" in doc, f"docs/torch.md does not name {r[0]}, left alone"
+
+
+# --------------------------------------------------------------------------- tiny models
+
+TINY = dict(
+    hidden_size=64,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    vocab_size=128,
+    head_dim=16,
+    max_position_embeddings=4096,
+    num_experts=4,
+    num_local_experts=4,
+    n_routed_experts=4,
+    moe_intermediate_size=32,
+    num_experts_per_tok=2,
+    pad_token_id=0,
+    bos_token_id=1,
+    eos_token_id=2,
+)
+
+
+def tiny_models():
+    """A tiny random causal LM of every model type with a family record that builds from
+    TINY (1-2 layers, at most 5M parameters): ``(model_type, model)``."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    for model_type in sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES):
+        try:
+            config = AutoConfig.for_model(model_type, **TINY)
+            text = getattr(config, "text_config", None) or config
+            if getattr(text, "model_type", model_type) not in FAMILIES:
+                continue
+            with torch.device("meta"):
+                size = sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
+            if size > 5_000_000:
+                continue
+            torch.manual_seed(0)
+            model = AutoModelForCausalLM.from_config(config).eval()
+            ids = torch.randint(0, 128, (1, 8))
+            with torch.no_grad():
+                model(ids)
+        except Exception:
+            continue
+        yield model_type, model
+
+
+@pytest.fixture(scope="module")
+def logits():
+    rows = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for model_type, model in tiny_models():
+            ids = torch.randint(0, 128, (1, 64), generator=torch.Generator().manual_seed(1))
+            near = torch.arange(64)[None]
+            far = torch.arange(100_000, 100_064)[None]
+            with torch.no_grad():
+                before = [model(ids, position_ids=p).logits for p in (near, far)]
+                report = st.patch(model, warn=False)
+                if not report:
+                    continue
+                after = [model(ids, position_ids=p).logits for p in (near, far)]
+                try:  # some kernels (grouped MoE matmuls) have no float64
+                    wide = copy.deepcopy(model).double()
+                    exact = [wide(ids, position_ids=p).logits for p in (near, far)]
+                except RuntimeError:
+                    exact = None
+            rows[model_type] = (before, after, exact)
+    return rows
+
+
+def test_tiny_models_of_30_families_keep_their_logits(logits):
+    """Patched against unpatched: within 1e-6 at positions 0-63 (transformers' own float32
+    angles differ from the exact ones by up to 2**-24 p there); past 100,000 the patched
+    float32 model is at least as close to the float64 one as the unpatched, up to twice the
+    model's own float32 noise (its error at positions 0-63, where RoPE's is negligible)."""
+    near = {t: float((a[0] - b[0]).abs().max()) for t, (a, b, _) in logits.items()}
+    within = [t for t, d in near.items() if d <= 1e-6]
+    assert len(within) >= 30, (len(within), near)
+    assert max(near.values()) <= 1e-5, near
+    checked = 0
+    for model_type, (before, after, exact) in logits.items():
+        if exact is None:
+            continue
+        checked += 1
+        # the model's float32 error where RoPE's is negligible (positions 0-63): the noise
+        # floor below which "closer" cannot be told
+        floor = float((after[0].double() - exact[0]).abs().max())
+        mine = float((after[1].double() - exact[1]).abs().max())
+        theirs = float((before[1].double() - exact[1]).abs().max())
+        assert mine <= max(theirs, 2 * floor), (model_type, mine, theirs, floor)
+    assert checked >= 30, checked
