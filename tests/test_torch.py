@@ -643,3 +643,29 @@ def test_a_patched_model_runs_under_torch_compile():
         eager = model(tokens, position_ids=positions).logits
         compiled = torch.compile(model)(tokens, position_ids=positions).logits
     assert (compiled - eager).abs().max() < 1e-5
+
+
+def test_a_family_without_a_record_needs_its_layout():
+    """RotaryEmbedding never guesses what an unknown family's module returns."""
+    config = {
+        "model_type": "somebody_new",
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "rope_theta": 1e4,
+    }
+    with pytest.raises(ValueError, match="layout="):
+        st.RotaryEmbedding(config)
+    cos, sin = st.RotaryEmbedding(config, layout="interleaved")(
+        torch.zeros(1), torch.arange(3)[None]
+    )
+    want = sinpe.rope_at(np.arange(3)[None], 16, layout="interleaved", dtype="float32")[0]
+    assert torch.equal(cos, torch.from_numpy(want))
+    with pytest.raises(ValueError, match="layout must be one of"):
+        st.RotaryEmbedding(config, layout="sideways")
+
+
+def test_patch_finds_the_layout_of_a_family_without_a_record():
+    """A module of a model_type sinpe has no record of: the probe tells its layout."""
+    holder = _llama_module()
+    holder.rope.config.model_type = "somebody_new"
+    assert st.patch(holder) == ["rope"] and holder.rope.layout == "half"

@@ -80,7 +80,8 @@ class RopeSpec:
     layout : str or None
         What the model's rotary module returns: ``"half"`` (``cat(freqs, freqs)``),
         ``"interleaved"`` (each value twice in place: Cohere), ``"compact"`` (gpt-oss) or
-        ``"complex"`` (``freqs_cis``: Llama 4, DeepSeek-V2).
+        ``"complex"`` (``freqs_cis``: Llama 4, DeepSeek-V2); ``None`` where sinpe has no
+        record of the model's family (its module's layout is not known).
     axes : tuple of int or None
         The position axis each frequency reads (M-RoPE: 0, 1, 2 for T, H, W; a vision grid:
         0, 1 for height, width), in frequency order; ``None``: one axis.

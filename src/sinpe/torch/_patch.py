@@ -3,16 +3,18 @@
 
 For each module that holds ``inv_freq`` buffers and whose ``forward`` takes ``(x,
 position_ids[, layer_type])``: the candidate is built from the module's own ``config``
-(``sinpe.rope_config``, every layer type), then checked against the very module it would
-replace: its ``inv_freq`` buffers against sinpe's exact frequencies (within 4 + |ln w|
-ulps of float32 or of the buffer's dtype, whichever is coarser: transformers forms them in
-float32), its attention factors (1e-6 relative), and a probe ``forward`` of a copy of the module
-at sampled positions (0 .. 63 and a few up to its trained length; each layer type; M-RoPE's
-three axes apart) against the candidate's values at those positions only (no table is made):
-the same output structure, shape and dtype, and every entry within the real module's own
-angle error, ``factor * (2**-21 (1 + p max w) + p max|w_buffer - w|)``, plus the output
-dtype's rounding. Only then is it replaced; a module left alone is named with the check that
-failed and by how much. The module that stays is never changed: it is probed as a copy.
+(``sinpe.rope_config``, every layer type; for a family sinpe has no record of, one candidate
+per output layout, the first that passes every check chosen), then checked against the very
+module it would replace: its ``inv_freq`` buffers against sinpe's exact frequencies (within
+4 + |ln w| ulps of float32 or of the buffer's dtype, whichever is coarser: transformers forms
+them in float32), its attention factors (1e-6 relative), and a probe ``forward`` of a copy of
+the module at sampled positions (0 .. 63 and a few up to its trained length; each layer type;
+M-RoPE's three axes apart) against the candidate's values at those positions only (no table
+is made): the same output structure, shape and dtype, and every entry within the real
+module's own angle error, ``factor * (2**-21 (1 + p max w) + p max|w_buffer - w|)``, plus
+the output dtype's rounding. Only then is it replaced; a module left alone is named with the
+check that failed and by how much. The module that stays is never changed: it is probed as
+a copy.
 """
 
 from __future__ import annotations
@@ -225,20 +227,25 @@ def _label(layer_type) -> str:
     return "" if layer_type is None else f"{layer_type}: "
 
 
-def _candidate(module, buffers):
-    """The replacement built from the module's own config, or why there is none."""
+_LAYOUTS = ("half", "interleaved", "compact", "complex")
+
+
+def _candidates(module, buffers):
+    """The replacements built from the module's own config (for a family sinpe has no
+    record of, one per layout: the probe tells which, if any, is the module's), or why there
+    is none."""
     config = getattr(module, "config", None)
     if config is None:
-        return None, "it has no config attribute to read"
+        return [], "it has no config attribute to read"
     device = next(iter(buffers.values())).device
     if device.type == "meta":
-        return None, "it is on the meta device: its buffers hold no values to compare"
+        return [], "it is on the meta device: its buffers hold no values to compare"
     try:
-        candidate = RotaryEmbedding(config, device=device)
+        return [RotaryEmbedding(config, device=device)], None
     except (TypeError, ValueError) as exc:
-        return None, f"sinpe.rope_config refuses its config: {exc}"[:300]
-    candidate.config = config
-    return candidate, None
+        if "layout=" not in str(exc):
+            return [], f"sinpe.rope_config refuses its config: {exc}"[:300]
+    return [RotaryEmbedding(config, device=device, layout=name) for name in _LAYOUTS], None
 
 
 def _replace(model, old, new) -> None:
@@ -284,13 +291,18 @@ def patch(model, *, warn: bool = True) -> PatchReport:
                 )
             continue
         seen.add(id(module))
-        candidate, why = _candidate(module, buffers)
-        if why is None:
+        candidates, why = _candidates(module, buffers)
+        chosen = None
+        for candidate in candidates:
             why = _verify(module, candidate, buffers)
-        if why is not None:
+            if why is None:
+                chosen = candidate
+                break
+        if chosen is None:
             report.left[name] = f"{type(module).__name__}: {why}"
             continue
-        _replace(model, module, candidate)
+        chosen.config = module.config
+        _replace(model, module, chosen)
         report.append(name)
     if warn and report.left:
         warnings.warn(

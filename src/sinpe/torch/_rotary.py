@@ -170,6 +170,7 @@ def _layout(cos: torch.Tensor, sin: torch.Tensor, layout: str):
     return cos, sin
 
 
+_LAYOUTS = ("half", "interleaved", "compact", "complex")
 _TORCH = {
     "float32": torch.float32,
     "float64": torch.float64,
@@ -183,7 +184,9 @@ class RotaryEmbedding(nn.Module):
 
     ``RotaryEmbedding(config, *, layer_type=None, device=None)``: ``config`` as
     :func:`sinpe.rope_config` takes it (a path, a mapping, a transformers config) or a
-    ``RopeSpec``. It returns what the model's own module returns, in the model's layout
+    ``RopeSpec``; ``layout`` (``"half"``, ``"interleaved"``, ``"compact"``, ``"complex"``)
+    overrides the family's, and is needed where sinpe has no record of the model's family.
+    It returns what the model's own module returns, in the model's layout
     (``spec.layout``: rotate-half, interleaved (Cohere), compact (gpt-oss) or complex
     ``freqs_cis`` (Llama 4, DeepSeek-V2)) and dtype (``x.dtype``, or the module's own:
     OLMo's float32, ``freqs_cis``'s complex64), each value the exact one rounded once; a
@@ -201,23 +204,30 @@ class RotaryEmbedding(nn.Module):
     non-persistent float32 buffers, as transformers'. ``clear()`` frees the tables.
     """
 
-    def __init__(self, config, *, layer_type=None, device=None):
+    def __init__(self, config, *, layer_type=None, device=None, layout=None):
         super().__init__()
         spec = config if isinstance(config, RopeSpec) else rope_config(config)
         if layer_type is not None:
             spec = spec.layer(layer_type)
         self.spec = spec
         self.config = config
-        names = spec.layer_types or (None,)
-        self._layers = {
-            name: _Layer(spec if name is None else spec.layer(name))
-            for name in names
-            if name is None or spec._layers[name] is not None
-        }
+        self._layers = {}
+        for name in spec.layer_types or (None,):
+            try:
+                self._layers[name] = _Layer(spec if name is None else spec.layer(name))
+            except ValueError:  # a layer type with no RoPE (a null mapping)
+                continue
         self.layer_types = spec.layer_types
         self.max_seq_len_cached = self.original_max_seq_len = spec.max_position_embeddings
         first = next(iter(self._layers.values()))
-        self.layout = first.spec.layout
+        self.layout = layout if layout is not None else first.spec.layout
+        if self.layout not in _LAYOUTS:
+            if layout is None:
+                raise ValueError(
+                    f"model_type {spec.model_type!r} has no family record: what its rotary "
+                    "module returns is unknown; pass layout= one of " + ", ".join(_LAYOUTS)
+                )
+            raise ValueError(f"layout must be one of {_LAYOUTS}, got {layout!r:.60}")
         self.output_dtype = first.spec.output_dtype
         if spec.layer_types is None:
             self.rope_type = first.kind
