@@ -297,19 +297,19 @@ def axis_positions(rotary: Rotary, positions: np.ndarray):
 
 
 def table_format(name: str, h: int):
-    """A table format for ``h`` frequencies: row width, planes, and for cos and for sin the
-    plane, the column of frequency 0, the columns from one frequency to the next, and the
-    offset of a second copy (0: none)."""
+    """A table format for ``h`` frequencies, in the filler's own vocabulary: row width,
+    planes, and the ``Place`` of the cos and of the sin of frequency 0 .. h - 1 (plane,
+    column of frequency 0, columns from one frequency to the next, offset of a second copy)."""
     if name == "half":  # [f0 .. f(h-1), f0 .. f(h-1)] in a cos table and a sin table
-        return 2 * h, 2, (0, 0, 1, h), (1, 0, 1, h)
+        return 2 * h, 2, Place(0, 0, 1, h, h), Place(1, 0, 1, h, h)
     if name == "interleaved":  # [f0, f0, f1, f1, ...]
-        return 2 * h, 2, (0, 0, 2, 1), (1, 0, 2, 1)
+        return 2 * h, 2, Place(0, 0, 2, 1, h), Place(1, 0, 2, 1, h)
     if name == "compact":  # [f0 .. f(h-1)]
-        return h, 2, (0, 0, 1, 0), (1, 0, 1, 0)
+        return h, 2, Place(0, 0, 1, 0, h), Place(1, 0, 1, 0, h)
     if name == "vllm":  # one table, [cos f0 .. f(h-1) | sin f0 .. f(h-1)]
-        return 2 * h, 1, (0, 0, 1, 0), (0, h, 1, 0)
+        return 2 * h, 1, Place(0, 0, 1, 0, h), Place(0, h, 1, 0, h)
     # "complex", "pairs": one table, (cos, sin) of each frequency side by side
-    return 2 * h, 1, (0, 0, 2, 0), (0, 1, 2, 0)
+    return 2 * h, 1, Place(0, 0, 2, 0, h), Place(0, 1, 2, 0, h)
 
 
 def _runs(axes: np.ndarray):
@@ -340,8 +340,8 @@ def rope_layout(name: str, h: int, axes: np.ndarray | None = None):
     for axis, i0, step, count in runs:
         if not count:
             continue
-        places = [
-            Place(plane, c0 + k * i0, k * step, dup, count) for plane, c0, k, dup in (cos, sin)
+        places = [  # frequencies i0, i0 + step, ... of this axis, at their own columns
+            p._replace(col=p.col + p.step * i0, step=p.step * step, count=count) for p in (cos, sin)
         ]
         segments.append(Segment(first, count, axis, *places))
         order += range(i0, i0 + step * count, step)
