@@ -1,8 +1,10 @@
 """The command line, run as users run it: a subprocess, exit codes, files, stderr."""
 
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -290,3 +292,201 @@ def test_half_precision_tables_from_the_command_line(tmp_path, dtype):
     if dtype == "bfloat16":  # .npy has no bfloat16: its bit patterns, as uint16
         assert saved.dtype == np.uint16 and "bit patterns" in result.stdout
     assert np.array_equal(saved.view(np.uint16), expected.view(np.uint16))
+
+
+# --------------------------------------------------------------------------- -o files
+
+
+def _umask_run(mask: int, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "sinpe", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        umask=mask,
+    )
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
+def test_a_new_file_gets_the_mode_numpy_save_gives(tmp_path, mask):
+    result = _umask_run(mask, "table", 4, 4, "-o", tmp_path / "t.npy")
+    assert result.returncode == 0, result.stderr
+    script = f"import numpy as np; np.save({str(tmp_path / 'n.npy')!r}, np.ones(2))"
+    subprocess.run([sys.executable, "-c", script], check=True, umask=mask)
+    assert (tmp_path / "t.npy").stat().st_mode & 0o7777 == 0o666 & ~mask
+    assert (tmp_path / "t.npy").stat().st_mode == (tmp_path / "n.npy").stat().st_mode
+
+
+def test_a_replaced_file_keeps_its_mode(tmp_path):
+    path = tmp_path / "t.npy"
+    np.save(path, np.ones(3))
+    path.chmod(0o640)
+    assert _umask_run(0o077, "table", 4, 4, "-o", path).returncode == 0
+    assert path.stat().st_mode & 0o7777 == 0o640 and np.load(path).shape == (4, 4)
+
+
+def test_a_symlink_is_followed_and_a_hard_link_broken(tmp_path):
+    (tmp_path / "data").mkdir()
+    target = tmp_path / "data" / "real.npy"
+    np.save(target, np.ones(3))
+    link = tmp_path / "link.npy"
+    link.symlink_to(target)
+    assert sinpe_cli("table", 4, 4, "-o", link).returncode == 0
+    assert link.is_symlink() and np.load(target).shape == (4, 4)
+    assert sorted(os.listdir(tmp_path)) == ["data", "link.npy"]  # replaced in its own folder
+    other = tmp_path / "other.npy"
+    os.link(target, other)
+    assert sinpe_cli("table", 5, 5, "-o", target).returncode == 0
+    assert np.load(target).shape == (5, 5) and np.load(other).shape == (4, 4)
+
+
+def test_a_directory_that_cannot_take_the_rename_is_named(tmp_path, monkeypatch, capsys):
+    from sinpe import cli
+    from sinpe._front import output
+
+    path = tmp_path / "t.npy"
+    np.save(path, np.ones(3))
+    monkeypatch.setattr(output.os, "access", lambda *a, **k: False)  # root may write anywhere
+    assert cli.main(["table", "4", "4", "-o", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"the directory {str(tmp_path)!r} is not writable" in err and str(path) in err
+    assert np.load(path).shape == (3,)
+
+
+def test_write_errors_name_the_users_path(tmp_path):
+    path = tmp_path / "missing" / "t.npy"
+    result = sinpe_cli("table", 4, 4, "-o", path)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert f"cannot write {str(path)!r}" in result.stderr and ".part" not in result.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_full_device_says_so():
+    result = sinpe_cli("table", 1000, 512, "-o", "/dev/full")
+    assert result.returncode == 2, result.stdout
+    assert "cannot write '/dev/full': No space left on device" in result.stderr
+
+
+def test_character_devices_are_written_directly():
+    result = sinpe_cli("table", 10, 8, "-o", "/dev/null")
+    assert result.returncode == 0 and "wrote /dev/null:" in result.stdout, result.stderr
+    assert not os.path.exists("/dev/null.npy")
+
+
+def test_the_extension_rule_is_numpy_saves(tmp_path):
+    result = sinpe_cli("table", 4, 4, "-o", tmp_path / "pe.txt")
+    assert result.returncode == 0 and f"wrote {tmp_path / 'pe.txt.npy'}" in result.stdout
+    assert np.load(tmp_path / "pe.txt.npy").shape == (4, 4)
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_mid_write_leaves_no_temporary_file(tmp_path, signum, code):
+    """The signal is sent once the temporary file exists (the write has begun); a machine so
+    fast that the write ended first retries with twice the rows."""
+    rows = 20000
+    for _ in range(5):
+        path = tmp_path / "big.npy"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sinpe", "table", str(rows), "4096", "-o", str(path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        while process.poll() is None and not any(
+            name.endswith(".part") for name in os.listdir(tmp_path)
+        ):
+            time.sleep(0.0005)
+        if process.poll() is None:
+            process.send_signal(signum)
+        out, err = process.communicate(timeout=300)
+        assert not [name for name in os.listdir(tmp_path) if name.endswith(".part")]
+        if process.returncode == code:
+            assert "Traceback" not in err and err.count("\n") <= 2, err  # the size, one line
+            assert not path.exists() or np.load(path).shape == (rows, 4096)
+            return
+        assert process.returncode == 0, err  # it finished before the signal: longer
+        path.unlink()
+        rows *= 2
+    pytest.fail("every write ended before the signal could be sent")
+
+
+# --------------------------------------------------------------------------- help, arguments
+
+
+def test_every_argument_has_help_and_says_its_default():
+    from sinpe import cli
+
+    parser = cli._build_parser()
+    (subcommands,) = [a for a in parser._actions if a.dest == "command"]
+    for name, sub in subcommands.choices.items():
+        formatter = cli._Help(name)
+        for action in sub._actions:
+            if action.dest == "help":
+                continue
+            text = formatter._get_help_string(action)
+            assert action.help, (name, action.dest)
+            assert "default" in text or "required" in text, (name, action.dest, text)
+    assert "OpenMP" not in sinpe_cli("--help").stdout
+
+
+def test_the_config_is_an_argument_or_a_flag_in_both_commands(tmp_path):
+    config = os.path.join(os.path.dirname(__file__), "data", "configs", "llama-3.1-8b.json")
+    for args in (("rope", config), ("rope", "--config", config)):
+        result = sinpe_cli(*args)
+        assert result.returncode == 0 and "rope_type llama3" in result.stdout, result.stderr
+    cos, sin = sinpe.rope_config(config).rope(8, dtype="float32")
+    np.savez(tmp_path / "c.npz", cos=cos, sin=sin)
+    for args in ((config,), ("--config", config)):
+        result = sinpe_cli("check", tmp_path / "c.npz", *args)
+        assert result.returncode == 0 and "matches" in result.stdout, result.stderr
+    result = sinpe_cli("rope", config, "--config", config)
+    assert result.returncode == 2 and "once" in result.stderr
+    result = sinpe_cli("rope")
+    assert result.returncode == 2 and "required" in result.stderr
+
+
+def test_an_axial_config_takes_a_grid_or_is_refused_at_once(tmp_path):
+    config = os.path.join(
+        os.path.dirname(__file__), "data", "configs", "pixtral-12b.vision_config.json"
+    )
+    for extra in ((), ("-o", tmp_path / "p"), ("--seq-len", 16)):
+        result = sinpe_cli("rope", config, *extra)
+        assert result.returncode == 2 and "pass --grid H W" in result.stderr, result.stdout
+    result = sinpe_cli("rope", config, "--grid", 4, 5)
+    assert result.returncode == 0 and "4 x 5 grid positions" in result.stdout
+    assert sinpe_cli("rope", config, "--grid", 4, 5, "-o", tmp_path / "p").returncode == 0
+    saved = np.load(tmp_path / "p.npz")
+    rows, columns = np.meshgrid(np.arange(4), np.arange(5), indexing="ij")
+    cos, sin = sinpe.rope_config(config).rope_at(np.stack([rows, columns], -1), dtype="float32")
+    assert np.array_equal(saved["cos"], cos) and np.array_equal(saved["sin"], sin)
+    llama = os.path.join(os.path.dirname(__file__), "data", "configs", "llama-3.1-8b.json")
+    result = sinpe_cli("rope", llama, "--grid", 2, 2)
+    assert result.returncode == 2 and "--grid is for an axial" in result.stderr
+
+
+def test_a_negative_offset_is_one_rule_with_or_without_a_file(tmp_path):
+    config = os.path.join(os.path.dirname(__file__), "data", "configs", "llama-3.1-8b.json")
+    for extra in ((), ("-o", tmp_path / "r")):
+        result = sinpe_cli("rope", config, "--seq-len", 4, "--offset", -1, *extra)
+        assert result.returncode == 2 and "--offset must be >= 0" in result.stderr
+    assert not os.listdir(tmp_path)
+
+
+def test_a_large_file_is_announced_before_it_is_written():
+    config = os.path.join(os.path.dirname(__file__), "data", "configs", "llama-3.1-8b.json")
+    result = sinpe_cli("rope", config, "-o", "/dev/null")
+    assert result.returncode == 0, result.stderr
+    assert "writing /dev/null: 128 MiB (max_position_embeddings rows: --seq-len N" in result.stderr
+    assert sinpe_cli("rope", config, "--seq-len", 10, "-o", "/dev/null").stderr == ""
+
+
+def test_bench_prints_quartiles_and_warns_of_a_spread(monkeypatch, capsys):
+    from sinpe import cli
+    from sinpe._front import bench
+
+    times = iter(np.random.default_rng(0).uniform(1e-4, 3e-4, 10_000))
+    monkeypatch.setattr(bench, "timed", lambda *a, **k: next(times))
+    assert cli.main(["bench", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "5 paired rounds: median [quartiles]" in out and "[" in out.splitlines()[2]
+    assert "warning: the interquartile range exceeds 20% of the median" in out

@@ -199,7 +199,10 @@ def test_unknown_keys_warn_once_naming_them():
             '"rope_scaling": {"rope_type": "linear", "factor": 2}}',
             "partial_rotary_factor",
         ),
-        ('{"head_dim": 1' + "0" * 400 + ', "rope_theta": 1e4}', "head_dim=a 401-digit number"),
+        (
+            '{"head_dim": 1' + "0" * 400 + ', "rope_theta": 1e4}',
+            "head_dim must be an integer, got a 401-digit integer",
+        ),
         ('{"head_dim": "64", "rope_theta": 1e4}', "head_dim must be an integer, got '64'"),
         ('{"head_dim": 64.5, "rope_theta": 1e4}', "head_dim must be an integer, got 64.5"),
         ('{"head_dim": 64, "rope_theta": 1e400}', "rope_theta must be a finite number"),

@@ -1,174 +1,294 @@
-"""``sinpe check``: how far another engine's cos/sin cache is from the exact table.
+"""``sinpe check``: how far another engine's cos/sin cache is from the exact table, and what
+that means.
 
-A cache is read from a file (``.npy``; ``.npz`` with ``cos`` and ``sin`` or one array; ``.pt``
-with torch, ``weights_only=True``; ``.safetensors`` with safetensors), its layout is found by
-trying each one sinpe writes (or given), and its error against the exact table (for the
-model's config, rows from an offset) is summarised by position decade.
+The cache's arrays (``cache_files.load``) are read as each layout their shapes allow; the
+layout kept is the one the values and the config explain (a single ``(n, rot)`` array is
+vLLM's ``[cos | sin]`` or a cos without its sin: row values tell them apart, and a cos alone
+is refused, never guessed into a verdict). The comparison runs a block of rows at a time
+against the exact float64 table. The verdict, with ``ulp`` the spacing of the cache's dtype
+just below the table's largest value (the attention factor ``A``):
+
+- **match**: every row within ``8 ulp``: the exact table at the dtype's rounding;
+- **drift**: every row within ``8 ulp + 2**-21 * A * p * max(w)`` (an angle ``p * w`` formed in
+  float32, as transformers' and vLLM's own computations form it, errs by up to about
+  ``2**-23 * p * w``; ``2**-21`` leaves 4x), and some row beyond ``8 ulp``;
+- **mismatch**: anything else (a wrong config, layout, offset, base, width or scaling), with
+  the explanation from a finite set (layout, offset 0 or 1, base, rotary width, scaling)
+  that fits best, and the error it leaves.
 """
 
 from __future__ import annotations
 
-import os
-from typing import NamedTuple
+import itertools
+import math
+from typing import Callable, NamedTuple
 
 import numpy as np
 
-__all__ = ["LAYOUTS", "Report", "compare", "load"]
+from ..rope_scaling import parse
+from . import rope as _rope
+from . import rotary as rot
+from .cache_files import NARROW, Stored
+from .checks import F64
+
+__all__ = ["LAYOUTS", "Report", "compare", "views"]
 
 LAYOUTS = ("half", "interleaved", "compact", "vllm", "complex", "pairs")
-MAX_CACHE_BYTES = 16 << 30  # a cache of more than 16 GiB is not a RoPE cache
-# The float32-angle signature: the usual computation forms p * w in float32, so its error
-# grows in proportion to the position; an exact table's stays at the rounding of its dtype.
-GROWTH_FACTOR = 8.0
+MATCH_ULPS = 8
+DRIFT_RATE = 2.0**-21  # the float32-angle envelope, per unit of A * p * max(w)
+BASES = (1e4, 5e5, 1e6)  # the bases an engine most often puts in by default
+BLOCK_ENTRIES = 1 << 20  # float64 entries per array per block: 8 MiB
+_EPS = {
+    "float64": 2.0**-52,
+    "float32": 2.0**-23,
+    "float16": 2.0**-10,
+    "bfloat16": 2.0**-7,
+    "float8_e4m3fn": 2.0**-3,
+    "float8_e5m2": 2.0**-2,
+}
+
+
+class View(NamedTuple):
+    """One reading of the cache: its layout name, rows, the rotary width it implies, the
+    exact layout it compares with, and a reader of float64 ``(cos, sin)`` row blocks
+    (``sin`` is ``None`` for a cos without its sin)."""
+
+    layout: str
+    rows: int
+    width: int
+    kind: str
+    read: Callable
+
+
+class Explanation(NamedTuple):
+    layout: str
+    offset: int
+    base: float
+    width: int
+    scaling: str  # "config" or "none"; or "rounded to <dtype>": values of a narrower dtype
+    error: float
 
 
 class Report(NamedTuple):
     layout: str
     rows: int
+    dtype: str
+    rounding: float  # the dtype's rounding bound on the table's values
+    ulp: float
     decades: list  # (first position, last position, largest error)
     largest: float
-    grows: bool
+    verdict: str  # "match", "drift" or "mismatch"
+    drift: str | None  # "float32" or "float64" angles, for a drift
+    worst: tuple  # (position, error, allowed) of the row furthest outside the match bound
+    explanation: Explanation | None
     errors: np.ndarray  # the largest error of each row
+    note: str  # a word on how the layout was found
 
 
-def _arrays_from(mapping, path):
-    keys = list(mapping)
-    if "cos" in keys and "sin" in keys:
-        return [np.asarray(mapping["cos"]), np.asarray(mapping["sin"])]
-    if len(keys) == 1:
-        return [np.asarray(mapping[keys[0]])]
-    raise ValueError(
-        f"{path} holds {', '.join(map(repr, keys[:8]))}: expected 'cos' and 'sin', or one array"
-    )
+# --------------------------------------------------------------------------- values
 
 
-def _regular(path: str) -> None:
-    if not os.path.exists(path):
-        raise ValueError(f"cannot read {path!r}: no such file")
-    if not os.path.isfile(path):
-        raise ValueError(f"{path!r} is not a regular file")
-    if os.path.getsize(path) > MAX_CACHE_BYTES:
-        raise ValueError(f"{path!r} is larger than {MAX_CACHE_BYTES >> 30} GiB")
+def _decode(block: np.ndarray, dtype: str) -> np.ndarray:
+    """Float64 values of a block of stored values (bit patterns for the narrow dtypes)."""
+    if dtype not in NARROW:
+        return np.asarray(block, dtype=np.complex128 if dtype == "complex" else np.float64)
+    if dtype == "bfloat16":
+        return (np.asarray(block, np.uint32) << 16).view(np.float32).astype(np.float64)
+    return _FLOAT8[dtype][np.asarray(block, np.uint8)]
 
 
-def load(path: str) -> list:
-    """The cache's arrays: ``[cos, sin]`` or ``[one array]``, as NumPy."""
-    _regular(path)
-    lower = path.lower()
-    try:
-        if lower.endswith(".npy"):
-            return [np.load(path, allow_pickle=False)]
-        if lower.endswith(".npz"):
-            with np.load(path, allow_pickle=False) as data:
-                return _arrays_from({k: data[k] for k in data.files}, path)
-        if lower.endswith(".pt") or lower.endswith(".pth"):
-            try:
-                import torch
-            except ImportError:
-                raise ValueError(
-                    f"{path}: reading .pt files needs torch: pip install torch"
-                ) from None
-            data = torch.load(path, map_location="cpu", weights_only=True)
-            if isinstance(data, torch.Tensor):
-                data = {"cache": data}
-            elif isinstance(data, (tuple, list)) and len(data) == 2:
-                data = {"cos": data[0], "sin": data[1]}
-            if not isinstance(data, dict):
-                raise ValueError(f"{path} holds a {type(data).__name__}, not tensors")
-            return _arrays_from({k: _from_torch(v) for k, v in data.items()}, path)
-        if lower.endswith(".safetensors"):
-            try:
-                from safetensors.numpy import load_file
-            except ImportError:
-                raise ValueError(
-                    f"{path}: reading .safetensors files needs safetensors: pip install safetensors"
-                ) from None
-            return _arrays_from(load_file(path), path)
-    except ValueError as exc:
-        if path in str(exc):  # sinpe's own, naming the file
-            raise
-        raise ValueError(f"cannot read {path!r}: {exc}") from None
-    except Exception as exc:  # a corrupt or foreign file: one line, never a traceback
-        raise ValueError(f"cannot read {path!r}: {type(exc).__name__}: {exc}") from None
-    raise ValueError(f"{path}: expected a .npy, .npz, .pt or .safetensors file")
+def _float8_table(exponent_bits: int, bias: int, ieee: bool) -> np.ndarray:
+    table = np.empty(256)
+    mantissa_bits = 7 - exponent_bits
+    for b in range(256):
+        sign = -1.0 if b & 0x80 else 1.0
+        e = (b >> mantissa_bits) & ((1 << exponent_bits) - 1)
+        m = b & ((1 << mantissa_bits) - 1)
+        top = (1 << exponent_bits) - 1
+        if ieee and e == top:
+            value = math.inf if m == 0 else math.nan
+        elif not ieee and e == top and m == (1 << mantissa_bits) - 1:
+            value = math.nan
+        elif e == 0:
+            value = m / (1 << mantissa_bits) * 2.0 ** (1 - bias)
+        else:
+            value = (1 + m / (1 << mantissa_bits)) * 2.0 ** (e - bias)
+        table[b] = sign * value
+    return table
 
 
-def _from_torch(value):
-    import torch
-
-    if not isinstance(value, torch.Tensor):
-        raise ValueError(f"expected tensors, got {type(value).__name__}")
-    if value.dtype == torch.bfloat16:
-        value = value.float()
-    return value.detach().cpu().numpy()
+_FLOAT8 = {
+    "float8_e4m3fn": _float8_table(4, 7, ieee=False),
+    "float8_e5m2": _float8_table(5, 15, ieee=True),
+}
 
 
-def _as_float(array: np.ndarray, name: str) -> np.ndarray:
-    if array.dtype.kind == "c":
-        return array
-    if array.dtype.kind not in "fiu" and array.dtype.name != "bfloat16":
-        raise ValueError(f"the cache's {name} has dtype {array.dtype}: not a table of numbers")
-    return np.asarray(array, dtype=np.float64)
+def _real_dtype(stored: Stored) -> str:
+    kind = stored.dtype
+    if kind in ("complex64", "complex128"):
+        return "float32" if kind == "complex64" else "float64"
+    if kind not in _EPS:
+        what = "integers" if stored.values.dtype.kind in "iub" else f"dtype {kind}"
+        raise ValueError(
+            f"the cache's {stored.name} holds {what}, not a table of floats (sinpe rope writes "
+            "bfloat16 as bit patterns with a 'dtype' record, which check reads)"
+        )
+    return kind
 
 
-def _candidates(arrays, h: int):
-    """``(layout, cos, sin)`` for every layout the arrays' shapes allow, each as ``(n, 2h)``
-    or ``(n, h)`` float arrays comparable with sinpe's table of that layout."""
-    out = []
+def _squeeze(stored: Stored) -> Stored:
+    values = stored.values
+    while values.ndim > 2 and values.shape[0] == 1:  # (1, n, d): a batch of one
+        values = values[0]
+    return stored._replace(values=values)
+
+
+def _reader(arrays, dtype: str, split: Callable):
+    def read(lo: int, hi: int):
+        return split(*(_decode(a[lo:hi], dtype) for a in arrays))
+
+    return read
+
+
+def views(arrays: list) -> tuple[list, str]:
+    """Every reading the arrays' shapes allow, and their dtype name."""
+    arrays = [_squeeze(a) for a in arrays]
+    complex_ = [a.dtype.startswith("complex") for a in arrays]
+    if len(arrays) == 2 and any(complex_):
+        raise ValueError("a complex array comes with a real one: give freqs_cis alone")
+    dtypes = {_real_dtype(a) for a in arrays}
+    if len(dtypes) != 1:
+        raise ValueError(f"cos and sin have different dtypes: {', '.join(a.dtype for a in arrays)}")
+    (dtype,) = dtypes
     if len(arrays) == 2:
-        cos, sin = (_as_float(a, k) for a, k in zip(arrays, ("cos", "sin")))
-        cos, sin = (a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a for a in (cos, sin))
-        if cos.shape != sin.shape or cos.ndim != 2:
-            raise ValueError(f"cos {cos.shape} and sin {sin.shape} must be two equal 2-D tables")
-        if cos.shape[1] == 2 * h:
-            out += [("half", cos, sin), ("interleaved", cos, sin)]
-        elif cos.shape[1] == h:
-            out.append(("compact", cos, sin))
-        return out
-    (table,) = arrays
-    if table.dtype.kind == "c":
-        flat = table.reshape(-1, table.shape[-1])
-        if flat.shape[1] == h:
-            out.append(("complex", flat.real.astype(np.float64), flat.imag.astype(np.float64)))
-        return out
-    table = _as_float(table, "array")
-    if table.ndim == 3 and table.shape[1:] == (h, 2):
-        out.append(("pairs", table[..., 0], table[..., 1]))
-    elif table.ndim >= 2 and table.shape[-1] == 2 * h:
-        flat = table.reshape(-1, 2 * h)
-        out.append(("vllm", flat[:, :h], flat[:, h:]))
+        return _pair_views(arrays[0].values, arrays[1].values, dtype, ""), dtype
+    (one,) = arrays
+    values = one.values
+    if complex_[0]:
+        if values.ndim != 2:
+            raise ValueError(f"a complex cache must be (n, rot/2), got {values.shape}")
+        read = _reader([values], "complex", lambda c: (c.real.copy(), c.imag.copy()))
+        return [View("complex", values.shape[0], 2 * values.shape[1], "compact", read)], dtype
+    found = []
+    if values.ndim == 3 and values.shape[0] == 2:  # np.stack([cos, sin])
+        found += _pair_views(values[0], values[1], dtype, " (stacked)")
+    if values.ndim == 3 and values.shape[-1] == 2:  # (n, d, 2): cos, sin pairs
+        n, c, _ = values.shape
+        read = _reader([values], dtype, lambda a: (a[..., 0].copy(), a[..., 1].copy()))
+        found.append(View("pairs", n, 2 * c, "compact", read))
+        found += [View(f"pairs ({k})", n, c, k, read) for k in ("half", "interleaved")]
+    if values.ndim == 2:
+        n, c = values.shape
+        if c % 2 == 0:
+            h = c // 2
+            read = _reader([values], dtype, lambda a: (a[:, :h].copy(), a[:, h:].copy()))
+            found.append(View("vllm", n, c, "compact", read))
+        alone = _reader([values], dtype, lambda a: (a, None))
+        found += [View(f"cos alone ({k})", n, c, k, alone) for k in ("half", "interleaved")]
+        found.append(View("cos alone (compact)", n, 2 * c, "compact", alone))
+    if not found:
+        raise ValueError(
+            f"the cache's array {values.shape} is none of the forms read: (n, rot) vllm, "
+            "(2, n, d) stacked cos and sin, (n, d, 2) pairs, complex (n, rot/2)"
+        )
+    return found, dtype
+
+
+def _pair_views(cos, sin, dtype: str, how: str) -> list:
+    if cos.shape != sin.shape or cos.ndim != 2:
+        raise ValueError(
+            f"cos {cos.shape} and sin {sin.shape} must be two equal (n, d) tables (a leading "
+            "batch of one is taken)"
+        )
+    n, c = cos.shape
+    read = _reader([cos, sin], dtype, lambda a, b: (a, b))
+    return [
+        View(k + how, n, w, k, read)
+        for k, w in (("half", c), ("interleaved", c), ("compact", 2 * c))
+    ]
+
+
+# --------------------------------------------------------------------------- exact tables
+
+
+def _exact(rotary, positions: np.ndarray, kind: str, length: int):
+    if rotary.n_axes > 1:  # a text run: every axis at the same position
+        positions = np.broadcast_to(positions, (rotary.n_axes, positions.shape[0]))
+    return _rope.table_at(rotary, positions, kind, F64, None, "auto", length)
+
+
+def _row_errors(view: View, rotary, positions: np.ndarray, rows: np.ndarray, length: int):
+    """The largest |cache - exact| of each of ``rows`` (positions ``positions``)."""
+    out = np.empty(rows.shape[0])
+    step = max(1, BLOCK_ENTRIES // max(view.width, 1))
+    for k in range(0, rows.shape[0], step):
+        chunk = rows[k : k + step]
+        contiguous = chunk[-1] - chunk[0] + 1 == chunk.shape[0]
+        if contiguous:
+            cos, sin = view.read(int(chunk[0]), int(chunk[-1]) + 1)
+        else:
+            parts = [view.read(int(r), int(r) + 1) for r in chunk]
+            cos = np.concatenate([p[0] for p in parts])
+            sin = None if parts[0][1] is None else np.concatenate([p[1] for p in parts])
+        want_cos, want_sin = _exact(rotary, positions[k : k + step], view.kind, length)
+        error = _largest(cos, want_cos)
+        if sin is not None:
+            np.maximum(error, _largest(sin, want_sin), out=error)
+        if not np.isfinite(error).all():  # NaN and inf propagate into the row's error
+            bad = int(chunk[np.nonzero(~np.isfinite(error))[0][0]])
+            raise ValueError(
+                f"the cache holds NaN or inf (first in row {bad}): not a table to check"
+            )
+        out[k : k + step] = error
     return out
 
 
-def compare(spec, arrays, offset: int = 0, layout: str | None = None) -> Report:
-    """The cache's error against ``spec``'s exact table at positions ``offset ..``."""
-    h = spec.head_dim // 2
-    candidates = _candidates(arrays, h)
-    if layout is not None:
-        candidates = [c for c in candidates if c[0] == layout]
-    if not candidates:
-        shapes = ", ".join(str(a.shape) for a in arrays)
-        allowed = f"layout {layout!r}" if layout else f"any layout ({', '.join(LAYOUTS)})"
-        raise ValueError(
-            f"the cache's arrays {shapes} do not fit {allowed} of rotary dim {spec.head_dim}"
-        )
-    best = None
-    for name, cos, sin in candidates:
-        n = cos.shape[0]
-        kind = "half" if name in ("half", "interleaved") else "compact"
-        exact = spec.rope(n, offset=offset, layout=name if kind == "half" else "compact")
-        with np.errstate(invalid="ignore", over="ignore"):
-            errors = np.maximum(np.abs(cos - exact[0]), np.abs(sin - exact[1])).max(
-                axis=1, initial=0
-            )
-        errors = np.where(np.isfinite(errors), errors, np.inf)
-        largest = float(errors.max(initial=0.0))
-        if best is None or largest < best[1]:
-            best = (name, largest, errors)
-    name, largest, errors = best
-    positions = offset + np.arange(errors.shape[0])
+def _largest(values: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """Each row's largest |values - exact| (``values`` is a block copy: overwritten)."""
+    if not values.flags.writeable or not values.flags.owndata:
+        values = values.copy()
+    np.subtract(values, exact, out=values)
+    np.abs(values, out=values)
+    return values.max(axis=1, initial=0.0) if values.shape[1] else np.zeros(values.shape[0])
+
+
+def _sample(n: int) -> np.ndarray:
+    """Rows a layout or an explanation is judged on: the first 64 and 64 spread to the end."""
+    far = np.geomspace(64, max(n - 1, 64), 64).astype(np.int64) if n > 64 else []
+    return np.unique(np.concatenate([np.arange(min(n, 64)), far, [n - 1]])).astype(np.int64)
+
+
+# --------------------------------------------------------------------------- the verdict
+
+
+def _ulp(dtype: str, factor: float) -> float:
+    """The spacing of ``dtype`` just below ``factor`` (the table's largest value)."""
+    exponent = math.floor(math.log2(factor))
+    if 2.0**exponent == factor:
+        exponent -= 1
+    return _EPS[dtype] * 2.0**exponent
+
+
+def _variants(rotary, full_width: int | None, given_offset: int):
+    """``(offset, base, width, scaling, rotary)`` for each explanation tried."""
+    offsets = sorted({given_offset, 0, 1})
+    bases = [rotary.base] + [b for b in BASES if b != rotary.base]
+    widths = [rotary.head_dim] + ([full_width] if full_width not in (None, rotary.head_dim) else [])
+    for offset, base, width, scaled in itertools.product(offsets, bases, widths, (True, False)):
+        if not scaled and rotary.scaling.rope_type == "default":
+            continue
+        try:
+            scaling = rotary.scaling if scaled else parse(None, None, width)
+            variant = rot.from_scaling(width, base, scaling)
+        except (TypeError, ValueError):
+            continue
+        yield offset, base, width, "config" if scaled else "none", variant
+
+
+def _decades(positions: np.ndarray, errors: np.ndarray) -> list:
     decades, lo = [], 0
-    while lo <= (positions[-1] if positions.size else 0):
+    last = int(positions[-1]) if positions.size else 0
+    while lo <= last:
         hi = 10 if lo == 0 else lo * 10
         mask = (positions >= lo) & (positions < hi)
         if mask.any():
@@ -176,8 +296,136 @@ def compare(spec, arrays, offset: int = 0, layout: str | None = None) -> Report:
                 (int(positions[mask][0]), int(positions[mask][-1]), float(errors[mask].max()))
             )
         lo = hi
-    grows = False
-    if len(decades) >= 3:
-        early = max(e for a, b, e in decades[:2])
-        grows = decades[-1][2] >= GROWTH_FACTOR * max(early, 1e-300) and decades[-1][2] > 1e-6
-    return Report(name, int(errors.shape[0]), decades, largest, grows, errors)
+    return decades
+
+
+def compare(spec, arrays: list, offset: int = 0, layout: str | None = None, full_width=None):
+    """The cache's ``Report`` against ``spec``'s exact table at positions ``offset ..``."""
+    rotary = spec._one()
+    found, dtype = views(arrays)
+    n = found[0].rows
+    if n == 0:
+        raise ValueError("the cache has no rows: nothing to check")
+    length = offset + n
+    inv_freq, factor = rot.frequencies(rotary, length)
+    ulp = _ulp(dtype, factor)
+    if layout is not None:
+        found = [v for v in found if v.layout.split(" (")[0] == layout]
+    fitting = [v for v in found if v.width == rotary.head_dim]
+    wider = [v for v in found if full_width is not None and v.width == full_width]
+    if not fitting and wider:  # the width without partial_rotary_factor: a mismatch, named
+        explanation = _explain(spec, arrays, layout, offset, full_width, _sample(n), dtype, n)
+        return Report(
+            wider[0].layout, n, dtype, ulp / 2, ulp, [], math.inf, "mismatch", None,
+            (offset, math.inf, MATCH_ULPS * ulp), explanation, np.full(n, np.inf), "",
+        )  # fmt: skip
+    if not fitting:
+        shapes = ", ".join(str(a.shape) for a in arrays)
+        allowed = f"layout {layout!r}" if layout else f"any layout ({', '.join(LAYOUTS)})"
+        raise ValueError(
+            f"the cache's arrays {shapes} do not fit {allowed} of rotary dim {rotary.head_dim}"
+        )
+    rows = _sample(n)
+    positions = offset + rows
+
+    def judge(group):
+        return sorted(
+            (float(_row_errors(v, rotary, positions, rows, length).max()), k, v)
+            for k, v in enumerate(group)
+        )
+
+    alone = judge([v for v in fitting if v.layout.startswith("cos alone")])
+    judged = judge([v for v in fitting if not v.layout.startswith("cos alone")])
+    if alone and (not judged or alone[0][0] < 0.5 * judged[0][0]):
+        raise ValueError(
+            f"the cache's one array {arrays[0].shape} reads as a cos table without its sin "
+            "(its values fit that better than vLLM's [cos | sin]): pass its sin with --sin "
+            "FILE, or --layout vllm if it is [cos | sin]"
+        )
+    best_error, _, best = judged[0]
+    note = ""
+    tie = [v for e, _, v in judged[1:] if e <= best_error * 1.01 + MATCH_ULPS * ulp]
+    if tie:  # the same error either way: the verdict holds for each, and each is named
+        note = f"{', '.join(v.layout for v in tie)} fit{'s' if len(tie) == 1 else ''} equally"
+    all_rows = np.arange(n, dtype=np.int64)
+    errors = _row_errors(best, rotary, offset + all_rows, all_rows, length)
+    all_positions = offset + all_rows
+    match_bound = MATCH_ULPS * ulp
+    envelope = match_bound + DRIFT_RATE * factor * all_positions * float(inv_freq.max())
+    outside = errors - match_bound
+    worst_row = int(np.argmax(outside))
+    worst = (int(all_positions[worst_row]), float(errors[worst_row]), match_bound)
+    explanation = None
+    drift = None
+    if (errors <= match_bound).all():
+        verdict = "match"
+    elif (errors <= envelope).all():
+        verdict = "drift"
+        over = outside > 0
+        rate = float((outside[over] / (factor * all_positions[over] * float(inv_freq.max()))).max())
+        drift = "float32" if rate > 2.0**-40 else "float64"
+    else:
+        verdict = "mismatch"
+        excess = errors - envelope
+        worst_row = int(np.argmax(excess))
+        worst = (
+            int(all_positions[worst_row]),
+            float(errors[worst_row]),
+            float(envelope[worst_row]),
+        )
+        explanation = _narrower(dtype, errors, envelope - match_bound, factor) or _explain(
+            spec, arrays, layout, offset, full_width, rows, dtype, n
+        )
+    return Report(
+        best.layout,
+        n,
+        dtype,
+        ulp / 2,
+        ulp,
+        _decades(all_positions, errors),
+        float(errors.max()),
+        verdict,
+        drift,
+        worst,
+        explanation,
+        errors,
+        note,
+    )
+
+
+def _narrower(dtype: str, errors, drift, factor: float):
+    """A cache whose values carry a narrower dtype's rounding (bfloat16 values stored as
+    float32): the explanation is that dtype, at the layout and config found: the errors
+    reach its rounding bound and stay within twice it (and the drift envelope)."""
+    largest = float(errors.max())
+    for narrow in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        rounding = _ulp(narrow, factor) / 2  # its errors reach its rounding, and stay there
+        fits = (errors <= 2 * rounding + drift).all() and largest >= rounding / 2
+        if _EPS[narrow] > _EPS[dtype] and fits:
+            return Explanation("", 0, 0.0, 0, f"rounded to {narrow}", float(errors.max()))
+    return None
+
+
+def _explain(spec, arrays, layout, offset, full_width, rows, dtype, n) -> Explanation:
+    """The explanation of a mismatch, from the finite set, that leaves the least error."""
+    rotary = spec._one()
+    found, _ = views(arrays)
+    if layout is not None:
+        found = [v for v in found if v.layout.split(" (")[0] == layout]
+    best = None
+    for start, base, width, scaling, variant in _variants(rotary, full_width, offset):
+        for view in found:
+            if view.width != width or view.layout.startswith("cos alone"):
+                continue
+            try:
+                error = float(_row_errors(view, variant, start + rows, rows, start + n).max())
+            except ValueError:
+                continue
+            if best is None or error < best[0]:
+                best = (error, view, start, base, width, scaling, variant)
+    if best is None:
+        return None
+    _, view, start, base, width, scaling, variant = best
+    every = np.arange(n, dtype=np.int64)
+    error = float(_row_errors(view, variant, start + every, every, start + n).max())
+    return Explanation(view.layout, start, base, width, scaling, error)

@@ -36,6 +36,18 @@ _FAMILY_KEYS = (
 # --------------------------------------------------------------------------- reading
 
 
+class Digits(str):
+    """An integer of more digits than any config needs, kept as its text: the key that
+    reads it refuses it by name (Python's own limit would name no key and no file)."""
+
+    def __repr__(self) -> str:
+        return f"a {len(self.lstrip('-'))}-digit integer"
+
+
+def _integer(text: str):
+    return int(text) if len(text) <= 400 else Digits(text)
+
+
 def _load(config) -> dict:
     """A config as a dict: a path to a JSON file, a mapping, or an object with to_dict()."""
     if isinstance(config, (str, os.PathLike)):
@@ -52,7 +64,7 @@ def _load(config) -> dict:
                 f"config {path!r} is larger than {MAX_CONFIG_BYTES >> 20} MiB: not a config.json"
             )
         try:
-            config = json.loads(data.decode("utf-8"))
+            config = json.loads(data.decode("utf-8"), parse_int=_integer)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ValueError(f"config {path!r} is not valid JSON ({exc})") from None
         except RecursionError:

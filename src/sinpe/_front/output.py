@@ -1,0 +1,117 @@
+"""The command line's ``-o`` files: named as ``numpy.save`` names them, written atomically.
+
+- The name: ``suffix`` (``.npy``, ``.npz``, ``.png``) is appended unless the name already
+  ends with it (``numpy.save``'s rule: ``-o pe.txt`` writes ``pe.txt.npy``). A character
+  device (``/dev/null``, ``/dev/stdout``) is written directly, under its own name.
+- The write: into a temporary file in the directory of the file replaced, then renamed over
+  it, so every failure (a full disk, a size limit, SIGINT, SIGTERM) leaves the old file
+  intact and no temporary file behind. A symbolic link is followed (its target is replaced);
+  a hard link is broken (the name gets a new file; other names keep the old data). A new
+  file gets the mode ``numpy.save`` would give it (``0666`` less the umask); a replaced file
+  keeps its mode. The replacement needs a writable directory: without one, the write is
+  refused naming the directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import stat
+import tempfile
+import threading
+
+__all__ = ["output_path", "write_atomically"]
+
+
+def output_path(output: str, suffix: str) -> str:
+    """The file ``-o output`` writes (the name printed is the name written)."""
+    if not output or not os.path.basename(output):
+        raise ValueError(f"-o needs a file name, got {output!r}")
+    if _is_device(output):
+        return output
+    if os.path.isdir(output):
+        raise ValueError(f"-o {output!r} is a directory: give a file name")
+    return output if output.lower().endswith(suffix) else output + suffix
+
+
+def _is_device(path: str) -> bool:
+    try:
+        return stat.S_ISCHR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def _signals_raise():
+    """SIGTERM raises ``SystemExit(143)`` (SIGINT raises ``KeyboardInterrupt`` already), so
+    the ``finally`` that removes the temporary file runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _failure(path: str, exc: OSError) -> ValueError:
+    reason = exc.strerror or str(exc)
+    if exc.errno is None:  # numpy's short write ("N requested and M written") names no cause
+        with contextlib.suppress(OSError):
+            free = os.statvfs(os.path.dirname(os.path.realpath(path)) or ".")
+            if free.f_bavail * free.f_frsize < 1 << 20:
+                reason = f"No space left on device ({reason})"
+    return ValueError(f"cannot write {path!r}: {reason}")
+
+
+def write_atomically(path: str, write) -> None:
+    """``write(file)``: into ``path`` (see the module's rules)."""
+    if _is_device(path):
+        try:
+            with open(path, "wb") as file:
+                write(file)
+        except OSError as exc:
+            raise _failure(path, exc) from None
+        return
+    target = os.path.realpath(path)  # a symbolic link: its target is the file replaced
+    folder = os.path.dirname(target)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    except OSError as exc:
+        raise _failure(path, exc) from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"cannot write {path!r}: the directory {folder!r} is not writable (the file is "
+            "replaced by a rename there, so that a failed write keeps the old one)"
+        )
+    temporary = None
+    try:
+        with _signals_raise():
+            handle, temporary = tempfile.mkstemp(dir=folder, prefix=".sinpe-", suffix=".part")
+            with os.fdopen(handle, "wb") as file:
+                os.fchmod(file.fileno(), mode)
+                write(file)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, target)
+            temporary = None
+    except OSError as exc:
+        raise _failure(path, exc) from None
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
