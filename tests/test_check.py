@@ -11,6 +11,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import command
 import numpy as np
 import pytest
 
@@ -32,7 +33,7 @@ def sinpe_cli(*args, **kwargs):
 
 
 def check(*args):
-    return sinpe_cli("check", *args)
+    return command.run("check", *args)
 
 
 def refused(result, message: str) -> None:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 
+import command
 import numpy as np
 import pytest
 
@@ -432,16 +433,16 @@ def test_every_argument_has_help_and_says_its_default():
 def test_the_config_is_an_argument_or_a_flag_in_both_commands(tmp_path):
     config = os.path.join(os.path.dirname(__file__), "data", "configs", "llama-3.1-8b.json")
     for args in (("rope", config), ("rope", "--config", config)):
-        result = sinpe_cli(*args)
+        result = command.run(*args)
         assert result.returncode == 0 and "rope_type llama3" in result.stdout, result.stderr
     cos, sin = sinpe.rope_config(config).rope(8, dtype="float32")
     np.savez(tmp_path / "c.npz", cos=cos, sin=sin)
     for args in ((config,), ("--config", config)):
-        result = sinpe_cli("check", tmp_path / "c.npz", *args)
+        result = command.run("check", tmp_path / "c.npz", *args)
         assert result.returncode == 0 and "matches" in result.stdout, result.stderr
-    result = sinpe_cli("rope", config, "--config", config)
+    result = command.run("rope", config, "--config", config)
     assert result.returncode == 2 and "once" in result.stderr
-    result = sinpe_cli("rope")
+    result = command.run("rope")
     assert result.returncode == 2 and "required" in result.stderr
 
 
@@ -450,34 +451,34 @@ def test_an_axial_config_takes_a_grid_or_is_refused_at_once(tmp_path):
         os.path.dirname(__file__), "data", "configs", "pixtral-12b.vision_config.json"
     )
     for extra in ((), ("-o", tmp_path / "p"), ("--seq-len", 16)):
-        result = sinpe_cli("rope", config, *extra)
+        result = command.run("rope", config, *extra)
         assert result.returncode == 2 and "pass --grid H W" in result.stderr, result.stdout
-    result = sinpe_cli("rope", config, "--grid", 4, 5)
+    result = command.run("rope", config, "--grid", 4, 5)
     assert result.returncode == 0 and "4 x 5 grid positions" in result.stdout
-    assert sinpe_cli("rope", config, "--grid", 4, 5, "-o", tmp_path / "p").returncode == 0
+    assert command.run("rope", config, "--grid", 4, 5, "-o", tmp_path / "p").returncode == 0
     saved = np.load(tmp_path / "p.npz")
     rows, columns = np.meshgrid(np.arange(4), np.arange(5), indexing="ij")
     cos, sin = sinpe.rope_config(config).rope_at(np.stack([rows, columns], -1), dtype="float32")
     assert np.array_equal(saved["cos"], cos) and np.array_equal(saved["sin"], sin)
     llama = os.path.join(os.path.dirname(__file__), "data", "configs", "llama-3.1-8b.json")
-    result = sinpe_cli("rope", llama, "--grid", 2, 2)
+    result = command.run("rope", llama, "--grid", 2, 2)
     assert result.returncode == 2 and "--grid is for an axial" in result.stderr
 
 
 def test_a_negative_offset_is_one_rule_with_or_without_a_file(tmp_path):
     config = os.path.join(os.path.dirname(__file__), "data", "configs", "llama-3.1-8b.json")
     for extra in ((), ("-o", tmp_path / "r")):
-        result = sinpe_cli("rope", config, "--seq-len", 4, "--offset", -1, *extra)
+        result = command.run("rope", config, "--seq-len", 4, "--offset", -1, *extra)
         assert result.returncode == 2 and "--offset must be >= 0" in result.stderr
     assert not os.listdir(tmp_path)
 
 
 def test_a_large_file_is_announced_before_it_is_written():
     config = os.path.join(os.path.dirname(__file__), "data", "configs", "llama-3.1-8b.json")
-    result = sinpe_cli("rope", config, "-o", "/dev/null")
+    result = command.run("rope", config, "-o", "/dev/null")
     assert result.returncode == 0, result.stderr
     assert "writing /dev/null: 128 MiB (max_position_embeddings rows: --seq-len N" in result.stderr
-    assert sinpe_cli("rope", config, "--seq-len", 10, "-o", "/dev/null").stderr == ""
+    assert command.run("rope", config, "--seq-len", 10, "-o", "/dev/null").stderr == ""
 
 
 def test_bench_prints_quartiles_and_warns_of_a_spread(monkeypatch, capsys):
