@@ -141,7 +141,7 @@ class Convention:
         object.__setattr__(self, "_token", _token(fields))
 
     def __hash__(self) -> int:
-        return self._hash
+        return self._hash  # type: ignore[attr-defined]  # set in __init__ (frozen)
 
     def __reduce__(self):
         # Rebuilt from its fields: the cached hash of a string depends on the process's hash

@@ -288,7 +288,7 @@ def _round_product(w: np.ndarray, g_hi: np.ndarray, g_lo: np.ndarray) -> np.ndar
     return product + (error + w * g_lo)
 
 
-_LOG_TWO_PI = dd_add(*log_dd(TWO_PI_HI), TWO_PI_LO / TWO_PI_HI, 0.0)
+_LOG_TWO_PI = dd_add(*log_dd(TWO_PI_HI), TWO_PI_LO / TWO_PI_HI, 0.0)  # type: ignore[call-arg]
 
 
 def powers(head_dim: int, base: float) -> np.ndarray:
@@ -691,7 +691,7 @@ def parse(
             unread.append(str(key))
     if unread:
         warn_ignored(name, sorted(unread))
-    checked = {}
+    checked: dict = {}
     for key, value in values.items():
         spec = KEYS[key]
         if value is None and spec.none_is_absent:

@@ -24,7 +24,7 @@ NAMES = ("auto", "cython", "numpy")
 try:
     kernel = importlib.import_module("sinpe._c._kernel")
 except ImportError as exc:  # the build fell back to NumPy; tell the truth here too
-    kernel = None
+    kernel = None  # type: ignore[assignment]
     KERNEL_ERROR = (
         f"{type(exc).__name__}: {exc}; the install had no working C compiler or the build "
         "failed, reinstall with one for the fast path"

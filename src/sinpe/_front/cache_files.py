@@ -190,7 +190,7 @@ def _from_safetensors(path: str, layer_type, max_bytes: int) -> list:
     entries = []
     for name in names:
         entry = header[name]
-        kind = _SAFETENSORS.get(entry.get("dtype")) if isinstance(entry, dict) else None
+        kind = _SAFETENSORS.get(str(entry.get("dtype"))) if isinstance(entry, dict) else None
         if kind is None:
             raise ValueError(f"{path}: tensor {name!r} has dtype {entry!r:.60}: not one it reads")
         shape = tuple(int(n) for n in entry["shape"])

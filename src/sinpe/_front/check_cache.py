@@ -254,7 +254,7 @@ def _largest(values: np.ndarray, exact: np.ndarray) -> np.ndarray:
 
 def _sample(n: int) -> np.ndarray:
     """Rows a layout or an explanation is judged on: the first 64 and 64 spread to the end."""
-    far = np.geomspace(64, max(n - 1, 64), 64).astype(np.int64) if n > 64 else []
+    far = np.geomspace(64, max(n - 1, 64), 64).astype(np.int64) if n > 64 else np.zeros(0)
     return np.unique(np.concatenate([np.arange(min(n, 64)), far, [n - 1]])).astype(np.int64)
 
 
@@ -314,10 +314,10 @@ def compare(spec, arrays: list, offset: int = 0, layout: str | None = None, full
     fitting = [v for v in found if v.width == rotary.head_dim]
     wider = [v for v in found if full_width is not None and v.width == full_width]
     if not fitting and wider:  # the width without partial_rotary_factor: a mismatch, named
-        explanation = _explain(spec, arrays, layout, offset, full_width, _sample(n), dtype, n)
+        found_width = _explain(spec, arrays, layout, offset, full_width, _sample(n), dtype, n)
         return Report(
             wider[0].layout, n, dtype, ulp / 2, ulp, [], math.inf, "mismatch", None,
-            (offset, math.inf, MATCH_ULPS * ulp), explanation, np.full(n, np.inf), "",
+            (offset, math.inf, MATCH_ULPS * ulp), found_width, np.full(n, np.inf), "",
         )  # fmt: skip
     if not fitting:
         shapes = ", ".join(str(a.shape) for a in arrays)
@@ -355,7 +355,7 @@ def compare(spec, arrays: list, offset: int = 0, layout: str | None = None, full
     outside = errors - match_bound
     worst_row = int(np.argmax(outside))
     worst = (int(all_positions[worst_row]), float(errors[worst_row]), match_bound)
-    explanation = None
+    explanation: Explanation | None = None
     drift = None
     if (errors <= match_bound).all():
         verdict = "match"
@@ -406,7 +406,7 @@ def _narrower(dtype: str, errors, drift, factor: float):
     return None
 
 
-def _explain(spec, arrays, layout, offset, full_width, rows, dtype, n) -> Explanation:
+def _explain(spec, arrays, layout, offset, full_width, rows, dtype, n) -> Explanation | None:
     """The explanation of a mismatch, from the finite set, that leaves the least error."""
     rotary = spec._one()
     found, _ = views(arrays)

@@ -152,7 +152,7 @@ def memory_limit() -> tuple[int | None, str]:
     try:
         import resource
     except ImportError:  # not POSIX
-        resource = None
+        resource = None  # type: ignore[assignment]
     if resource is not None:
         for name in ("RLIMIT_AS", "RLIMIT_DATA"):
             soft = resource.getrlimit(getattr(resource, name))[0]

@@ -93,21 +93,21 @@ class _Reader:
         text = data.get("text_config")
         if isinstance(text, Mapping):
             text = dict(text)
-            model_type = text.get("model_type") or COMPOSITE.get(model_type)
+            model_type = text.get("model_type") or COMPOSITE.get(model_type)  # type: ignore[arg-type]
             self.where = "text_config."
         elif text is not None:
             raise ValueError(f"config key 'text_config' must be an object, got {text!r:.60}")
         else:
             text = data
-            model_type = COMPOSITE.get(model_type, model_type)
+            model_type = COMPOSITE.get(model_type, model_type)  # type: ignore[arg-type]
             self.where = ""
         if model_type is not None and not isinstance(model_type, str):
             raise ValueError(f"config key 'model_type' must be a string, got {model_type!r:.60}")
-        model_type = ALIASES.get(model_type, model_type)
+        model_type = ALIASES.get(model_type, model_type)  # type: ignore[arg-type]
         self.text = text
         self.model_type = model_type
         self.known = model_type in FAMILIES
-        self.family: Family = FAMILIES.get(model_type, _COMMON)
+        self.family: Family = FAMILIES.get(model_type, _COMMON)  # type: ignore[arg-type]
         for key in self.family.refused_keys:
             if text.get(key) is not None:
                 raise ValueError(

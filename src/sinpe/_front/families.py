@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .family_defaults import COMPOSITE as _GENERATED_COMPOSITE
 from .family_defaults import DEFAULTS
@@ -31,7 +31,7 @@ HEAD_DIM_RULES = (
     "qk_rope_head_dim_or_head_dim",  # head_dim where given, else qk_rope_head_dim (DeepSeek-V3)
     "attention_head_dim",  # attention_head_dim, else 2 * hidden_size // num_attention_heads: Zamba2
 )
-_EMPTY = MappingProxyType({})
+_EMPTY: Mapping = MappingProxyType({})
 
 
 class Family(NamedTuple):
@@ -66,7 +66,7 @@ class Family(NamedTuple):
     # a flat rope_scaling mapping: "all" (every layer type takes it, or the one RoPE), the
     # layer types that do, "ignored" (the class keeps it aside: refused), None (the class
     # fails on it: refused)
-    legacy: object = "all"
+    legacy: Any = "all"
     reads_types: bool = True  # the module reads rope_type (ESM's always rotates the default)
     # a layer type's own head-dimension key (Gemma 4: full_attention -> global_head_dim)
     layer_head_dims: Mapping = _EMPTY
@@ -123,7 +123,7 @@ RULES: dict[str, dict] = {
 
 
 def _record(model_type: str) -> Family:
-    generated = DEFAULTS.get(model_type, {})
+    generated: dict[str, Any] = DEFAULTS.get(model_type, {})
     rules = dict(generated.get("rules", {}))
     rules.pop("sections", None)
     sections = generated.get("rules", {}).get("sections")

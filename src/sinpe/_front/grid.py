@@ -120,7 +120,7 @@ def encode_grid(
     order = _order(order, len(positions))
     base = check.base(base)
     dtype = check.dtype(dtype)
-    backend = get_backend(backend)
+    chosen = get_backend(backend)
     convention = get_convention(convention)
     lengths = [p.shape[0] for p in positions]
     shape = (math.prod(lengths), sum(widths))
@@ -145,7 +145,7 @@ def encode_grid(
             base=base,
             convention=convention,
             dtype=table.dtype,
-            backend=backend.NAME,
+            backend=chosen.NAME,
         )
         along = [1] * len(lengths)
         along[k] = lengths[k]

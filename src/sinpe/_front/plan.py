@@ -16,7 +16,7 @@ rows x every column besides the table itself).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -71,7 +71,7 @@ class Place(NamedTuple):
     col: int
     step: int
     dup: int
-    count: int
+    count: int  # type: ignore[assignment]  # a field, shadowing tuple.count
 
     def lanes(self, lo: int, hi: int) -> Place:
         """This place for the segment's lanes [lo, hi) only, renumbered from 0."""
@@ -83,7 +83,7 @@ class Segment(NamedTuple):
     """Frequencies ``first .. first + count - 1`` read position axis ``axis``."""
 
     first: int
-    count: int
+    count: int  # type: ignore[assignment]  # a field, shadowing tuple.count
     axis: int
     cos: Place
     sin: Place
@@ -122,7 +122,7 @@ class Layout(NamedTuple):
         column written twice."""
         if not -1 <= self.pad_col < self.width:
             raise AssertionError(f"pad column {self.pad_col} outside {self.width} columns")
-        columns = [[] for _ in range(self.planes)]
+        columns: list[list] = [[] for _ in range(self.planes)]
         if self.pad_col >= 0:
             columns[0].append(np.array([self.pad_col]))
         for s in self.segments:
@@ -195,7 +195,7 @@ def _placed_empty(shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _freeze(array: np.ndarray) -> np.ndarray:
-    base = array
+    base: np.ndarray | None = array
     while isinstance(base, np.ndarray):  # the view and the buffer under it
         base.flags.writeable = False
         base = base.base
@@ -224,7 +224,7 @@ class Filler(NamedTuple):
     keeps only how to make any block of its frequencies (``block``); it is planned a block
     at a time at each call, so nothing of the size of the row is ever held."""
 
-    backend: object
+    backend: Any  # a backend module: its fill, exact and plan functions
     frequencies: Frequencies | None
     grid: np.ndarray | None
     plan: object
@@ -233,7 +233,7 @@ class Filler(NamedTuple):
     key: tuple  # the cache key it is kept under (its anchors are kept beside it)
     h: int
     origin: np.ndarray | None = None  # the anchor at position 0: the grid's row 0, e^{i0w}
-    block: object = None  # (f0, f1) -> frequencies f0 .. f1 - 1, for a wide row
+    block: Any = None  # (f0, f1) -> frequencies f0 .. f1 - 1, for a wide row
 
 
 def make_filler(backend, w, factor: float, layout: Layout, key: tuple, h: int | None = None):
@@ -263,7 +263,7 @@ def _anchors_from_zero(filler: Filler, count: int) -> np.ndarray:
 
 def _make_anchors_from_zero(filler: Filler, count: int) -> np.ndarray:
     positions = np.arange(count, dtype=np.float64) * GRID_SPAN
-    return _freeze(exact_values(filler.backend, positions, filler.frequencies))
+    return _freeze(exact_values(filler.backend, positions, filler.frequencies))  # type: ignore[arg-type]  # a filler with a grid has them
 
 
 def fill_run(filler: Filler, outs: tuple, offset: int, n_rows: int, threads) -> None:
@@ -282,11 +282,11 @@ def fill_run(filler: Filler, outs: tuple, offset: int, n_rows: int, threads) -> 
     n_threads = threads_for(threads, n_rows * filler.layout.width)
     if first == 0:
         anchors = filler.origin if n_anchors == 1 else _anchors_from_zero(filler, n_anchors)
-    elif n_rows <= GRID_SPAN and not filler.frequencies.slow.size:
+    elif n_rows <= GRID_SPAN and not filler.frequencies.slow.size:  # type: ignore[union-attr]  # a filler with a grid has them
         anchors = None  # at most two, evaluated by the filler itself
     else:
         positions = np.arange(first, first + n_anchors * GRID_SPAN, GRID_SPAN, dtype=np.float64)
-        anchors = exact_values(filler.backend, positions, filler.frequencies)
+        anchors = exact_values(filler.backend, positions, filler.frequencies)  # type: ignore[arg-type]  # a filler with a grid has them
     fill = filler.backend.fill
     fill(filler.plan, outs[0], outs[1], anchors, None, None, start, float(first), n_threads)
 
@@ -341,14 +341,14 @@ def fill_at(filler: Filler, outs: tuple, positions: np.ndarray, threads) -> None
             _fill_blocks(filler, parts, distinct, codes, 0, u, threads)
             continue
         distinct, index = _distinct(values)
-        if 4 * distinct.shape[0] > values.size and not filler.frequencies.slow.size:
+        if 4 * distinct.shape[0] > values.size and not filler.frequencies.slow.size:  # type: ignore[union-attr]  # a filler with a grid has them
             # each row's anchor evaluated by the filler: count that work for the threads
             work = (r1 - r0) * filler.layout.width + distinct.shape[0] * h * PAIR_COST
             n_threads = threads_for(threads, work)
             filler.backend.fill(filler.plan, parts[0], parts[1], None, values, u, 0, 0.0, n_threads)
             continue
         n_threads = threads_for(threads, (r1 - r0) * filler.layout.width)
-        anchors = exact_values(filler.backend, distinct, filler.frequencies)
+        anchors = exact_values(filler.backend, distinct, filler.frequencies)  # type: ignore[arg-type]  # a filler with a grid has them
         codes = (index.astype(np.int64) << GRID_SPAN_BITS) | u
         filler.backend.fill(
             filler.plan, parts[0], parts[1], anchors, None, codes, 0, 0.0, n_threads

@@ -89,7 +89,7 @@ def table_at(rotary: Rotary, positions, name: str, dtype, threads, backend, seq_
     flat, shape = rot.axis_positions(rotary, positions)
     rot.reserve(flat.shape[1], rotary.h, name, dtype)
     if seq_len is not None:
-        length = check.integer("seq_len", seq_len, 0)
+        length: float | None = check.integer("seq_len", seq_len, 0)
     else:
         length = float(flat.max()) + 1.0 if flat.size else None
     filler = rot.filler(backend, rotary, length, name)

@@ -238,7 +238,8 @@ def _make_frequencies(rotary: Rotary, length):
     if rotary.given is not None:
         return np.frombuffer(rotary.given, dtype=np.float64), rotary.given_factor
     scaling = rotary.scaling.without(*_MROPE_KEYS)
-    inv_freq, attention = inverse_frequencies(scaling, rotary.head_dim, rotary.base, length)
+    base = float(rotary.base)  # type: ignore[arg-type]  # None only with given frequencies
+    inv_freq, attention = inverse_frequencies(scaling, rotary.head_dim, base, length)
     largest = float(np.abs(inv_freq).max())
     if not largest <= MAX_FREQUENCY:
         raise ValueError(
@@ -336,7 +337,9 @@ def rope_layout(name: str, h: int, axes: np.ndarray | None = None):
     segment each, placed at their own columns."""
     width, planes, cos, sin = table_format(name, h)
     runs = [(0, 0, 1, h)] if axes is None else _runs(axes)
-    segments, order, first = [], [], 0
+    segments: list = []
+    order: list = []
+    first = 0
     for axis, i0, step, count in runs:
         if not count:
             continue

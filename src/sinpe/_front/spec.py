@@ -109,7 +109,7 @@ class RopeSpec:
             raise ValueError("this config has one RoPE for every layer: it has no layer types")
         if not isinstance(layer_type, str) or layer_type not in self.layer_types:
             raise ValueError(f"layer_type must be one of {self.layer_types}, got {layer_type!r}")
-        found = self._layers[layer_type]
+        found = self._layers[layer_type] if self._layers is not None else None
         if found is None:
             raise ValueError(
                 f"layer type {layer_type!r} has no RoPE (its rope_parameters entry is null)"
@@ -123,6 +123,7 @@ class RopeSpec:
                 + ", ".join(self.layer_types)
                 + "): take one with spec.layer(name) or rope_config(config, layer_type=name)"
             )
+        assert self._rotary is not None  # rope_config builds every spec with its Rotary
         return self._rotary
 
     @property

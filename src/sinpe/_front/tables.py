@@ -66,7 +66,7 @@ def table_layout(columns: ColumnMap, width: int) -> Layout:
 
 def _table_filler(backend, convention: Convention, d_model: int, base: float):
     """The cached ``Filler`` of a convention's table at this width and base."""
-    key = ("table", backend.NAME, convention._token, d_model, base)
+    key = ("table", backend.NAME, convention._token, d_model, base)  # type: ignore[attr-defined]
     return cache.lookup(key, _make_table_filler, (backend, convention, d_model, base, key))
 
 

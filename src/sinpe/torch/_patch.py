@@ -54,7 +54,7 @@ class PatchReport(list):
 
 def _buffers(module) -> dict:
     """``{layer type or None: inv_freq buffer}`` of a rotary module."""
-    found = {}
+    found: dict = {}
     for name, buffer in module.named_buffers(recurse=False):
         if name == "inv_freq":
             found[None] = buffer
@@ -200,7 +200,7 @@ def _matching_frequencies(module, layer, prefix: str, buffer) -> np.ndarray:
     and longrope modules update it per call (transformers' dynamic_rope_update), so the
     buffer may hold the rescaled base (at the module's max_seq_len_cached) or longrope's
     long factors. The candidate takes over that state when one of them matches."""
-    lengths = [None]
+    lengths: list[int | None] = [None]
     cached = getattr(module, f"{prefix}max_seq_len_cached", None)
     if cached is None:
         cached = getattr(module, "max_seq_len_cached", None)

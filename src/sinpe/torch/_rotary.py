@@ -20,7 +20,7 @@ from ._tensors import numpy_dtype, tensor
 __all__ = ["GROWTH_ROWS", "RotaryEmbedding"]
 
 GROWTH_ROWS = 1 << 20  # a table grows to at least this many rows before ids go direct
-_LAYERS = weakref.WeakSet()  # every _Layer alive, for the fork handler
+_LAYERS: weakref.WeakSet = weakref.WeakSet()  # every _Layer alive, for the fork handler
 
 
 def _after_fork_in_child() -> None:
@@ -41,6 +41,8 @@ class _Layer:
     ``dynamic_rope_update`` state."""
 
     def __init__(self, spec: RopeSpec):
+        if spec.scaling is None or spec.head_dim is None:
+            raise ValueError("a spec with a RoPE per layer type: pass one of its layers")
         self.spec = spec
         self.kind = spec.scaling["rope_type"]
         self.h = spec.head_dim // 2
@@ -50,9 +52,9 @@ class _Layer:
         self.axial = spec.n_axes > 1 and spec.scaling["rope_type"] == "axial"
         self.axes = None if spec.axes is None else torch.tensor(spec.axes)
         # transformers' dynamic_rope_update state: the length dynamic was last grown to
-        self.max_seq_len_cached = self.original
-        self.dynamic_length = None  # None: the original frequencies
-        self.tables = {}
+        self.max_seq_len_cached: int | None = self.original
+        self.dynamic_length: int | None = None  # None: the original frequencies
+        self.tables: dict = {}
         self.lock = threading.Lock()
         _LAYERS.add(self)
         # tables grow to cover positions below this; ids beyond it are computed as asked,
@@ -78,7 +80,7 @@ class _Layer:
         if seq_len > (self.max_seq_len_cached or 0):  # growth
             self.dynamic_length = seq_len
             self.max_seq_len_cached = seq_len
-        if self.original and seq_len < self.original < self.max_seq_len_cached:  # reset
+        if self.original and seq_len < self.original < (self.max_seq_len_cached or 0):  # reset
             self.dynamic_length = None
             self.max_seq_len_cached = self.original
         return self.dynamic_length
@@ -148,12 +150,12 @@ class _Layer:
             return cos, sin
         per_axis = index.movedim(-1, 0) if self.axial else index  # (axes, rows...)
         rows = per_axis.shape[1:]
-        flat = per_axis.reshape(self.n_axes, -1)
-        axes = self.axes.to(device)
+        per_row = per_axis.reshape(self.n_axes, -1)
+        axes = self.axes.to(device)  # type: ignore[union-attr,unused-ignore]  # multi-axis: set
         cos = sin = None
         for a in range(self.n_axes):
-            c = torch.index_select(table_cos, 0, flat[a])
-            s = torch.index_select(table_sin, 0, flat[a])
+            c = torch.index_select(table_cos, 0, per_row[a])
+            s = torch.index_select(table_sin, 0, per_row[a])
             cos = c if cos is None else torch.where(axes == a, c, cos)
             sin = s if sin is None else torch.where(axes == a, s, sin)
         return cos.reshape(*rows, self.h), sin.reshape(*rows, self.h)

@@ -64,7 +64,7 @@ def _array(out: torch.Tensor, name: str) -> np.ndarray:
     if problems:
         raise ValueError(f"{name} is unusable: " + ", ".join(problems))
     if out.dtype == torch.bfloat16:
-        return out.view(torch.int16).numpy().view(check.bfloat16())
+        return out.view(torch.int16).numpy().view(check.bfloat16())  # type: ignore[arg-type,unused-ignore]
     return out.numpy()
 
 
