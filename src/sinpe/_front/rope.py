@@ -204,9 +204,9 @@ def rope(
     >>> import sinpe
     >>> cos, sin = sinpe.rope(3, 4)
     >>> cos
-    array([[1.        , 1.        , 1.        , 1.        ],
-           [0.54030231, 0.99995   , 0.54030231, 0.99995   ],
-           [-0.41614684, 0.99980001, -0.41614684, 0.99980001]])
+    array([[ 1.        ,  1.        ,  1.        ,  1.        ],
+           [ 0.54030231,  0.99995   ,  0.54030231,  0.99995   ],
+           [-0.41614684,  0.99980001, -0.41614684,  0.99980001]])
     """
     name = _choice("layout", layout, LAYOUTS)
     dtype = check.dtype(dtype) or F64
@@ -259,7 +259,7 @@ def rope_cache(
     >>> import sinpe
     >>> sinpe.rope_cache(2, 4).round(4)
     array([[1.    , 1.    , 0.    , 0.    ],
-           [0.5403, 0.9999, 0.8415, 0.01  ]])
+           [0.5403, 1.    , 0.8415, 0.01  ]])
     >>> sinpe.rope_cache(2, 4, format="complex").shape
     (2, 2)
     """
