@@ -10,6 +10,9 @@ import textwrap
 import pytest
 
 TIMEOUT = 120  # seconds; a healthy run of any script here takes well under 20
+# forks of each fork-stress test: 200 (CI's legs that repeat the suite on other builds ask
+# for fewer: the builds differ in C, and the Python locks these tests stress do not)
+FORKS = int(os.environ.get("SINPE_TEST_FORKS", "200"))
 
 
 def run_script(code: str, *, check=True, timeout=TIMEOUT, **env) -> subprocess.CompletedProcess:

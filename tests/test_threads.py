@@ -13,7 +13,7 @@ import shutil
 import subprocess
 
 import pytest
-from subprocesses import FORK_STRESS, fork_counts, run_script
+from subprocesses import FORK_STRESS, FORKS, fork_counts, run_script
 
 import sinpe
 from sinpe._front import backends
@@ -163,11 +163,11 @@ assert np.array_equal(out, sinpe.sinusoidal_positional_encoding(16384, 1024, thr
 def test_forks_while_a_thread_churns_the_cache_never_hang():
     """A thread fills the cache with thousands of small entries and evicts them all again
     (set_cache_limit(0): the longest time the cache lock is held) while the main thread
-    forks 200 times; each child's first table is a cache miss. Not one child hangs on the
+    forks 200 times (FORKS); each child's first table is a cache miss. Not one child hangs on the
     lock it inherited, and each child's table is the parent's."""
     result = run_script(
         FORK_STRESS
-        + """
+        + f"""
 import numpy as np, sinpe
 WANT = sinpe.rope(64, 16, base=12345.0)
 def churn(stop):
@@ -181,10 +181,10 @@ def churn(stop):
 def child():
     assert sinpe.cache_info().entries == 0  # the child's cache starts empty, lock free
     return all(np.array_equal(a, b) for a, b in zip(sinpe.rope(64, 16, base=12345.0), WANT))
-fork_stress(200, churn, child, wait_for_window=lambda: time.sleep(0.002))
+fork_stress({FORKS}, churn, child, wait_for_window=lambda: time.sleep(0.002))
 """
     )
-    assert fork_counts(result)[:3] == (200, 0, 0), result.stdout
+    assert fork_counts(result)[:3] == (FORKS, 0, 0), result.stdout
 
 
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
@@ -355,7 +355,8 @@ print(sinpe.thread_limit().source)
 
 
 def test_the_runtime_tells_the_truth():
-    assert sinpe.HAVE_OPENMP is False  # there is no OpenMP in sinpe any more
+    with pytest.deprecated_call(match="THREAD_RUNTIME"):
+        assert sinpe.HAVE_OPENMP is False  # there is no OpenMP in sinpe any more
     if "cython" in backends.BACKENDS:
         expected = {"posix": "posix threads", "nt": "windows threads"}.get(os.name, "none")
         assert sinpe.THREAD_RUNTIME == expected

@@ -306,7 +306,7 @@ def test_forks_while_a_table_grows_never_hang():
     while) and the main thread forks 200 times, as often as it can while that lock is held;
     each child's forward needs the lock (and grows its table from 0). Not one child hangs,
     and each gets the parent's rows."""
-    from subprocesses import FORK_STRESS, fork_counts, run_script
+    from subprocesses import FORK_STRESS, FORKS, fork_counts, run_script
 
     result = run_script(
         FORK_STRESS
@@ -333,11 +333,11 @@ def window():
             return True
         time.sleep(0.0001)
     return False
-fork_stress(200, grow, child, wait_for_window=window)
+fork_stress({FORKS}, grow, child, wait_for_window=window)
 """
     )
     forks, hung, wrong, caught = fork_counts(result)
-    assert (forks, hung, wrong) == (200, 0, 0), result.stdout
+    assert (forks, hung, wrong) == (FORKS, 0, 0), result.stdout
     assert caught > 0, result.stdout  # some forks came with the lock held: the case tested
 
 

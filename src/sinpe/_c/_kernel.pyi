@@ -2,13 +2,14 @@ import numpy as np
 import numpy.typing as npt
 
 NAME: str
-HAVE_OPENMP: bool
+THREADS: str
 ISA: str
 DEBUG: bool
 BOUNDS_CHECKED: bool
 C_ASSERTS: bool
 
-def max_threads() -> tuple[int, bool]: ...
+def threadpool_threads() -> int: ...
+def helpers() -> int: ...
 def exact_cos_sin(
     positions: npt.NDArray[np.float64],
     table: npt.NDArray[np.float64],

@@ -6,10 +6,11 @@ the work in the C headers beside this file. Glue only:
 
 - ``exact_cos_sin(positions, table, out, threads)``: the exact evaluator (``exact.h``);
 - ``prepare_frequency_table(w, table)``: its per-frequency constants (``turns.h``);
-- ``log_dd(base)``, ``power_vector(out, log_hi, log_lo, numerator, denominator, scale)``:
+- ``log_dd(base)``, ``power_vector(out, first, log_hi, log_lo, numerator, denominator,
+  scale)``:
   the frequency rule (``frequencies.h``);
-- ``Plan(grid, segments, width, planes, pad_col, factor)`` and
-  ``fill(plan, out0, out1, anchors, codes, start, threads)``: the one filler (``fill.h``,
+- ``Plan(grid, table, segments, width, planes, pad_col, factor)`` and
+  ``fill(plan, out0, out1, anchors, values, codes, start, origin, threads)``: the one filler (``fill.h``,
   whose header has the scheme and its error bound; the rotation is ``rotate.h``);
 - ``round_half(values, out)``: the float16/bfloat16 converter of the filler's stores.
 
@@ -118,7 +119,6 @@ cdef extern from "fill.h":
 NAME = "cython"
 # The thread runtime (team.h): sinpe's own pool of POSIX or Windows threads, or none.
 THREADS = ("none", "posix threads", "windows threads")[SINPE_THREADS]
-HAVE_OPENMP = False  # the kernel no longer uses OpenMP (kept for older code: it tells the truth)
 team_init()
 # The instruction-set level every loop runs on this CPU (config.h: one probe, asked here at
 # import, before any thread can fill a table, so the kernel has no shared mutable state; it

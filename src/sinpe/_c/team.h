@@ -18,8 +18,8 @@
    - helpers block every signal, so signals go to the threads that asked for them; between
      chunks the calling thread runs the caller's check (Python's signal handlers, about every
      20 ms) and stops the job when it says so.
-   POSIX threads, Windows threads, or (neither) the calling thread alone: sinpe_threads()
-   says which. Every result is the same bits whatever ran where: chunks write disjoint rows. */
+   POSIX threads, Windows threads, or (neither) the calling thread alone: SINPE_THREADS
+   (2, 1, 0) says which, and the kernel's THREADS names it. Every result is the same bits whatever ran where: chunks write disjoint rows. */
 #ifndef SINPE_TEAM_H
 #define SINPE_TEAM_H
 #include <stdlib.h>

@@ -17,7 +17,7 @@ import warnings
 
 from .. import _twin
 
-__all__ = ["BACKEND", "BACKENDS", "DEFAULT", "HAVE_OPENMP", "KERNEL_ERROR", "NAMES", "get"]
+__all__ = ["BACKEND", "BACKENDS", "DEFAULT", "KERNEL_ERROR", "NAMES", "get"]
 
 NAMES = ("auto", "cython", "numpy")
 
@@ -35,7 +35,6 @@ else:
 BACKENDS = {"numpy": _twin}
 if kernel is not None:
     BACKENDS["cython"] = kernel
-HAVE_OPENMP = bool(kernel is not None and kernel.HAVE_OPENMP)
 
 
 def _from_environment() -> str:

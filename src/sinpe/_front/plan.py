@@ -53,7 +53,9 @@ __all__ = [
 # Where grid tables start: 512 bytes past a 4096-byte boundary. 64-byte alignment keeps every
 # 32-byte AVX2 load inside one cache line, and the offset keeps the filler's loads clear of its
 # stores to a fresh NumPy array (which starts 16 bytes past a page): a store a few hundred bytes
-# behind a load, modulo 4096, makes the CPU wait on a false dependence.
+# behind a load, modulo 4096, makes the CPU wait on a false dependence (4K aliasing). Chosen on
+# the project's 2-core x86-64 VMs; to re-measure on another CPU, change it and compare
+# `python benchmarks/ratios.py` side by side (the warm table ratios against np.ones).
 TABLE_PLACEMENT = 512
 _GRID_POSITIONS = np.concatenate(
     [np.arange(GRID_MID) * float(GRID_FINE), np.arange(GRID_FINE, dtype=np.float64)]

@@ -10,7 +10,7 @@ from ..conventions import ColumnMap, Convention
 from ..conventions import get as get_convention
 from . import cache
 from . import checks as check
-from .backends import BACKEND, DEFAULT, HAVE_OPENMP
+from .backends import BACKEND, DEFAULT
 from .backends import get as get_backend
 from .checks import F64, MAX_POSITION
 from .frequencies import frequency_block, frequency_vector
@@ -25,7 +25,6 @@ __all__ = [
     "cache_info",
     "set_cache_limit",
     "BACKEND",
-    "HAVE_OPENMP",
 ]
 
 # Every frequency must be below this (position * frequency < 2**953): the range the exact
@@ -141,7 +140,7 @@ def sinusoidal_positional_encoding(
     backend : {"auto", "cython", "numpy"}, default "auto"
         ``"auto"`` is ``sinpe.BACKEND``.
     threads : int, optional
-        At most this many threads (Cython backend with OpenMP), and never more than
+        At most this many threads (the compiled kernel's pool), and never more than
         :func:`sinpe.thread_limit` allows. ``None``: that limit for tables big enough to
         gain, else 1. Results are identical for any thread count.
     convention : str or Convention, default "vaswani"

@@ -23,11 +23,14 @@ from .backends import kernel
 
 __all__ = ["PARALLEL_MIN_ELEMENTS", "ThreadLimit", "thread_limit", "threads_for", "usable_cores"]
 
-# Below this many table elements (about a millisecond of work) one thread is as fast as two
-# on this project's VM: a 2048 x 512 table (2**20 elements, cache-resident) split 17/15 between
-# the caller and a helper that woke in time, yet each chunk took 1.5x longer while both ran (the
-# two vCPUs share a core's execution units or the L3), so the pair saved 10-20% before the
-# call's own cost and nothing after; 2**22 took 0.59x the time (docs/threads.md).
+# Below this many table elements (about a millisecond of work) one thread was as fast as two
+# where it was measured: the project's 2-core x86-64 VM (two vCPUs, the second shared with
+# other tenants). There a 2048 x 512 table (2**20 elements, cache-resident)
+# split 17/15 between the caller and a helper that woke in time, yet each chunk took 1.5x
+# longer while both ran (the two vCPUs share a core's execution units or the L3), so the pair
+# saved 10-20% before the call's own cost and nothing after; 2**22 took 0.59x the time
+# (docs/threads.md). Another machine may want another threshold: re-measure with
+# `python benchmarks/threads.py` (default threads against threads=1, side by side).
 PARALLEL_MIN_ELEMENTS = 1 << 22
 RUNTIME = kernel.THREADS if kernel is not None else "none"
 
