@@ -15,6 +15,7 @@ from .. import rope_scaling
 from . import rotary as rot
 from .families import ALIASES, COMPOSITE, FAMILIES, Family
 from .spec import Frozen, RopeSpec
+from .types import Config
 
 __all__ = ["RopeSpec", "rope_config", "MAX_CONFIG_BYTES"]
 
@@ -462,7 +463,7 @@ def _spec(reader: _Reader, params: dict, layer_type: str | None, own: bool) -> R
     )
 
 
-def rope_config(config, *, layer_type: str | None = None) -> RopeSpec:
+def rope_config(config: Config, *, layer_type: str | None = None) -> RopeSpec:
     """A model's RoPE, read from its config as transformers 5.24 reads it.
 
     Parameters

@@ -19,6 +19,7 @@ from . import checks as check
 from .backends import get as get_backend
 from .checks import F64, MAX_POSITION
 from .tables import encode, frequency_key
+from .types import DTypeLike
 
 __all__ = ["encode_grid", "encode_2d"]
 
@@ -73,7 +74,7 @@ def encode_grid(
     order: Sequence[int] | None = None,
     base: float = 10000.0,
     convention: str | Convention = "hf-marian",
-    dtype=None,
+    dtype: DTypeLike = None,
     out: np.ndarray | None = None,
     backend: str = "auto",
 ) -> np.ndarray:
@@ -156,7 +157,7 @@ def encode_grid(
 
 
 def encode_2d(
-    height: int, width: int, d_model: int, *, base: float = 10000.0, dtype=None
+    height: int, width: int, d_model: int, *, base: float = 10000.0, dtype: DTypeLike = None
 ) -> np.ndarray:
     """MAE's 2-D grid encoding (``get_2d_sincos_pos_embed``, used by ViT/MAE/DiT).
 

@@ -13,6 +13,7 @@ from .backends import get as get_backend
 from .checks import F64
 from .plan import fill_at, fill_run, make_filler
 from .rotary import MAX_HEAD_DIM, Rotary, check_factor, rope_layout
+from .types import ArrayLike, DTypeLike, Positions, Scaling
 
 __all__ = [
     "rope",
@@ -135,14 +136,14 @@ def rope(
     head_dim: int,
     *,
     base: float | None = None,
-    scaling=None,
+    scaling: Scaling = None,
     offset: int = 0,
     layout: str = "half",
-    dtype=np.float64,
+    dtype: DTypeLike = np.float64,
     threads: int | None = None,
     backend: str = "auto",
     max_position_embeddings: int | None = None,
-    inv_freq=None,
+    inv_freq: ArrayLike | None = None,
     attention_factor: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rotary position embedding tables ``cos, sin`` for positions ``offset .. offset +
@@ -223,13 +224,13 @@ def rope_cache(
     *,
     format: str = "vllm",
     base: float | None = None,
-    scaling=None,
+    scaling: Scaling = None,
     offset: int = 0,
-    dtype=None,
+    dtype: DTypeLike = None,
     threads: int | None = None,
     backend: str = "auto",
     max_position_embeddings: int | None = None,
-    inv_freq=None,
+    inv_freq: ArrayLike | None = None,
     attention_factor: float | None = None,
 ) -> np.ndarray:
     """An engine's cos/sin cache for positions ``offset .. offset + seq_len - 1``, as one
@@ -286,17 +287,17 @@ def _complex_dtype(value) -> np.dtype:
 
 
 def rope_at(
-    positions,
+    positions: Positions,
     head_dim: int,
     *,
     base: float | None = None,
-    scaling=None,
+    scaling: Scaling = None,
     layout: str = "half",
-    dtype=np.float64,
+    dtype: DTypeLike = np.float64,
     threads: int | None = None,
     backend: str = "auto",
     max_position_embeddings: int | None = None,
-    inv_freq=None,
+    inv_freq: ArrayLike | None = None,
     attention_factor: float | None = None,
     seq_len: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -343,10 +344,10 @@ def rope_frequencies(
     head_dim: int,
     *,
     base: float | None = None,
-    scaling=None,
+    scaling: Scaling = None,
     seq_len: int | None = None,
     max_position_embeddings: int | None = None,
-    inv_freq=None,
+    inv_freq: ArrayLike | None = None,
     attention_factor: float | None = None,
 ) -> tuple[np.ndarray, float]:
     """The inverse frequencies and attention factor of a rope scaling.
@@ -403,9 +404,9 @@ def rope_blocks(
     base=10000.0,
     linear_factor=1.0,
     layout="interleaved",
-    dtype=np.float64,
+    dtype: DTypeLike = np.float64,
     backend="auto",
-    inv_freq=None,
+    inv_freq: ArrayLike | None = None,
 ):
     """RoPE of several position axes side by side, each block its own width (diffusers'
     2-D and 3-D rotary embeddings, Flux's axes): ``positions`` ``(n_axes, n)`` float64
@@ -422,7 +423,14 @@ def rope_blocks(
     given = None
     if inv_freq is not None:
         given = rot.resolve(sum(d // 2 for d in dims) * 2, inv_freq=inv_freq).given
-    key = ("rope-blocks", backend.NAME, tuple(dims), float(base), float(linear_factor), given)
+    key: tuple = (
+        "rope-blocks",
+        backend.NAME,
+        tuple(dims),
+        float(base),
+        float(linear_factor),
+        given,
+    )
     key += (name,)
     filler = cache.lookup(
         key, _make_block_filler, (backend, dims, base, linear_factor, given, name, key)

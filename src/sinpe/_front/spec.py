@@ -14,6 +14,7 @@ from . import rope as _rope
 from . import rotary as rot
 from .checks import F64
 from .rotary import Rotary
+from .types import DTypeLike, Positions
 
 __all__ = ["RopeSpec", "Frozen", "OUTPUT_LAYOUTS"]
 
@@ -135,12 +136,12 @@ class RopeSpec:
         self,
         seq_len: int,
         *,
-        offset=0,
-        layout="half",
-        dtype=np.float64,
-        threads=None,
-        backend="auto",
-    ):
+        offset: int = 0,
+        layout: str = "half",
+        dtype: DTypeLike = np.float64,
+        threads: int | None = None,
+        backend: str = "auto",
+    ) -> tuple[np.ndarray, np.ndarray]:
         """:func:`sinpe.rope` of this model: ``cos, sin`` for positions ``offset ..``."""
         name = _rope._choice("layout", layout, _rope.LAYOUTS)
         dtype = check.dtype(dtype) or F64
@@ -150,14 +151,14 @@ class RopeSpec:
 
     def rope_at(
         self,
-        positions,
+        positions: Positions,
         *,
-        layout="half",
-        dtype=np.float64,
-        threads=None,
-        backend="auto",
-        seq_len=None,
-    ):
+        layout: str = "half",
+        dtype: DTypeLike = np.float64,
+        threads: int | None = None,
+        backend: str = "auto",
+        seq_len: int | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """:func:`sinpe.rope_at` of this model (M-RoPE: positions ``(3, ...)``; a vision
         grid: ``(..., 2)``); ``seq_len``: the current length of ``dynamic`` and
         ``longrope`` (default ``max(positions) + 1``)."""
@@ -166,8 +167,15 @@ class RopeSpec:
         return _rope.table_at(self._one(), positions, name, dtype, threads, backend, seq_len)
 
     def rope_cache(
-        self, seq_len: int, *, format="vllm", offset=0, dtype=None, threads=None, backend="auto"
-    ):
+        self,
+        seq_len: int,
+        *,
+        format: str = "vllm",
+        offset: int = 0,
+        dtype: DTypeLike = None,
+        threads: int | None = None,
+        backend: str = "auto",
+    ) -> np.ndarray:
         """:func:`sinpe.rope_cache` of this model."""
         name = _rope._choice("format", format, _rope.CACHE_FORMATS)
         dtype, complex_dtype = _rope.cache_dtypes(name, dtype)
@@ -176,14 +184,14 @@ class RopeSpec:
         )
         return _rope.cache_table(table, name, complex_dtype)
 
-    def frequencies(self, seq_len: int | None = None):
+    def frequencies(self, seq_len: int | None = None) -> tuple[np.ndarray, float]:
         """``(inv_freq, attention_factor)`` (:func:`sinpe.rope_frequencies`) at the current
         length ``seq_len`` (``None``: within the trained length)."""
         if seq_len is not None:
             seq_len = check.integer("seq_len", seq_len, 0)
         return rot.frequencies(self._one(), seq_len)
 
-    def length_key(self, seq_len: int | None):
+    def length_key(self, seq_len: int | None) -> object:
         """What of the current length ``seq_len`` changes the values (``None``: nothing):
         equal keys, equal tables."""
         return rot.length_of(self._one(), seq_len)

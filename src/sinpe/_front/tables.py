@@ -15,6 +15,7 @@ from .backends import get as get_backend
 from .checks import F64, MAX_POSITION
 from .frequencies import frequency_block, frequency_vector
 from .plan import Layout, Place, Segment, exact_values, fill_at, fill_run, make_filler, prepare
+from .types import DTypeLike, Positions
 
 __all__ = [
     "sinusoidal_positional_encoding",
@@ -112,7 +113,7 @@ def sinusoidal_positional_encoding(
     *,
     base: float = 10000.0,
     offset: int = 0,
-    dtype=None,
+    dtype: DTypeLike = None,
     out: np.ndarray | None = None,
     backend: str = "auto",
     threads: int | None = None,
@@ -223,12 +224,12 @@ def frequencies(
 
 
 def encode(
-    positions,
+    positions: Positions,
     d_model: int,
     *,
     base: float = 10000.0,
     convention: str | Convention = "vaswani",
-    dtype=None,
+    dtype: DTypeLike = None,
     out: np.ndarray | None = None,
     backend: str = "auto",
 ) -> np.ndarray:
