@@ -23,6 +23,8 @@ import copy
 import inspect
 import math
 import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -44,7 +46,7 @@ class PatchReport(list):
     """The names of the modules ``patch`` replaced, in order; ``left`` maps each rotary
     module it left alone to why (which check failed, by how much)."""
 
-    def __init__(self, replaced=(), left=None):
+    def __init__(self, replaced: Iterable[str] = (), left: Mapping[str, str] | None = None):
         super().__init__(replaced)
         self.left: dict[str, str] = dict(left or {})
 
@@ -256,7 +258,7 @@ def _replace(model, old, new) -> None:
                 parent._modules[child_name] = new
 
 
-def patch(model, *, warn: bool = True) -> PatchReport:
+def patch(model: Any, *, warn: bool = True) -> PatchReport:
     """Replace every rotary module of a transformers ``model`` in place with an exact
     :class:`RotaryEmbedding`, each only after it is verified against the module it replaces.
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from typing import Any
 
 import numpy as np
 import torch
@@ -206,7 +207,14 @@ class RotaryEmbedding(nn.Module):
     non-persistent float32 buffers, as transformers'. ``clear()`` frees the tables.
     """
 
-    def __init__(self, config, *, layer_type=None, device=None, layout=None):
+    def __init__(
+        self,
+        config: Any,
+        *,
+        layer_type: str | None = None,
+        device: Any = None,
+        layout: str | None = None,
+    ) -> None:
         super().__init__()
         spec = config if isinstance(config, RopeSpec) else rope_config(config)
         if layer_type is not None:
@@ -222,14 +230,15 @@ class RotaryEmbedding(nn.Module):
         self.layer_types = spec.layer_types
         self.max_seq_len_cached = self.original_max_seq_len = spec.max_position_embeddings
         first = next(iter(self._layers.values()))
-        self.layout = layout if layout is not None else first.spec.layout
-        if self.layout not in _LAYOUTS:
+        chosen = layout if layout is not None else first.spec.layout
+        if chosen is None or chosen not in _LAYOUTS:
             if layout is None:
                 raise ValueError(
                     f"model_type {spec.model_type!r} has no family record: what its rotary "
                     "module returns is unknown; pass layout= one of " + ", ".join(_LAYOUTS)
                 )
             raise ValueError(f"layout must be one of {_LAYOUTS}, got {layout!r:.60}")
+        self.layout: str = chosen
         self.output_dtype = first.spec.output_dtype
         if spec.layer_types is None:
             self.rope_type = first.kind
@@ -263,7 +272,9 @@ class RotaryEmbedding(nn.Module):
 
     # torch.compile runs around it, not through it: the tables are NumPy and the kernel's
     @torch.compiler.disable
-    def forward(self, x: torch.Tensor, position_ids: torch.Tensor, layer_type=None):
+    def forward(
+        self, x: torch.Tensor, position_ids: torch.Tensor, layer_type: str | None = None
+    ) -> Any:
         """The model's rotary values at ``position_ids``, exact.
 
         Parameters
@@ -286,7 +297,9 @@ class RotaryEmbedding(nn.Module):
         cos, sin = layer.values(position_ids, self._dtype(x), x.device)
         return _layout(cos, sin, self.layout)
 
-    def probe(self, x: torch.Tensor, position_ids: torch.Tensor, layer_type=None):
+    def probe(
+        self, x: torch.Tensor, position_ids: torch.Tensor, layer_type: str | None = None
+    ) -> Any:
         """What :meth:`forward` returns, computed at these positions only (no table is made
         or grown, no length state changes): what ``patch()`` compares."""
         layer = self._layer(layer_type)
@@ -307,6 +320,7 @@ class RotaryEmbedding(nn.Module):
         if spec.layer_types:
             return f"layer_types={spec.layer_types}, layout={self.layout!r}"
         return (
-            f"head_dim={spec.head_dim}, base={spec.base:g}, rope_type={spec.scaling['rope_type']!r}"
+            f"head_dim={spec.head_dim}, base={spec.base:g}, "
+            f"rope_type={dict(spec.scaling or {}).get('rope_type')!r}"
             f", layout={self.layout!r}"
         )

@@ -3,6 +3,8 @@ through its bits), and ``rope``/``rope_at``/``rope_cache`` as tensors, into ``ou
 
 from __future__ import annotations
 
+from typing import Any, Union
+
 import numpy as np
 import torch
 
@@ -11,6 +13,10 @@ from .._front import rope as _rope
 from .._front import rotary as rot
 
 __all__ = ["numpy_dtype", "rope", "rope_at", "rope_cache", "tensor"]
+
+# a torch dtype or any NumPy spelling of one; a device as torch takes it
+TensorDType = Union["torch.dtype", "np.dtype[Any]", type, str, None]
+Device = Union["torch.device", str, int, None]
 
 _TORCH_DTYPES = {
     torch.float64: "float64",
@@ -95,18 +101,18 @@ def _positions(value) -> np.ndarray:
 
 
 def rope(
-    seq_len,
-    head_dim,
+    seq_len: int,
+    head_dim: int,
     *,
-    device=None,
-    dtype=None,
-    out=None,
-    layout="half",
-    offset=0,
-    threads=None,
-    backend="auto",
-    **kwargs,
-):
+    device: Device = None,
+    dtype: TensorDType = None,
+    out: tuple[torch.Tensor, torch.Tensor] | None = None,
+    layout: str = "half",
+    offset: int = 0,
+    threads: int | None = None,
+    backend: str = "auto",
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`sinpe.rope` as tensors: ``(cos, sin)`` on ``device``.
 
     ``dtype``: a torch dtype or any NumPy spelling; default ``out``'s, else
@@ -121,23 +127,23 @@ def rope(
         rotary, seq_len, offset, name, dtype, threads, backend, "sinpe.torch.rope", outs
     )
     if out is not None:
-        return tuple(out)
+        return out[0], out[1]
     return tensor(cos, device), tensor(sin, device)
 
 
 def rope_at(
-    positions,
-    head_dim,
+    positions: Any,
+    head_dim: int,
     *,
-    device=None,
-    dtype=None,
-    out=None,
-    layout="half",
-    threads=None,
-    backend="auto",
-    seq_len=None,
-    **kwargs,
-):
+    device: Device = None,
+    dtype: TensorDType = None,
+    out: tuple[torch.Tensor, torch.Tensor] | None = None,
+    layout: str = "half",
+    threads: int | None = None,
+    backend: str = "auto",
+    seq_len: int | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`sinpe.rope_at` as tensors (``positions`` may be a tensor; the result goes to
     its device unless ``device`` says otherwise). ``dtype`` and ``out`` as for :func:`rope`."""
     outs = _outs(out, 2)
@@ -150,23 +156,23 @@ def rope_at(
         rotary, _positions(positions), name, dtype, threads, backend, seq_len, outs
     )
     if out is not None:
-        return tuple(out)
+        return out[0], out[1]
     return tensor(cos, device), tensor(sin, device)
 
 
 def rope_cache(
-    seq_len,
-    head_dim,
+    seq_len: int,
+    head_dim: int,
     *,
-    device=None,
-    dtype=None,
-    out=None,
-    format="vllm",
-    offset=0,
-    threads=None,
-    backend="auto",
-    **kwargs,
-):
+    device: Device = None,
+    dtype: TensorDType = None,
+    out: torch.Tensor | None = None,
+    format: str = "vllm",
+    offset: int = 0,
+    threads: int | None = None,
+    backend: str = "auto",
+    **kwargs: Any,
+) -> torch.Tensor:
     """:func:`sinpe.rope_cache` as a tensor. ``dtype``: default ``out``'s, else torch's
     default (``format="complex"``: its complex counterpart). ``out``: a CPU contiguous
     tensor of the cache's shape (real formats), filled and returned."""
