@@ -491,3 +491,28 @@ def test_bench_prints_quartiles_and_warns_of_a_spread(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "5 paired rounds: median [quartiles]" in out and "[" in out.splitlines()[2]
     assert "warning: the interquartile range exceeds 20% of the median" in out
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_a_library_turns_into_another_error_still_ends_the_write(tmp_path, signum):
+    """NumPy's tofile, interrupted inside its own isinstance check, raises a TypeError in the
+    signal's place: the write still ends as the signal asks, with no temporary file left."""
+    from sinpe._front import output
+
+    path = tmp_path / "t.npy"
+    np.save(path, np.ones(3))
+
+    def write(file):
+        file.write(b"partial")
+        try:
+            signal.raise_signal(signum)
+        except BaseException:
+            raise TypeError(
+                "expected str, bytes or os.PathLike object, not BufferedWriter"
+            ) from None
+
+    expected = KeyboardInterrupt if signum == signal.SIGINT else SystemExit
+    with pytest.raises(expected):
+        output.write_atomically(str(path), write)
+    assert os.listdir(tmp_path) == ["t.npy"] and np.load(path).shape == (3,)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -50,20 +50,40 @@ def _umask() -> int:
 
 @contextlib.contextmanager
 def _signals_raise():
-    """SIGTERM raises ``SystemExit(143)`` (SIGINT raises ``KeyboardInterrupt`` already), so
-    the ``finally`` that removes the temporary file runs."""
+    """SIGINT raises ``KeyboardInterrupt`` and SIGTERM ``SystemExit(143)``, so that the
+    ``finally`` that removes the temporary file runs; the signals received are listed in
+    what it yields. (A signal that lands inside a library's Python-level check can come out
+    as another exception, NumPy's ``tofile`` turning it into a ``TypeError``: the list says
+    what really happened.)"""
+    received: list = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield received
         return
 
+    def interrupt(signum, frame):
+        received.append(signum)
+        raise KeyboardInterrupt
+
     def terminate(signum, frame):
+        received.append(signum)
         raise SystemExit(128 + signum)
 
-    previous = signal.signal(signal.SIGTERM, terminate)
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, terminate)}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not a caller's own
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, interrupt)
     try:
-        yield
+        yield received
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _raise_received(received: list) -> None:
+    """The exception of the first signal received, if any."""
+    if received:
+        if received[0] == signal.SIGINT:
+            raise KeyboardInterrupt from None
+        raise SystemExit(128 + received[0]) from None
 
 
 def _failure(path: str, exc: OSError) -> ValueError:
@@ -99,8 +119,8 @@ def write_atomically(path: str, write) -> None:
             "replaced by a rename there, so that a failed write keeps the old one)"
         )
     temporary = None
-    try:
-        with _signals_raise():
+    with _signals_raise() as received:
+        try:
             handle, temporary = tempfile.mkstemp(dir=folder, prefix=".sinpe-", suffix=".part")
             with os.fdopen(handle, "wb") as file:
                 os.fchmod(file.fileno(), mode)
@@ -109,9 +129,12 @@ def write_atomically(path: str, write) -> None:
                 os.fsync(file.fileno())
             os.replace(temporary, target)
             temporary = None
-    except OSError as exc:
-        raise _failure(path, exc) from None
-    finally:
-        if temporary is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
+        except BaseException as exc:
+            _raise_received(received)
+            if isinstance(exc, OSError):
+                raise _failure(path, exc) from None
+            raise
+        finally:
+            if temporary is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
