@@ -78,6 +78,22 @@ def _signals_raise():
             signal.signal(signum, handler)
 
 
+def _temporary(folder: str, made: list) -> None:
+    """``mkstemp`` in ``folder``, its ``(fd, name)`` put in ``made`` with SIGINT and SIGTERM
+    held back: a handler that runs once they are let through (``pthread_sigmask`` runs it at
+    once) finds the file listed, never a file no ``finally`` knows of."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    hold = hasattr(signal, "pthread_sigmask") and (
+        threading.current_thread() is threading.main_thread()
+    )
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held) if hold else None
+    try:
+        made.extend(tempfile.mkstemp(dir=folder, prefix=".sinpe-", suffix=".part"))
+    finally:
+        if previous is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def _raise_received(received: list) -> None:
     """The exception of the first signal received, if any."""
     if received:
@@ -118,23 +134,29 @@ def write_atomically(path: str, write) -> None:
             f"cannot write {path!r}: the directory {folder!r} is not writable (the file is "
             "replaced by a rename there, so that a failed write keeps the old one)"
         )
-    temporary = None
+    made: list = []  # (fd, name) of the temporary file, once it exists
+    wrapped = replaced = False
     with _signals_raise() as received:
         try:
-            handle, temporary = tempfile.mkstemp(dir=folder, prefix=".sinpe-", suffix=".part")
+            _temporary(folder, made)
+            handle, temporary = made
             with os.fdopen(handle, "wb") as file:
+                wrapped = True
                 os.fchmod(file.fileno(), mode)
                 write(file)
                 file.flush()
                 os.fsync(file.fileno())
             os.replace(temporary, target)
-            temporary = None
+            replaced = True
         except BaseException as exc:
             _raise_received(received)
             if isinstance(exc, OSError):
                 raise _failure(path, exc) from None
             raise
         finally:
-            if temporary is not None:
+            if made and not wrapped:
                 with contextlib.suppress(OSError):
-                    os.unlink(temporary)
+                    os.close(made[0])
+            if made and not replaced:
+                with contextlib.suppress(OSError):
+                    os.unlink(made[1])
