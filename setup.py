@@ -11,9 +11,12 @@ Rules (see README, "Installing"):
   whole test suite once on such a build);
 - the user's ``CFLAGS`` are honoured: ``-O3`` and ``-g0`` are added only where they name no
   ``-O`` or ``-g`` of their own, and C asserts stay off (``-DNDEBUG``) except in a debug build;
-- ``SINPE_SIMD=sse2`` or ``SINPE_SIMD=c`` caps the hot loop at SSE2 or plain C (default
-  ``auto``: AVX2 where the CPU has it, chosen at run time), so that CI can run the whole test
-  suite on the loops that only older or non-x86 CPUs would otherwise run.
+- ``SINPE_SIMD=avx2``, ``sse2`` or ``c`` caps the hot loop at that instruction set (default
+  ``auto``: AVX-512 or AVX2 where the CPU has it, chosen at run time), so that CI can run the
+  whole test suite on the loops that other CPUs would otherwise run;
+  ``SINPE_SIMD=avx512-emulated`` builds the AVX-512 loops on SIMDe's portable intrinsics
+  (the ``simde-py`` package must be installed in the build environment) and runs them on
+  any CPU: a slow test build, for machines without AVX-512.
 """
 
 import glob
@@ -26,10 +29,26 @@ from setuptools.command.build_ext import build_ext
 
 REQUIRE_EXTENSION = os.environ.get("SINPE_REQUIRE_EXTENSION", "") == "1"
 DEBUG_BUILD = os.environ.get("SINPE_DEBUG_BUILD", "") == "1"
-SIMD_LEVELS = {"c": 0, "sse2": 1, "auto": 2}
+SIMD_LEVELS = {"c": 0, "sse2": 1, "avx2": 2, "auto": 3, "avx512-emulated": 3}
 SIMD = os.environ.get("SINPE_SIMD", "").strip().lower() or "auto"
 if SIMD not in SIMD_LEVELS:
     sys.exit(f"SINPE_SIMD={SIMD!r}: use one of {', '.join(SIMD_LEVELS)}")
+
+
+def simde_include():
+    """SIMDe's headers: SINPE_SIMDE_INCLUDE, else the simde-py package's (which pip's isolated
+    build environment lacks: CI passes its path)."""
+    given = os.environ.get("SINPE_SIMDE_INCLUDE", "").strip()
+    if given:
+        return given
+    try:
+        import simde_py
+    except ImportError:
+        sys.exit(
+            "SINPE_SIMD=avx512-emulated needs SIMDe's headers: pip install simde-py, and set "
+            "SINPE_SIMDE_INCLUDE=$(python -c 'import simde_py; print(simde_py.get_include())')"
+        )
+    return simde_py.get_include()
 
 
 def shout(message):
@@ -67,6 +86,11 @@ class OptionalBuildExt(build_ext):
                 ("SINPE_DEBUG", "1" if DEBUG_BUILD else "0"),
                 ("SINPE_MAX_SIMD", str(SIMD_LEVELS[SIMD])),
             ]
+            if SIMD == "avx512-emulated":
+                ext.define_macros.append(("SINPE_AVX512_EMULATED", "1"))
+                if self.compiler.compiler_type != "msvc":  # SIMDe's 512-bit values, no target
+                    ext.extra_compile_args.append("-Wno-psabi")
+                ext.include_dirs = list(ext.include_dirs or []) + [simde_include()]
             if not DEBUG_BUILD:  # a user's CFLAGS replace Python's, -DNDEBUG with them
                 ext.define_macros.append(("NDEBUG", None))
         super().build_extensions()

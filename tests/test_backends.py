@@ -145,16 +145,28 @@ def test_build_mode_is_the_one_asked_for():
 
 @needs_kernel
 def test_instruction_set_is_the_one_built_for():
-    """CI runs the suite on SINPE_SIMD=sse2 and =c builds too, so the loops that only older or
-    non-x86 CPUs run are tested here: prove each build really runs the level it was capped at
-    (one probe, config.h, for every loop: the rotation, the evaluator, the half rounding)."""
-    asked = os.environ.get("SINPE_SIMD", "").strip().lower() or "auto"
-    if asked != "auto":
-        assert backends.kernel.ISA == asked
+    """CI runs the suite on SINPE_SIMD=sse2, =c and =avx512-emulated builds, and with
+    SINPE_ISA forcing each level the CPU has, so the loops other CPUs run are tested here:
+    prove each run really uses the level asked for (one probe, config.h, for every loop: the
+    rotation, the evaluator, the half rounding)."""
+    built = os.environ.get("SINPE_SIMD", "").strip().lower() or "auto"
+    forced = os.environ.get("SINPE_ISA", "").strip().lower()
+    kernel = backends.kernel
+    if built == "avx512-emulated":
+        assert kernel.EMULATED and kernel.CPU_ISA == "avx512"
+    elif built != "auto":
+        assert not kernel.EMULATED and kernel.CPU_ISA == built
     elif platform.machine() == "x86_64" and Path("/proc/cpuinfo").exists():
         flags = set(Path("/proc/cpuinfo").read_text().split("flags")[1].split("\n")[0].split())
-        has_avx2 = {"avx2", "fma", "f16c"} <= flags
-        assert backends.kernel.ISA == ("avx2" if has_avx2 else "sse2")
+        avx512 = {"avx512f", "avx512dq", "avx512bw", "avx512vl"} <= flags
+        avx2 = {"avx2", "fma", "f16c"} <= flags
+        assert kernel.CPU_ISA == ("avx512" if avx512 and avx2 else "avx2" if avx2 else "sse2")
+    names = kernel.ISA_NAMES
+    if forced and forced != "auto" and forced in names:
+        expected = names[min(names.index(forced), names.index(kernel.CPU_ISA))]
+        assert kernel.ISA == expected, kernel.ISA_REASON
+    else:
+        assert kernel.ISA == kernel.CPU_ISA
 
 
 def _debug_plan():

@@ -618,7 +618,13 @@ def _info(args) -> int:
     )
     cache = api.cache_info()
     print(f"cache: {cache.nbytes / 2**20:.1f} of {cache.limit / 2**20:.0f} MiB kept")
-    print(f"instruction set: {kernel.ISA if kernel is not None else 'n/a (NumPy)'}")
+    if kernel is None:
+        print("instruction set: n/a (NumPy)")
+    else:
+        print(
+            f"instruction set: {kernel.ISA} ({kernel.ISA_REASON}; this CPU and build run up to "
+            f"{kernel.CPU_ISA}{', emulated' if kernel.EMULATED else ''})"
+        )
     print(f"bfloat16: {'ml_dtypes' if bfloat16() is not None else 'not available'}")
     print(f"numpy: {np.__version__}")
     return 0

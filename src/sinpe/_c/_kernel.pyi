@@ -4,10 +4,15 @@ import numpy.typing as npt
 NAME: str
 THREADS: str
 ISA: str
+ISA_NAMES: tuple[str, ...]
+ISA_REASON: str
+CPU_ISA: str
+EMULATED: bool
 DEBUG: bool
 BOUNDS_CHECKED: bool
 C_ASSERTS: bool
 
+def _set_isa(name: str) -> str: ...
 def threadpool_threads() -> int: ...
 def helpers() -> int: ...
 def exact_cos_sin(

@@ -39,6 +39,9 @@ cdef extern from "config.h":
     int SINPE_DEBUG
     int SINPE_C_ASSERTS
     int isa_level "sinpe_isa"() noexcept nogil
+    int cpu_isa "sinpe_cpu_isa"() noexcept nogil
+    int set_isa "sinpe_set_isa"(int wanted) noexcept nogil
+    int SINPE_AVX512_EMULATED
 
 cdef extern from "constants.h":
     int GRID_ROWS "SINPE_GRID_ROWS"
@@ -64,7 +67,7 @@ cdef extern from "team.h":
     int team_helpers "sinpe_team_helpers"() noexcept nogil
     int threadpool_limit "sinpe_threadpool_get_num_threads"() noexcept nogil
 
-cdef extern from "exact.h":
+cdef extern from "fill.h":
     void exact_rows "sinpe_exact_cos_sin"(const double* p, Py_ssize_t n_p, const double* table,
                                           Py_ssize_t n_w, double* out) noexcept nogil
 
@@ -120,11 +123,59 @@ NAME = "cython"
 # The thread runtime (team.h): sinpe's own pool of POSIX or Windows threads, or none.
 THREADS = ("none", "posix threads", "windows threads")[SINPE_THREADS]
 team_init()
-# The instruction-set level every loop runs on this CPU (config.h: one probe, asked here at
-# import, before any thread can fill a table, so the kernel has no shared mutable state; it
-# is declared freethreading_compatible in setup.py). Every level gives the same bits.
-cdef int ISA_LEVEL = isa_level()
-ISA = ("c", "sse2", "avx2")[ISA_LEVEL]
+# The instruction-set level every loop runs (config.h: one probe, asked here at import,
+# before any thread can fill a table, so the kernel has no shared mutable state; it is
+# declared freethreading_compatible in setup.py). Every level gives the same bits.
+# SINPE_ISA=avx512|avx2|sse2|c asks for a lower one (or auto); asking for one this CPU or
+# build lacks warns once, here, and runs the best available.
+ISA_NAMES = ("c", "sse2", "avx2", "avx512")
+EMULATED = bool(SINPE_AVX512_EMULATED)  # avx512 on SIMDe's portable intrinsics (tests)
+CPU_ISA = ISA_NAMES[cpu_isa()]  # the best this CPU and build run
+
+
+def _choose_isa():
+    import os
+    import warnings
+
+    asked = os.environ.get("SINPE_ISA", "").strip().lower()
+    if asked in ("", "auto"):
+        level = set_isa(-1)
+        why = "the best this CPU and build run" + (" (emulated by SIMDe)" if EMULATED else "")
+        return level, why
+    if asked not in ISA_NAMES:
+        warnings.warn(
+            f"SINPE_ISA={asked!r} is not one of auto, {', '.join(reversed(ISA_NAMES))}: "
+            f"running {CPU_ISA}, the best this CPU and build run",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return set_isa(-1), f"SINPE_ISA={asked!r} is not an instruction set; the best available"
+    level = set_isa(ISA_NAMES.index(asked))
+    if ISA_NAMES[level] != asked:
+        warnings.warn(
+            f"SINPE_ISA={asked}: this CPU or build lacks {asked}; running {ISA_NAMES[level]}, "
+            "the best available",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return level, f"SINPE_ISA={asked} asked, which this CPU or build lacks; the best available"
+    return level, f"SINPE_ISA={asked}"
+
+
+cdef int ISA_LEVEL
+_level, ISA_REASON = _choose_isa()
+ISA_LEVEL = _level
+ISA = ISA_NAMES[ISA_LEVEL]
+
+
+def _set_isa(name):
+    """Tests only, while no fill runs: run at instruction set `name` (or the best below it
+    that this CPU has); returns the name in force before. ``ISA`` follows."""
+    global ISA_LEVEL, ISA
+    before = ISA
+    ISA_LEVEL = set_isa(ISA_NAMES.index(name))
+    ISA = ISA_NAMES[ISA_LEVEL]
+    return before
 DEBUG = bool(SINPE_DEBUG)  # a SINPE_DEBUG_BUILD=1 build: trusted arguments are checked too
 C_ASSERTS = bool(SINPE_C_ASSERTS)  # C assert() live (NDEBUG undefined): debug builds only
 _TABLE_DTYPES = ("float64", "float32", "float16", "bfloat16")

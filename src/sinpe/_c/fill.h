@@ -74,7 +74,9 @@ typedef struct {
 
 typedef void (*sinpe_rows_fn)(const sinpe_rows *, ptrdiff_t, ptrdiff_t);
 
-/* rotate.h, once per instruction set: sinpe_c_rows, sinpe_sse2_rows, sinpe_avx2_rows. */
+/* rotate.h, once per instruction set: sinpe_c_rows, sinpe_sse2_rows, sinpe_avx2_rows,
+   sinpe_avx512_rows; and the exact evaluator's vector form (exact_simd.h) for the sets with
+   FMA: sinpe_avx2_exact_cos_sin, sinpe_avx512_exact_cos_sin. */
 #include "isa_c.h"
 #include "rotate.h"
 #include "isa_end.h"
@@ -85,12 +87,44 @@ typedef void (*sinpe_rows_fn)(const sinpe_rows *, ptrdiff_t, ptrdiff_t);
 #endif
 #if SINPE_AVX2
 #include "isa_avx2.h"
+#include "exact_simd.h"
+#include "rotate.h"
+#include "isa_end.h"
+#endif
+#if SINPE_AVX512
+#include "isa_avx512.h"
+#include "exact_simd.h"
 #include "rotate.h"
 #include "isa_end.h"
 #endif
 
+/* cos and sin of p[r] w[i] (exact.h's contract, sinpe_exact_cos_sin_plain's layout), by
+   the fastest form this CPU runs; every form gives the same bits. p has n_p finite
+   positions, |p| < 2^53; table is _twin/turns.py prepare_frequency_table(w). */
+static inline void sinpe_exact_cos_sin(const double *p, ptrdiff_t n_p, const double *table,
+                                       ptrdiff_t n_w, double *out)
+{
+#if SINPE_AVX512
+    if (sinpe_isa() == SINPE_ISA_AVX512) {
+        sinpe_avx512_exact_cos_sin(p, n_p, table, n_w, out);
+        return;
+    }
+#endif
+#if SINPE_AVX2
+    if (sinpe_isa() == SINPE_ISA_AVX2) {
+        sinpe_avx2_exact_cos_sin(p, n_p, table, n_w, out);
+        return;
+    }
+#endif
+    sinpe_exact_cos_sin_plain(p, n_p, table, n_w, out);
+}
+
 static inline sinpe_rows_fn sinpe_rows_for(int isa, int kind, int shape)
 {
+#if SINPE_AVX512
+    if (isa == SINPE_ISA_AVX512)
+        return sinpe_avx512_rows[kind][shape];
+#endif
 #if SINPE_AVX2
     if (isa == SINPE_ISA_AVX2)
         return sinpe_avx2_rows[kind][shape];
@@ -107,6 +141,12 @@ static inline sinpe_rows_fn sinpe_rows_for(int isa, int kind, int shape)
 static inline void sinpe_round_half(int isa, uint16_t *out, const double *values, ptrdiff_t n,
                                     int f16)
 {
+#if SINPE_AVX512
+    if (isa == SINPE_ISA_AVX512) {
+        sinpe_avx512_round_half(out, values, n, f16);
+        return;
+    }
+#endif
 #if SINPE_AVX2
     if (isa == SINPE_ISA_AVX2) {
         sinpe_avx2_round_half(out, values, n, f16);

@@ -17,6 +17,8 @@
 #define SINPE_W 4
 #define SINPE_ATTR SINPE_AVX2_TARGET
 #define SINPE_VD __m256d
+#define SINPE_VM __m256d /* a lane mask: all ones or all zeros */
+#define SINPE_VI __m256i
 
 SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_load(const double *p) { return _mm256_loadu_pd(p); }
 SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_set1(double v) { return _mm256_set1_pd(v); }
@@ -25,6 +27,12 @@ SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_sub(__m256d a, __m256d b) { r
 SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_mul(__m256d a, __m256d b) { return _mm256_mul_pd(a, b); }
 SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_min(__m256d a, __m256d b) { return _mm256_min_pd(a, b); }
 SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_max(__m256d a, __m256d b) { return _mm256_max_pd(a, b); }
+/* the mask of lanes < n */
+SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_first(ptrdiff_t n)
+{
+    return _mm256_castsi256_pd(
+        _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3)));
+}
 
 SINPE_AVX2_TARGET static inline void sinpe_avx2_store_f64(double *d, __m256d v)
 {
@@ -151,3 +159,67 @@ SINPE__AVX2_HALF(bf16, 0)
 SINPE__AVX2_TWO(f64, double)
 SINPE__AVX2_TWO(f32, float)
 #undef SINPE__AVX2_TWO
+
+/* The exact evaluator's helpers (exact_simd.h). */
+SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_load_part(const double *p, ptrdiff_t n)
+{
+    return _mm256_maskload_pd(p, _mm256_castpd_si256(sinpe_avx2_first(n)));
+}
+SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_fmsub(__m256d a, __m256d b, __m256d c)
+{
+    return _mm256_fmsub_pd(a, b, c);
+}
+SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_abs(__m256d v)
+{
+    return _mm256_andnot_pd(_mm256_set1_pd(-0.0), v);
+}
+SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_copysign(__m256d m, __m256d s)
+{
+    const __m256d sign = _mm256_set1_pd(-0.0);
+    return _mm256_or_pd(_mm256_and_pd(s, sign), _mm256_andnot_pd(sign, m));
+}
+SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_neg(__m256d v)
+{
+    return _mm256_xor_pd(v, _mm256_set1_pd(-0.0));
+}
+SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_lt(__m256d a, __m256d b)
+{
+    return _mm256_cmp_pd(a, b, _CMP_LT_OQ);
+}
+SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_select(__m256d m, __m256d a, __m256d b)
+{
+    return _mm256_blendv_pd(b, a, m);
+}
+SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_both(__m256d m1, __m256d m2)
+{
+    return _mm256_and_pd(m1, m2);
+}
+SINPE_AVX2_TARGET static inline void sinpe_avx2_store_mask(double *d, __m256d m, __m256d v)
+{
+    if (_mm256_movemask_pd(m) == 0xF)
+        _mm256_storeu_pd(d, v);
+    else
+        _mm256_maskstore_pd(d, _mm256_castpd_si256(m), v);
+}
+SINPE_AVX2_TARGET static inline __m256i sinpe_avx2_row_offsets(__m256d kd)
+{
+    return _mm256_slli_epi64(_mm256_and_si256(_mm256_castpd_si256(kd), _mm256_set1_epi64x(255)),
+                             5);
+}
+/* Four 32-byte table rows {ca_hi, ca_lo, sa_hi, sa_lo}, transposed to one vector per field
+   (faster than four gathers on Zen 3). */
+SINPE_AVX2_TARGET static inline void sinpe_avx2_turn_rows(const char *base, __m256i o,
+                                                          __m256d *ca_hi, __m256d *ca_lo,
+                                                          __m256d *sa_hi, __m256d *sa_lo)
+{
+    __m256d e0 = _mm256_loadu_pd((const double *)(base + _mm256_extract_epi64(o, 0)));
+    __m256d e1 = _mm256_loadu_pd((const double *)(base + _mm256_extract_epi64(o, 1)));
+    __m256d e2 = _mm256_loadu_pd((const double *)(base + _mm256_extract_epi64(o, 2)));
+    __m256d e3 = _mm256_loadu_pd((const double *)(base + _mm256_extract_epi64(o, 3)));
+    __m256d hi01 = _mm256_unpacklo_pd(e0, e1), lo01 = _mm256_unpackhi_pd(e0, e1);
+    __m256d hi23 = _mm256_unpacklo_pd(e2, e3), lo23 = _mm256_unpackhi_pd(e2, e3);
+    *ca_hi = _mm256_permute2f128_pd(hi01, hi23, 0x20);
+    *sa_hi = _mm256_permute2f128_pd(hi01, hi23, 0x31);
+    *ca_lo = _mm256_permute2f128_pd(lo01, lo23, 0x20);
+    *sa_lo = _mm256_permute2f128_pd(lo01, lo23, 0x31);
+}

@@ -3,3 +3,5 @@
 #undef SINPE_W
 #undef SINPE_ATTR
 #undef SINPE_VD
+#undef SINPE_VM
+#undef SINPE_VI
