@@ -27,6 +27,7 @@
 #define SINPE_VD sinpe__zd
 #define SINPE_VM sinpe__zm8
 #define SINPE_VI sinpe__zi
+#define SINPE_VECTOR_TAIL 1 /* rotate.h: the last partial vector with masked loads */
 
 #if SINPE_AVX512_EMULATED
 #include <simde/x86/avx512.h>

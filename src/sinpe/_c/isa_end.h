@@ -5,3 +5,4 @@
 #undef SINPE_VD
 #undef SINPE_VM
 #undef SINPE_VI
+#undef SINPE_VECTOR_TAIL

@@ -21,7 +21,8 @@
                complex caches)
    and generic placements (any step, unequal counts) are written lane by lane, by the plain C
    instantiation. Lanes past the last full vector go to the plain C function of the same
-   shape, which rounds identically. */
+   shape, which rounds identically, or, where the instruction set defines SINPE_VECTOR_TAIL
+   (AVX-512), are done as one more vector with masked loads (SINPE__VTAIL). */
 
 #define SINPE__CAT2(a, b) a##_##b
 #define SINPE__CAT(a, b) SINPE__CAT2(a, b)
@@ -93,7 +94,47 @@
 #define SINPE__ORDER_generic(a) 0
 #define SINPE__ORDER_pairs(a) ((a)->sin.col < (a)->cos.col)
 
-#if SINPE_W > 1
+#if SINPE_W > 1 && defined(SINPE_VECTOR_TAIL)
+/* The last i1 - end < SINPE_W lanes of every row as one vector (an instruction set that
+   defines SINPE_VECTOR_TAIL: its load_part reads only those lanes, the rest are 0), the
+   same operations, its stores made into a small buffer and the lanes that exist copied
+   out: no scalar tail, and not a byte written past the row's lanes. */
+#define SINPE__VTAIL(SFX, SHAPE, T, COPY_OUT)                                                \
+    SINPE_ATTR static void V(tail_##SFX##_##SHAPE)(const sinpe_rows *a, ptrdiff_t i,         \
+                                                   ptrdiff_t n)                             \
+    {                                                                                      \
+        const SINPE_VD one = V(set1)(1.0), minus_one = V(set1)(-1.0);                      \
+        const SINPE_VD factor = V(set1)(a->factor);                                        \
+        const ptrdiff_t n_rows = a->n_rows, width = a->width;                              \
+        const ptrdiff_t cos_dup = a->cos.dup, sin_dup = a->sin.dup;                        \
+        const int sin_first = SINPE__ORDER_##SHAPE(a);                                     \
+        const double *fine = a->fine;                                                      \
+        T *cos_row = (T *)a->planes[a->cos.plane] + a->cos.col;                            \
+        T *sin_row = (T *)a->planes[a->sin.plane] + a->sin.col;                            \
+        T tc[2 * SINPE_W], ts[2 * SINPE_W];                                                \
+        SINPE_VD ac = V(load_part)(a->a_cos + i, n), as = V(load_part)(a->a_sin + i, n);   \
+        ptrdiff_t t;                                                                       \
+        (void)cos_dup; (void)sin_dup; (void)sin_first;                                     \
+        for (t = 0; t < n_rows; t++, fine += a->fine_stride, cos_row += width, sin_row += width) { \
+            T *c_out = cos_row, *s_out = sin_row;                                          \
+            SINPE_VD fc = V(load_part)(fine + i, n), fs = V(load_part)(fine + a->fine_sin + i, n); \
+            SINPE_VD s = V(add)(V(mul)(as, fc), V(mul)(ac, fs));                           \
+            SINPE_VD c = V(sub)(V(mul)(ac, fc), V(mul)(as, fs));                           \
+            if (a->clamp) {                                                                \
+                s = V(max)(V(min)(s, one), minus_one);                                     \
+                c = V(max)(V(min)(c, one), minus_one);                                     \
+            }                                                                              \
+            if (a->scale) {                                                                \
+                s = V(mul)(factor, s);                                                     \
+                c = V(mul)(factor, c);                                                     \
+            }                                                                              \
+            COPY_OUT                                                                       \
+        }                                                                                  \
+    }
+#define SINPE__TAIL(NAME)                                                                    \
+    if (end < i1)                                                                          \
+        V(tail_##NAME)(a, end, i1 - end);
+#elif SINPE_W > 1
 #define SINPE__TAIL(NAME)                                                                    \
     if (end < i1)                                                                          \
         sinpe_c_rows_##NAME(a, end, i1);
@@ -112,7 +153,41 @@
             V(pairs_##SFX)(c_out + 2 * i, c, s);                                           \
     }
 
+#if SINPE_W > 1 && defined(SINPE_VECTOR_TAIL)
+#define SINPE__CONTIG_OUT(SFX, T)                                                            \
+    {                                                                                      \
+        V(put_##SFX)(tc, ts, 0, 0, c, s);                                                  \
+        memcpy(c_out + i, tc, (size_t)n * sizeof(T));                                      \
+        memcpy(s_out + i, ts, (size_t)n * sizeof(T));                                      \
+        if (cos_dup)                                                                       \
+            memcpy(c_out + i + cos_dup, tc, (size_t)n * sizeof(T));                        \
+        if (sin_dup)                                                                       \
+            memcpy(s_out + i + sin_dup, ts, (size_t)n * sizeof(T));                        \
+    }
+#define SINPE__DUP_OUT(SFX, T)                                                               \
+    {                                                                                      \
+        V(put_dup_##SFX)(tc, ts, c, s);                                                    \
+        memcpy(c_out + 2 * i, tc, (size_t)(2 * n) * sizeof(T));                            \
+        memcpy(s_out + 2 * i, ts, (size_t)(2 * n) * sizeof(T));                            \
+    }
+#define SINPE__PAIRS_OUT(SFX, T)                                                             \
+    {                                                                                      \
+        if (sin_first)                                                                     \
+            V(pairs_##SFX)(tc, s, c);                                                      \
+        else                                                                               \
+            V(pairs_##SFX)(tc, c, s);                                                      \
+        memcpy((sin_first ? s_out : c_out) + 2 * i, tc, (size_t)(2 * n) * sizeof(T));      \
+        (void)ts;                                                                          \
+    }
+#define SINPE__TAILS_OF_TYPE(SFX, T)                                                         \
+    SINPE__VTAIL(SFX, contig, T, SINPE__CONTIG_OUT(SFX, T))                                \
+    SINPE__VTAIL(SFX, dup, T, SINPE__DUP_OUT(SFX, T))                                      \
+    SINPE__VTAIL(SFX, pairs, T, SINPE__PAIRS_OUT(SFX, T))
+#else
+#define SINPE__TAILS_OF_TYPE(SFX, T)
+#endif
 #define SINPE__ROWS_OF_TYPE(SFX, T)                                                          \
+    SINPE__TAILS_OF_TYPE(SFX, T)                                                           \
     SINPE__ROWS(SFX, contig, T, SINPE__CONTIG(SFX, T))                                     \
     SINPE__ROWS(SFX, dup, T, SINPE__DUP(SFX, T))                                           \
     SINPE__ROWS(SFX, pairs, T, SINPE__PAIRS(SFX, T))
@@ -178,6 +253,11 @@ static const sinpe_rows_fn V(rows)[4][4] = {
 #undef SINPE__DUP
 #undef SINPE__PAIRS
 #undef SINPE__TAIL
+#undef SINPE__VTAIL
+#undef SINPE__TAILS_OF_TYPE
+#undef SINPE__CONTIG_OUT
+#undef SINPE__DUP_OUT
+#undef SINPE__PAIRS_OUT
 #undef SINPE__ROWS
 #undef V
 #undef SINPE__CAT
