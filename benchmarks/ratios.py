@@ -1,10 +1,13 @@
 """Print sinpe's time as a ratio of np.ones (the write limit) and of the textbook formula,
 and its float16/bfloat16 tables as a ratio of its float32 table of the same shape.
 
-    python benchmarks/ratios.py [--rounds N]
+    python benchmarks/ratios.py [--rounds N] [--isa avx512,avx2]
 
 Each round times every contender once per shape, interleaved, so machine noise hits them
 alike; the table reports medians over rounds. Targets are those of the performance issues.
+The last table times the instruction-set rows (one thread) once per instruction set named
+by --isa (default: the best this CPU runs, and avx2 below it), switching sets within each
+round, so both columns come from the same rounds.
 """
 
 import argparse
@@ -134,6 +137,97 @@ def measure_half(rounds):
     return rows
 
 
+# (label, numerator, denominator, target) on one thread; each a function of the round number
+# (the new-width row takes a width no earlier round or set used)
+def _isa_rows():
+    from sinpe._front.checks import bfloat16
+
+    def table(n, d, dtype):
+        return lambda r: sinpe_cython(n, d, dtype, threads=1)
+
+    def ones_of(n, d, dtype):
+        return lambda r: np.ones((n, d), dtype=dtype)
+
+    rows = [
+        (
+            "2048 x 512 float16 / float32 table",
+            table(2048, 512, "float16"),
+            table(2048, 512, "float32"),
+            1.25,
+        ),
+    ]
+    if bfloat16() is not None:
+        rows += [
+            (
+                "2048 x 512 bfloat16 / float32 table",
+                table(2048, 512, "bfloat16"),
+                table(2048, 512, "float32"),
+                1.25,
+            ),
+            (
+                "8192 x 1024 bfloat16 / float32 table",
+                table(8192, 1024, "bfloat16"),
+                table(8192, 1024, "float32"),
+                1.0,
+            ),
+        ]
+    rows += [
+        (
+            "2048 x 512 float32 / np.ones",
+            table(2048, 512, "float32"),
+            ones_of(2048, 512, "float32"),
+            1.8,
+        ),
+        (
+            "2048 x 512 float64 / np.ones",
+            table(2048, 512, "float64"),
+            ones_of(2048, 512, "float64"),
+            1.25,
+        ),
+        (
+            "rope(8192, 128, float32, compact) / float32 table 8192 x 128",
+            lambda r: sinpe.rope(8192, 128, dtype="float32", layout="compact", threads=1),
+            table(8192, 128, "float32"),
+            1.0,
+        ),
+        (
+            "a new width 2048 x d float64 (d from 601) / np.ones",
+            lambda r: sinpe_cython(2048, r, "float64", threads=1),
+            lambda r: np.ones((2048, r)),
+            2.0,
+        ),
+    ]
+    return rows
+
+
+def measure_isa(rounds, isas):
+    """{isa: [(label, target, paired ratios)]}: every row on every set, sets alternating
+    within each round."""
+    from sinpe._front import backends
+
+    kernel = backends.kernel
+    before = kernel.ISA
+    rows = _isa_rows()
+    ratios = {isa: [[] for _ in rows] for isa in isas}
+    width = 601
+    try:
+        for isa in isas:  # warm each set's code and the allocator
+            kernel._set_isa(isa)
+            for _, num, den, _ in rows:
+                num(600), den(600)
+        for _ in range(rounds):
+            for isa in isas:
+                kernel._set_isa(isa)
+                for k, (_, num, den, _) in enumerate(rows):
+                    width += 2  # a width never seen (only the last row reads it)
+                    a = timed(num, width)
+                    b = timed(den, width)
+                    ratios[isa][k].append(a / b)
+    finally:
+        kernel._set_isa(before)
+    return {isa: [(r[0], r[3], ratios[isa][k]) for k, r in enumerate(rows)] for isa in isas}
+
+
 def quartiles(paired):
     ratio = statistics.median(paired)
     low, _, high = statistics.quantiles(paired, n=4) if len(paired) > 1 else [ratio] * 3
@@ -143,9 +237,34 @@ def quartiles(paired):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument(
+        "--isa",
+        default=None,
+        help="instruction sets of the last table, comma-separated (default: the best this "
+        "CPU runs, and avx2 when that is avx512)",
+    )
     args = parser.parse_args(argv)
     if sinpe.BACKEND != "cython":
         sys.exit("ratios.py measures the compiled kernel; it is not built here")
+    from sinpe._front import backends
+
+    kernel = backends.kernel
+    if args.isa is None:
+        isas = [kernel.CPU_ISA] + (["avx2"] if kernel.CPU_ISA == "avx512" else [])
+    else:
+        isas = [name.strip() for name in args.isa.split(",") if name.strip()]
+        unknown = [name for name in isas if name not in kernel.ISA_NAMES]
+        lacking = [
+            name
+            for name in isas
+            if name in kernel.ISA_NAMES
+            and kernel.ISA_NAMES.index(name) > kernel.ISA_NAMES.index(kernel.CPU_ISA)
+        ]
+        if unknown or lacking:
+            sys.exit(
+                f"--isa: {', '.join(unknown + lacking)}: use instruction sets this CPU runs "
+                f"({', '.join(kernel.ISA_NAMES[: kernel.ISA_NAMES.index(kernel.CPU_ISA) + 1])})"
+            )
     rows = measure(args.rounds)
     print(
         f"sinpe {sinpe.__version__} ({sinpe.BACKEND}, {sinpe.THREAD_RUNTIME}), "
@@ -197,6 +316,24 @@ def main(argv=None):
             f"| {med['half'] * 1e6:,.1f} us | {a_text} | {med['f32 out'] * 1e6:,.1f} us "
             f"| {med['half out'] * 1e6:,.1f} us | {b_text} | {verdict} |"
         )
+    print()
+    by_isa = measure_isa(args.rounds, isas)
+    print(
+        "Instruction sets, one thread, sets alternating within each round"
+        + (" (EMULATED by SIMDe: not a speed)" if kernel.EMULATED else "")
+        + ": median of per-round ratios (quartiles)"
+    )
+    print()
+    print("| ratio | " + " | ".join(isas) + " | target |")
+    print("|---|" + "---|" * len(isas) + "---|")
+    for k, (label, target, _) in enumerate(by_isa[isas[0]]):
+        cells, verdict = [], "ok"
+        for isa in isas:
+            ratio, text = quartiles(by_isa[isa][k][2])
+            cells.append(text)
+            if isa == isas[0] and ratio > target:
+                verdict, failed = "MISSED", failed + 1
+        print(f"| {label} | " + " | ".join(cells) + f" | <= {target} {verdict} |")
     return 1 if failed else 0
 
 

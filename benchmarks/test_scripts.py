@@ -17,9 +17,15 @@ def test_ratios_prints_every_target(capsys):
 
     assert ratios.main(["--rounds", "1"]) in (0, 1)
     out = capsys.readouterr().out
+    out, isa_part = out.split("Instruction sets, one thread")
     rows = [line for line in out.splitlines() if line.startswith("| ") and " x " in line]
     assert len(rows) == len(ratios.TARGETS) + len(ratios.HALF_TARGETS)
     assert all(("ok" in row) != ("MISSED" in row) for row in rows)
+    # the instruction-set table: every row, a ratio per set, a verdict
+    isa_rows = [line for line in isa_part.splitlines() if line.startswith("| ") and " / " in line]
+    assert len(isa_rows) == len(ratios._isa_rows())
+    assert all(("ok" in row) != ("MISSED" in row) for row in isa_rows)
+    assert all(row.count("**") == 2 * (row.count("|") - 3) for row in isa_rows)
     if THREADED:  # every row carries the 2-core scaling measured in its own rounds
         assert "2-core scaling:" in out
         plain = rows[: len(ratios.TARGETS)]
