@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+
+from .._front.types import TensorOrArray
 
 OUTPUT_TYPES = ("np", "pt")
 
 
-def is_tensor(value) -> bool:
+def is_tensor(value: object) -> bool:
     """A torch tensor, recognised without importing torch."""
     return type(value).__module__.startswith("torch") and hasattr(value, "detach")
 
 
-def as_array(value, name: str) -> np.ndarray:
+def as_array(value: Any, name: str) -> np.ndarray:
     """NumPy positions from an array-like or a torch tensor (any device; copied to the CPU)."""
     if is_tensor(value):
         value = value.detach().cpu().numpy()
@@ -21,13 +25,13 @@ def as_array(value, name: str) -> np.ndarray:
     return np.asarray(value)
 
 
-def output_type(value) -> str:
+def output_type(value: object) -> str:
     if value not in OUTPUT_TYPES:
         raise ValueError(f"output_type must be 'np' or 'pt', got {value!r:.60}")
     return value
 
 
-def hand_over(table: np.ndarray, output_type: str, device=None):
+def hand_over(table: np.ndarray, output_type: str, device: Any = None) -> TensorOrArray:
     """``table`` as asked: NumPy, or a torch tensor sharing its memory (moved to ``device``
     when one is given, which copies unless it is the CPU)."""
     if output_type == "np":
@@ -37,7 +41,7 @@ def hand_over(table: np.ndarray, output_type: str, device=None):
     return tensor if device is None else tensor.to(device)
 
 
-def import_torch(why: str):
+def import_torch(why: str) -> Any:
     try:
         import torch
     except ImportError:
@@ -48,7 +52,7 @@ def import_torch(why: str):
     return torch
 
 
-def embed_dim(name: str, value, multiple: int) -> int:
+def embed_dim(name: str, value: object, multiple: int) -> int:
     """A width the original accepts: an int (not bool), >= 0, a multiple of ``multiple``."""
     from .._front.checks import integer
 
@@ -58,7 +62,7 @@ def embed_dim(name: str, value, multiple: int) -> int:
     return value
 
 
-def truth(name: str, value) -> bool:
+def truth(name: str, value: object) -> bool:
     """``bool(value)``, as the originals test their flags (``if cls_token:``), with a clear
     error where there is no single truth value (an array of several elements)."""
     try:

@@ -3,15 +3,27 @@ whose points need not form a product grid (``sinpe.encode_grid`` covers those)."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
 from .._front import checks as check
 from .._front.tables import encode
+from ..conventions import Convention
 from ._common import as_array
 
 # The grid layout of MAE and diffusers: [sin | cos], w_i = 10000**(-2i/width).
 GRID_CONVENTION = "hf-marian"
 
 
-def point_blocks(sources, widths, name, convention=GRID_CONVENTION, dtype=check.F64):
+def point_blocks(
+    sources: Sequence[tuple[Any, int | None]],
+    widths: Sequence[int],
+    name: str,
+    convention: str | Convention = GRID_CONVENTION,
+    dtype: np.dtype = check.F64,
+) -> np.ndarray:
     """``(M, sum(widths))``: block ``k`` encodes the positions ``sources[k]`` at width
     ``widths[k]``. A source is ``(array, index)``: ``array[index]`` flattened, or the whole
     array for index None; every block must have the same number ``M`` of points."""

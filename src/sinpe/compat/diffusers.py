@@ -18,6 +18,8 @@ naming ``pip install torch`` where it is absent; ``import sinpe`` never imports 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .. import conventions
@@ -25,6 +27,7 @@ from .._front import checks as check
 from .._front.grid import encode_grid
 from .._front.rope import rope_blocks
 from .._front.tables import encode
+from .._front.types import ArrayLike, Tensor, TensorOrArray, TorchDType
 from ._common import as_array, hand_over, import_torch, is_tensor, truth
 from ._common import embed_dim as _embed_dim
 from ._common import output_type as _output_type
@@ -47,7 +50,7 @@ class _Float32:
     """``torch.float32``, named without importing torch: the default of
     ``get_1d_rotary_pos_embed``'s ``freqs_dtype``."""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "torch.float32"
 
 
@@ -57,19 +60,19 @@ _FLIPPED = conventions.Convention("hf-marian, cos first", layout="cos_sin", coun
 
 
 def get_timestep_embedding(
-    timesteps,
+    timesteps: Tensor | ArrayLike,
     embedding_dim: int,
     flip_sin_to_cos: bool = False,
     downscale_freq_shift: float = 1,
     scale: float = 1,
     max_period: int = 10000,
-):
+) -> TensorOrArray:
     """``(N, embedding_dim)`` float32 for ``N`` timesteps (1-D, may be fractional):
     ``[sin | cos]`` (``[cos | sin]`` with ``flip_sin_to_cos``) of ``t * w_i``,
     ``w_i = scale * exp(-ln(max_period) * i / (embedding_dim//2 - downscale_freq_shift))``, a
     zero column appended for an odd width. A torch tensor in gives a float32 tensor out, on
     the same device; anything else gives NumPy."""
-    tensor = timesteps if is_tensor(timesteps) else None
+    tensor: Any = timesteps if is_tensor(timesteps) else None
     values = as_array(timesteps, "timesteps")
     if values.ndim != 1:
         raise ValueError(f"timesteps should be a 1d-array, got shape {values.shape}")
@@ -87,8 +90,12 @@ def get_timestep_embedding(
 
 
 def get_1d_sincos_pos_embed_from_grid(
-    embed_dim, pos, output_type="pt", flip_sin_to_cos=False, dtype=None
-):
+    embed_dim: int,
+    pos: Tensor | ArrayLike,
+    output_type: str = "pt",
+    flip_sin_to_cos: bool = False,
+    dtype: TorchDType | None = None,
+) -> TensorOrArray:
     """``(pos.size, embed_dim)``: ``[sin | cos]`` (``[cos | sin]`` with ``flip_sin_to_cos``)
     of every position, flattened, times ``10000**(-i/(embed_dim/2))``; float64, or float32
     where ``dtype`` is ``torch.float32`` and ``pos`` is not float64 (diffusers' type
@@ -107,7 +114,9 @@ def get_1d_sincos_pos_embed_from_grid(
     return hand_over(table, output_type, _device_of(pos))
 
 
-def get_2d_sincos_pos_embed_from_grid(embed_dim, grid, output_type="pt"):
+def get_2d_sincos_pos_embed_from_grid(
+    embed_dim: int, grid: Tensor | ArrayLike, output_type: str = "pt"
+) -> TensorOrArray:
     """``(M, embed_dim)`` float64 for ``grid`` of shape ``(2, ...)`` with ``M`` points each:
     ``[encoding of grid[0] | encoding of grid[1]]``, each half ``[sin | cos]``."""
     output_type = _output_type(output_type)
@@ -118,15 +127,15 @@ def get_2d_sincos_pos_embed_from_grid(embed_dim, grid, output_type="pt"):
 
 
 def get_2d_sincos_pos_embed(
-    embed_dim,
-    grid_size,
-    cls_token=False,
-    extra_tokens=0,
-    interpolation_scale=1.0,
-    base_size=16,
-    device=None,
-    output_type="pt",
-):
+    embed_dim: int,
+    grid_size: int | tuple[int, int],
+    cls_token: bool = False,
+    extra_tokens: int = 0,
+    interpolation_scale: float = 1.0,
+    base_size: float = 16,
+    device: Any = None,
+    output_type: str = "pt",
+) -> TensorOrArray:
     """``(extra + h*w, embed_dim)`` float64 for ``grid_size`` ``h`` (a square) or ``(h, w)``:
     ``extra_tokens`` zero rows first when ``cls_token`` (as diffusers: both are needed), then
     row ``y*w + x`` is ``[x block | y block]``, each ``[sin | cos]`` at width
@@ -154,14 +163,14 @@ def get_2d_sincos_pos_embed(
 
 
 def get_3d_sincos_pos_embed(
-    embed_dim,
-    spatial_size,
-    temporal_size,
-    spatial_interpolation_scale=1.0,
-    temporal_interpolation_scale=1.0,
-    device=None,
-    output_type="pt",
-):
+    embed_dim: int,
+    spatial_size: int | tuple[int, int],
+    temporal_size: int,
+    spatial_interpolation_scale: float = 1.0,
+    temporal_interpolation_scale: float = 1.0,
+    device: Any = None,
+    output_type: str = "pt",
+) -> TensorOrArray:
     """``(temporal_size, h*w, embed_dim)`` float64 (CogVideoX, Latte) for ``spatial_size``
     ``s`` (a square) or ``(w, h)`` (width first, as diffusers): columns
     ``[t block (embed_dim/4) | x block (3 embed_dim/8) | y block (3 embed_dim/8)]``, each
@@ -204,15 +213,15 @@ def get_3d_sincos_pos_embed(
 
 
 def get_1d_rotary_pos_embed(
-    dim,
-    pos,
-    theta=10000.0,
-    use_real=False,
-    linear_factor=1.0,
-    ntk_factor=1.0,
-    repeat_interleave_real=True,
-    freqs_dtype=FLOAT32,
-):
+    dim: int,
+    pos: Tensor | ArrayLike | int,
+    theta: float = 10000.0,
+    use_real: bool = False,
+    linear_factor: float = 1.0,
+    ntk_factor: float = 1.0,
+    repeat_interleave_real: bool = True,
+    freqs_dtype: TorchDType = FLOAT32,
+) -> Tensor | tuple[Tensor, Tensor]:
     """RoPE of ``pos`` (an int ``S``: positions ``0 .. S-1``; or a 1-D array or tensor) with
     inverse frequencies ``(theta * ntk_factor)**(-2i/dim) / linear_factor``, as torch tensors.
 
@@ -257,8 +266,13 @@ def get_1d_rotary_pos_embed(
 
 
 def get_2d_rotary_pos_embed(
-    embed_dim, crops_coords, grid_size, use_real=True, device=None, output_type="pt"
-):
+    embed_dim: int,
+    crops_coords: tuple[tuple[float, float], tuple[float, float]],
+    grid_size: tuple[int, int],
+    use_real: bool = True,
+    device: Any = None,
+    output_type: str = "pt",
+) -> Tensor | tuple[Tensor, Tensor]:
     """RoPE of an image's ``grid_size = (h, w)`` tokens (row ``i * w + j``), as diffusers
     0.42: positions ``linspace(start, stop * (n-1)/n, n)`` per axis from ``crops_coords =
     (start, stop)``; columns ``[the column coordinate | the row coordinate]``, each
@@ -283,16 +297,16 @@ def get_2d_rotary_pos_embed(
 
 
 def get_3d_rotary_pos_embed(
-    embed_dim,
-    crops_coords,
-    grid_size,
-    temporal_size,
-    theta=10000,
-    use_real=True,
-    grid_type="linspace",
-    max_size=None,
-    device=None,
-):
+    embed_dim: int,
+    crops_coords: tuple[tuple[float, float], tuple[float, float]],
+    grid_size: tuple[int, int],
+    temporal_size: int,
+    theta: int = 10000,
+    use_real: bool = True,
+    grid_type: str = "linspace",
+    max_size: tuple[int, int] | None = None,
+    device: Any = None,
+) -> tuple[Tensor, Tensor]:
     """RoPE of a video's ``temporal_size * h * w`` tokens (CogVideoX; frame slowest, column
     fastest), as diffusers 0.42: columns ``[t (embed_dim//4) | row (embed_dim//8*3) |
     column (embed_dim//8*3)]``, each interleaved at its own width with ``theta``. Positions:

@@ -15,12 +15,15 @@ import numpy as np
 
 from .._front import checks as check
 from .._front.tables import sinusoidal_positional_encoding
+from .._front.types import Tensor
 from ._common import import_torch
 
 __all__ = ["get_embedding"]
 
 
-def get_embedding(num_embeddings: int, embedding_dim: int, padding_idx: int | None = None):
+def get_embedding(
+    num_embeddings: int, embedding_dim: int, padding_idx: int | None = None
+) -> Tensor:
     """fairseq's table of ``num_embeddings`` positions (0, 1, ...), a float32 torch tensor.
 
     ``embedding_dim`` 2 and 3 are refused, as fairseq refuses them (it divides by

@@ -11,6 +11,7 @@ import numpy as np
 
 from .._front import checks as check
 from .._front.grid import encode_grid
+from .._front.types import ArrayLike
 from ._common import embed_dim as _embed_dim
 from ._common import truth
 from ._points import point_blocks
@@ -22,7 +23,7 @@ __all__ = [
 ]
 
 
-def get_2d_sincos_pos_embed(embed_dim, grid_size, cls_token=False):
+def get_2d_sincos_pos_embed(embed_dim: int, grid_size: int, cls_token: bool = False) -> np.ndarray:
     """``(grid_size**2, embed_dim)`` float64 (one zero row first with ``cls_token``): row
     ``y * grid_size + x`` is ``[x block | y block]``, each ``[sin | cos]`` at width
     ``embed_dim/2``. ``embed_dim`` must be a multiple of 4 (the original asserts it)."""
@@ -41,7 +42,7 @@ def get_2d_sincos_pos_embed(embed_dim, grid_size, cls_token=False):
     return table
 
 
-def get_2d_sincos_pos_embed_from_grid(embed_dim, grid):
+def get_2d_sincos_pos_embed_from_grid(embed_dim: int, grid: ArrayLike) -> np.ndarray:
     """``(M, embed_dim)`` float64 for ``grid`` of shape ``(2, ...)`` with ``M`` points:
     ``[encoding of grid[0] | encoding of grid[1]]``, each half ``[sin | cos]``."""
     embed_dim = _embed_dim("embed_dim", embed_dim, 4)
@@ -49,7 +50,7 @@ def get_2d_sincos_pos_embed_from_grid(embed_dim, grid):
     return point_blocks([(grid, 0), (grid, 1)], [half, half], "grid")
 
 
-def get_1d_sincos_pos_embed_from_grid(embed_dim, pos):
+def get_1d_sincos_pos_embed_from_grid(embed_dim: int, pos: ArrayLike) -> np.ndarray:
     """``(pos.size, embed_dim)`` float64: ``[sin | cos]`` of every position (flattened) times
     ``1 / 10000**(i / (embed_dim/2))``. ``embed_dim`` must be even (the original asserts it)."""
     embed_dim = _embed_dim("embed_dim", embed_dim, 2)

@@ -16,7 +16,13 @@ from ..conventions import Convention
 __all__ = ["get_timing_signal_1d"]
 
 
-def get_timing_signal_1d(length, channels, min_timescale=1.0, max_timescale=1.0e4, start_index=0):
+def get_timing_signal_1d(
+    length: int,
+    channels: int,
+    min_timescale: float = 1.0,
+    max_timescale: float = 1.0e4,
+    start_index: int = 0,
+) -> np.ndarray:
     """``(1, length, channels)`` float32: row ``r`` encodes position ``start_index + r`` as
     ``[sin | cos]`` of ``p * w_i``, ``w_i = min_timescale * (max_timescale /
     min_timescale)**(-i / max(channels//2 - 1, 1))`` (tensor2tensor's rule, ``min_timescale``

@@ -13,16 +13,19 @@ exact one rounded once to the output dtype.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._front import checks as check
 from .._front.tables import sinusoidal_positional_encoding
+from .._front.types import DTypeLike, Tensor
 from ._common import is_tensor
 
 __all__ = ["create_sinusoidal_embeddings", "marian_sinusoidal_weight"]
 
 
-def create_sinusoidal_embeddings(n_pos: int, dim: int, out) -> None:
+def create_sinusoidal_embeddings(n_pos: int, dim: int, out: Tensor | np.ndarray) -> None:
     """Fill ``out`` (shape ``(n_pos, dim)``, a torch tensor or a NumPy array of a float dtype)
     with the table, as transformers does: for a tensor, ``requires_grad`` is set to False
     first and the tensor detached after."""
@@ -49,7 +52,7 @@ def _table_dtype(dtype: np.dtype) -> np.dtype:
     return dtype if check.table_dtype(dtype) else np.dtype(np.float64)
 
 
-def _fill_tensor(n_pos: int, dim: int, out) -> None:
+def _fill_tensor(n_pos: int, dim: int, out: Any) -> None:
     import torch
 
     if tuple(out.shape) != (n_pos, dim):
@@ -65,7 +68,9 @@ def _fill_tensor(n_pos: int, dim: int, out) -> None:
     out.detach_()
 
 
-def marian_sinusoidal_weight(num_positions: int, embedding_dim: int, dtype=np.float32):
+def marian_sinusoidal_weight(
+    num_positions: int, embedding_dim: int, dtype: DTypeLike = np.float32
+) -> np.ndarray:
     """``(num_positions, embedding_dim)`` in ``dtype`` (float32 by default, the weight's
     usual dtype): ``MarianSinusoidalPositionalEmbedding(num_positions,
     embedding_dim).create_weight()`` (transformers 5; ``_init_weight()`` before), exact."""
