@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Mapping
-from typing import NamedTuple
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ._front.frequencies import frequency_vector, power_vector_from_log
+from ._front.types import Scaling
 from ._twin.dd import dd_add, dd_mul, fast_two_sum, two_prod_split, two_sum
 from ._twin.exact_constants import TWO_PI_HI, TWO_PI_LO
 from ._twin.frequencies import log_dd
@@ -204,7 +205,7 @@ class RopeScaling(NamedTuple):
     parameters: tuple
     theta: float | None
 
-    def get(self, key: str, default=None):
+    def get(self, key: str, default: Any = None) -> Any:
         for name, value in self.parameters:
             if name == key:
                 return value
@@ -597,7 +598,7 @@ PUBLIC_TYPES = tuple(sorted(t.name for t in TYPES if t.public))
 VALUE_KEYS = frozenset(k for t in TYPES for k in (*t.required, *t.optional)) | set(ANY_TYPE)
 
 
-def length_key(scaling: RopeScaling, seq_len):
+def length_key(scaling: RopeScaling, seq_len: int) -> Hashable:
     """What of the current length changes the values: dynamic's effective length,
     longrope's long/short choice, else ``None`` (one table serves every length)."""
     return ROPE_TYPES[scaling.rope_type].length(scaling, seq_len)
@@ -607,7 +608,7 @@ def length_key(scaling: RopeScaling, seq_len):
 
 
 def parse(
-    scaling,
+    scaling: Scaling,
     max_position_embeddings: int | None = None,
     head_dim: int | None = None,
     *,
