@@ -17,10 +17,17 @@ import pytest
 
 import sinpe
 from sinpe._front import backends, plan
+from sinpe._front.checks import bfloat16
 
 kernel = backends.kernel
 pytestmark = pytest.mark.skipif(kernel is None, reason="compiled kernel not built")
-DTYPES = ("float64", "float32", "float16", "bfloat16")
+needs_bfloat16 = pytest.mark.skipif(bfloat16() is None, reason="bfloat16 needs ml_dtypes")
+DTYPES = (
+    "float64",
+    "float32",
+    "float16",
+    pytest.param("bfloat16", marks=needs_bfloat16),
+)
 
 
 def available():
@@ -136,7 +143,7 @@ def test_exact_evaluator_every_width():
     assert_same_bits(results)
 
 
-@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+@pytest.mark.parametrize("dtype", ("float16", pytest.param("bfloat16", marks=needs_bfloat16)))
 def test_half_converter(dtype):
     rng = np.random.default_rng(9)
     values = np.concatenate(
@@ -164,20 +171,11 @@ def test_half_converter(dtype):
     values = np.concatenate([values, -values])
 
     def make():
-        out = np.empty(values.shape, dtype=np.float16 if dtype == "float16" else sinpe_bf16())
+        out = np.empty(values.shape, dtype=np.float16 if dtype == "float16" else bfloat16())
         kernel.round_half(values, out)
         return [out]
 
     assert_same_bits(on_every_isa(make))
-
-
-def sinpe_bf16():
-    from sinpe._front.checks import bfloat16
-
-    dtype = bfloat16()
-    if dtype is None:
-        pytest.skip("bfloat16 needs ml_dtypes")
-    return dtype
 
 
 def run(env, code):
