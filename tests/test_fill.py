@@ -225,3 +225,22 @@ def test_the_grid_span_is_the_anchor_spacing():
     kept = [key for key in sinpe._front.cache._CACHE._entries if key[0] == "anchors"]
     assert [key[2] for key in kept] == [4]
     assert filler.grid.shape == (80, 2, 4)
+
+
+def test_layout_check_refuses_a_column_written_twice():
+    """The layout check (run once per new layout) finds every overlap: two places, a
+    place and its own dup copy, a place and the pad column; disjoint strided places pass."""
+    Layout, Place, Segment = plan.Layout, plan.Place, plan.Segment
+
+    def layout(cos, sin, pad=-1, width=16):
+        return Layout(width, 1, (Segment(0, 4, 0, cos, sin),), pad)
+
+    layout(Place(0, 0, 2, 0, 4), Place(0, 1, 2, 0, 4)).check(4)  # interleaved: fine
+    layout(Place(0, 0, 1, 8, 4), Place(0, 4, 1, 8, 4)).check(4)  # halves repeated: fine
+    for bad in (
+        layout(Place(0, 0, 2, 0, 4), Place(0, 6, 2, 0, 4)),  # column 6 twice
+        layout(Place(0, 0, 1, 2, 4), Place(0, 8, 1, 0, 4)),  # cos overlaps its own dup
+        layout(Place(0, 0, 1, 0, 4), Place(0, 4, 1, 0, 4), pad=3),  # the pad column
+    ):
+        with pytest.raises(AssertionError, match="written twice"):
+            bad.check(4)

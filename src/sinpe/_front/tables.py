@@ -34,12 +34,18 @@ MAX_FREQUENCY = 2.0**900
 _TABLE_SIZES = ("seq_len", "d_model")  # what sets each dimension of a table, for errors
 
 
-def frequency_key(convention: Convention, d_model: int, base: float) -> tuple:
-    """The (cached) frequency vector's key, once its frequencies are known to be usable."""
+def frequency_key(
+    convention: Convention, d_model: int, base: float, w: np.ndarray | None = None
+) -> tuple:
+    """The (cached) frequency vector's key, once its frequencies are known to be usable
+    (from ``w``, the vector itself, when the caller has it: one call fewer)."""
     key = convention.frequency_key(d_model, base)
     count, rule = key[0], key[1:]
-    # |scale| * base**(-n i / d) is monotone in i: the largest is the first or the last
-    ends = [frequency_block(i, i + 1, *rule)[0] for i in {0, count - 1} if count]
+    if w is None:
+        # |scale| * base**(-n i / d) is monotone in i: the largest is the first or the last
+        ends = [frequency_block(i, i + 1, *rule)[0] for i in {0, count - 1} if count]
+    else:
+        ends = [w[i] for i in {0, count - 1} if count]
     largest = max((abs(float(v)) for v in ends), default=0.0)
     if not largest <= MAX_FREQUENCY:
         raise ValueError(
@@ -71,13 +77,16 @@ def _table_filler(backend, convention: Convention, d_model: int, base: float):
 
 
 def _make_table_filler(backend, convention, d_model, base, key):
-    count, *rule = frequency_key(convention, d_model, base)
+    count, *rule = convention.frequency_key(d_model, base)
     layout = table_layout(convention.column_map(d_model), d_model)
     if count > FREQUENCY_BLOCK:  # planned a block at a time: never the whole vector
+        frequency_key(convention, d_model, base)
         return make_filler(
             backend, lambda f0, f1: frequency_block(f0, f1, *rule), 1.0, layout, key, count
         )
-    return make_filler(backend, frequency_vector(count, *rule), 1.0, layout, key)
+    w = frequency_vector(count, *rule)
+    frequency_key(convention, d_model, base, w)
+    return make_filler(backend, w, 1.0, layout, key)
 
 
 def clear_cache() -> None:
