@@ -411,6 +411,47 @@ def test_a_signal_mid_write_leaves_no_temporary_file(tmp_path, signum, code):
     pytest.fail("every write ended before the signal could be sent")
 
 
+def test_an_exception_at_any_line_of_the_write_leaves_no_temporary_file(tmp_path):
+    """A signal handler may raise between any two bytecodes of the main thread (whichever
+    thread the signal reached: holding it back in one thread is not enough). Raise at every
+    line the write runs, one run each, until a run completes: no run leaves a .part file,
+    and the old file is intact whenever the write did not finish."""
+    from sinpe._front.output import write_atomically
+
+    path = tmp_path / "t.npy"
+    path.write_bytes(b"old")
+
+    for n in range(1, 10_000):
+        seen = [0]
+
+        def tracer(frame, event, arg, n=n, seen=seen):
+            if event == "line":
+                seen[0] += 1
+                if seen[0] == n:
+                    raise KeyboardInterrupt
+            return tracer
+
+        handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        sys.settrace(tracer)
+        try:
+            write_atomically(str(path), lambda file: file.write(b"new"))
+        except KeyboardInterrupt:
+            finished = False
+        else:
+            finished = True
+        finally:
+            sys.settrace(None)
+            for signum, handler in handlers.items():  # raised inside their restoring too
+                signal.signal(signum, handler)
+        assert not [name for name in os.listdir(tmp_path) if name.endswith(".part")], n
+        assert path.read_bytes() in (b"old", b"new")
+        if finished and seen[0] < n:
+            break  # no line left to raise at
+    else:
+        pytest.fail("the write never finished")
+    assert path.read_bytes() == b"new" and n > 20
+
+
 # --------------------------------------------------------------------------- help, arguments
 
 

@@ -15,7 +15,9 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import secrets
 import signal
 import stat
 import tempfile
@@ -79,19 +81,21 @@ def _signals_raise():
 
 
 def _temporary(folder: str, made: list) -> None:
-    """``mkstemp`` in ``folder``, its ``(fd, name)`` put in ``made`` with SIGINT and SIGTERM
-    held back: a handler that runs once they are let through (``pthread_sigmask`` runs it at
-    once) finds the file listed, never a file no ``finally`` knows of."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    hold = hasattr(signal, "pthread_sigmask") and (
-        threading.current_thread() is threading.main_thread()
-    )
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held) if hold else None
-    try:
-        made.extend(tempfile.mkstemp(dir=folder, prefix=".sinpe-", suffix=".part"))
-    finally:
-        if previous is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    """A new file in ``folder``, its ``[fd, name]`` in ``made``, the name listed before the
+    file exists: a signal handler that raises at any moment (Python runs it between two
+    bytecodes of the main thread, whichever thread the signal reached, so holding the signal
+    back in this thread is not enough) finds the name, never a file no ``finally`` knows of."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    flags |= getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(tempfile.TMP_MAX):
+        name = os.path.join(folder, f".sinpe-{secrets.token_hex(6)}.part")
+        made[:] = [None, name]
+        try:
+            made[0] = os.open(name, flags, 0o600)
+        except FileExistsError:
+            continue
+        return
+    raise FileExistsError(errno.EEXIST, "no unused temporary file name", folder)
 
 
 def _raise_received(received: list) -> None:
@@ -134,19 +138,21 @@ def write_atomically(path: str, write) -> None:
             f"cannot write {path!r}: the directory {folder!r} is not writable (the file is "
             "replaced by a rename there, so that a failed write keeps the old one)"
         )
-    made: list = []  # (fd, name) of the temporary file, once it exists
-    wrapped = replaced = False
+    made: list = []  # [fd, name] of the temporary file: the fd is None once closed
+    replaced = False
     with _signals_raise() as received:
         try:
             _temporary(folder, made)
-            handle, temporary = made
-            with os.fdopen(handle, "wb") as file:
-                wrapped = True
+            # the file object never owns the descriptor (closefd=False): it is closed here,
+            # or by the finally, whichever line an exception leaves from
+            with open(made[0], "wb", closefd=False) as file:
                 os.fchmod(file.fileno(), mode)
                 write(file)
                 file.flush()
                 os.fsync(file.fileno())
-            os.replace(temporary, target)
+            handle, made[0] = made[0], None
+            os.close(handle)
+            os.replace(made[1], target)
             replaced = True
         except BaseException as exc:
             _raise_received(received)
@@ -154,7 +160,7 @@ def write_atomically(path: str, write) -> None:
                 raise _failure(path, exc) from None
             raise
         finally:
-            if made and not wrapped:
+            if made and made[0] is not None:
                 with contextlib.suppress(OSError):
                     os.close(made[0])
             if made and not replaced:
