@@ -164,7 +164,8 @@ def _choose_isa():
 
 cdef int ISA_LEVEL
 _level, ISA_REASON = _choose_isa()
-ISA_LEVEL = _level
+ISA_LEVEL = isa_level()  # what set_isa settled on, as every loop reads it
+assert ISA_LEVEL == _level
 ISA = ISA_NAMES[ISA_LEVEL]
 
 

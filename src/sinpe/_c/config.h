@@ -94,6 +94,7 @@ static int sinpe__cpu_avx2_level(void)
     return (b >> 5) & 1;
 }
 
+#if SINPE_AVX512 && !SINPE_AVX512_EMULATED
 /* cpuid leaf 7 EBX bits 16 AVX512F, 17 AVX512DQ, 30 AVX512BW, 31 AVX512VL; XCR0 bits 5-7:
    the OS saves the opmask registers and all 512 bits of the 32 vector registers. */
 static int sinpe__cpu_avx512(void)
@@ -109,13 +110,18 @@ static int sinpe__cpu_avx512(void)
     return (xcr0_lo & 0xE6) == 0xE6;
 }
 #endif
+#endif
 
 /* The best level this CPU and build run. */
 static int sinpe_cpu_isa(void)
 {
 #if SINPE_AVX512
-    if (SINPE_AVX512_EMULATED || sinpe__cpu_avx512())
+#if SINPE_AVX512_EMULATED
+    return SINPE_ISA_AVX512;
+#else
+    if (sinpe__cpu_avx512())
         return SINPE_ISA_AVX512;
+#endif
 #endif
 #if SINPE_AVX2
     return sinpe__cpu_avx2_level() ? SINPE_ISA_AVX2 : SINPE_ISA_SSE2;

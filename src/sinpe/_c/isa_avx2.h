@@ -139,26 +139,9 @@ SINPE__AVX2_HALF(bf16, 0)
 #undef SINPE__AVX2_HALF
 
 /* float64 and float32: two-kind stores from the one-vector ones above */
-#define SINPE__AVX2_TWO(SFX, T)                                                             \
-    SINPE_AVX2_TARGET static inline void sinpe_avx2_put_##SFX(                             \
-        T *c, T *s, ptrdiff_t c_dup, ptrdiff_t s_dup, __m256d vc, __m256d vs)             \
-    {                                                                                     \
-        sinpe_avx2_store_##SFX(c, vc);                                                    \
-        sinpe_avx2_store_##SFX(s, vs);                                                    \
-        if (c_dup)                                                                        \
-            sinpe_avx2_store_##SFX(c + c_dup, vc);                                        \
-        if (s_dup)                                                                        \
-            sinpe_avx2_store_##SFX(s + s_dup, vs);                                        \
-    }                                                                                     \
-    SINPE_AVX2_TARGET static inline void sinpe_avx2_put_dup_##SFX(T *c, T *s, __m256d vc,  \
-                                                                 __m256d vs)              \
-    {                                                                                     \
-        sinpe_avx2_dup_##SFX(c, vc);                                                      \
-        sinpe_avx2_dup_##SFX(s, vs);                                                      \
-    }
-SINPE__AVX2_TWO(f64, double)
-SINPE__AVX2_TWO(f32, float)
-#undef SINPE__AVX2_TWO
+#include "isa_compose.h"
+SINPE__COMPOSE(avx2, f64, double, __m256d)
+SINPE__COMPOSE(avx2, f32, float, __m256d)
 
 /* The exact evaluator's helpers (exact_simd.h). */
 SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_load_part(const double *p, ptrdiff_t n)

@@ -258,25 +258,9 @@ SINPE__AVX512_HALF(bf16, 0)
 #undef SINPE__AVX512_HALF
 
 /* float64 and float32: two-kind stores from the one-vector ones above */
-#define SINPE__AVX512_TWO(SFX, T)                                                             \
-    SINPE__Z void sinpe_avx512_put_##SFX(T *c, T *s, ptrdiff_t c_dup, ptrdiff_t s_dup,         \
-                                         sinpe__zd vc, sinpe__zd vs)                         \
-    {                                                                                       \
-        sinpe_avx512_store_##SFX(c, vc);                                                    \
-        sinpe_avx512_store_##SFX(s, vs);                                                    \
-        if (c_dup)                                                                          \
-            sinpe_avx512_store_##SFX(c + c_dup, vc);                                        \
-        if (s_dup)                                                                          \
-            sinpe_avx512_store_##SFX(s + s_dup, vs);                                        \
-    }                                                                                       \
-    SINPE__Z void sinpe_avx512_put_dup_##SFX(T *c, T *s, sinpe__zd vc, sinpe__zd vs)         \
-    {                                                                                       \
-        sinpe_avx512_dup_##SFX(c, vc);                                                      \
-        sinpe_avx512_dup_##SFX(s, vs);                                                      \
-    }
-SINPE__AVX512_TWO(f64, double)
-SINPE__AVX512_TWO(f32, float)
-#undef SINPE__AVX512_TWO
+#include "isa_compose.h"
+SINPE__COMPOSE(avx512, f64, double, sinpe__zd)
+SINPE__COMPOSE(avx512, f32, float, sinpe__zd)
 
 /* The exact evaluator's helpers (exact_simd.h). */
 SINPE__Z sinpe__zd sinpe_avx512_load_part(const double *p, ptrdiff_t n)

@@ -1,9 +1,11 @@
-/* For an instruction set whose helpers convert one vector at a time (isa_c.h, isa_sse2.h):
-   the two-kind stores rotate.h uses, made of its store and dup helpers.
+/* For an instruction set whose helpers convert one vector at a time (every set for float64
+   and float32; isa_c.h and isa_sse2.h for the half types too): the two-kind stores rotate.h
+   uses, made of its store and dup helpers, compiled for the set (SINPE_ATTR).
    put:     cos to c (and c + c_dup when c_dup), sin to s (and s + s_dup)
    put_dup: cos twice per lane from c, sin twice per lane from s */
 #define SINPE__COMPOSE(ISA, SFX, T, VD)                                                      \
-    static inline void sinpe_##ISA##_put_##SFX(T *c, T *s, ptrdiff_t c_dup, ptrdiff_t s_dup, \
+    SINPE_ATTR static inline void sinpe_##ISA##_put_##SFX(T *c, T *s, ptrdiff_t c_dup,      \
+                                                          ptrdiff_t s_dup,                \
                                                VD vc, VD vs)                                \
     {                                                                                     \
         sinpe_##ISA##_store_##SFX(c, vc);                                                 \
@@ -13,7 +15,7 @@
         if (s_dup)                                                                        \
             sinpe_##ISA##_store_##SFX(s + s_dup, vs);                                     \
     }                                                                                     \
-    static inline void sinpe_##ISA##_put_dup_##SFX(T *c, T *s, VD vc, VD vs)              \
+    SINPE_ATTR static inline void sinpe_##ISA##_put_dup_##SFX(T *c, T *s, VD vc, VD vs)   \
     {                                                                                     \
         sinpe_##ISA##_dup_##SFX(c, vc);                                                   \
         sinpe_##ISA##_dup_##SFX(s, vs);                                                   \
