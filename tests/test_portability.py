@@ -29,7 +29,7 @@ int main(void)
     for (i = 0; i < 200; i++)
         if (seen[i] != i + 1)
             return 2;
-    return sinpe_isa() >= 0 && sinpe_isa() <= 2 ? 0 : 3;
+    return sinpe_isa() >= 0 && sinpe_isa() <= SINPE_MAX_SIMD ? 0 : 3;
 }
 """
 COMPILERS = [
