@@ -150,6 +150,12 @@ def test_half_converter(dtype):
         [
             rng.choice([-1, 1], 20000) * 2.0 ** rng.uniform(-150, 130, 20000),
             np.nextafter(np.float32(1 + 2.0**-11), 2).astype(float) + np.arange(-4, 5) * 2.0**-52,
+            # float16's subnormal halfway points and their neighbours
+            (
+                np.arange(1, 2048, 2)[:, None]
+                * 2.0**-25
+                * (1 + np.array([-(2.0**-40), 0, 2.0**-40]))
+            ).ravel(),
             [
                 0.0,
                 -0.0,
