@@ -11,8 +11,9 @@ Rules (see README, "Installing"):
   whole test suite once on such a build);
 - the user's ``CFLAGS`` are honoured: ``-O3`` and ``-g0`` are added only where they name no
   ``-O`` or ``-g`` of their own, and C asserts stay off (``-DNDEBUG``) except in a debug build;
-- ``SINPE_SIMD=avx2``, ``sse2`` or ``c`` caps the hot loop at that instruction set (default
-  ``auto``: AVX-512 or AVX2 where the CPU has it, chosen at run time), so that CI can run the
+- ``SINPE_SIMD=avx512``, ``avx2``, ``sse2`` or ``c`` caps the hot loop at that instruction set
+  (default ``auto``: AVX-512 (with AVX512_BF16's bfloat16 stores where the CPU has them) or
+  AVX2 where the CPU has it, chosen at run time), so that CI can run the
   whole test suite on the loops that other CPUs would otherwise run;
   ``SINPE_SIMD=avx512-emulated`` builds the AVX-512 loops on SIMDe's portable intrinsics
   (the ``simde-py`` package must be installed in the build environment) and runs them on
@@ -29,7 +30,7 @@ from setuptools.command.build_ext import build_ext
 
 REQUIRE_EXTENSION = os.environ.get("SINPE_REQUIRE_EXTENSION", "") == "1"
 DEBUG_BUILD = os.environ.get("SINPE_DEBUG_BUILD", "") == "1"
-SIMD_LEVELS = {"c": 0, "sse2": 1, "avx2": 2, "auto": 3, "avx512-emulated": 3}
+SIMD_LEVELS = {"c": 0, "sse2": 1, "avx2": 2, "avx512": 3, "auto": 4, "avx512-emulated": 3}
 SIMD = os.environ.get("SINPE_SIMD", "").strip().lower() or "auto"
 if SIMD not in SIMD_LEVELS:
     sys.exit(f"SINPE_SIMD={SIMD!r}: use one of {', '.join(SIMD_LEVELS)}")

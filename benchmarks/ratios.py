@@ -1,7 +1,7 @@
 """Print sinpe's time as a ratio of np.ones (the write limit) and of the textbook formula,
 and its float16/bfloat16 tables as a ratio of its float32 table of the same shape.
 
-    python benchmarks/ratios.py [--rounds N] [--isa avx512,avx2]
+    python benchmarks/ratios.py [--rounds N] [--isa avx512bf16,avx512,avx2]
 
 Each round times every contender once per shape, interleaved, so machine noise hits them
 alike; the table reports medians over rounds. Targets are those of the performance issues.
@@ -241,7 +241,7 @@ def main(argv=None):
         "--isa",
         default=None,
         help="instruction sets of the last table, comma-separated (default: the best this "
-        "CPU runs, and avx2 when that is avx512)",
+        "CPU runs, and the levels down to avx2 when that is avx512 or avx512bf16)",
     )
     args = parser.parse_args(argv)
     if sinpe.BACKEND != "cython":
@@ -250,7 +250,14 @@ def main(argv=None):
 
     kernel = backends.kernel
     if args.isa is None:
-        isas = [kernel.CPU_ISA] + (["avx2"] if kernel.CPU_ISA == "avx512" else [])
+        names = kernel.ISA_NAMES
+        best = names.index(kernel.CPU_ISA)
+        # the best, and every level from avx512 down to avx2 below it
+        isas = [kernel.CPU_ISA] + [
+            name
+            for name in names[names.index("avx2") : best][::-1]
+            if best >= names.index("avx512")
+        ]
     else:
         isas = [name.strip() for name in args.isa.split(",") if name.strip()]
         unknown = [name for name in isas if name not in kernel.ISA_NAMES]

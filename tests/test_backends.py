@@ -160,7 +160,8 @@ def test_instruction_set_is_the_one_built_for():
         flags = set(Path("/proc/cpuinfo").read_text().split("flags")[1].split("\n")[0].split())
         avx512 = {"avx512f", "avx512dq", "avx512bw", "avx512vl"} <= flags
         avx2 = {"avx2", "fma", "f16c"} <= flags
-        assert kernel.CPU_ISA == ("avx512" if avx512 and avx2 else "avx2" if avx2 else "sse2")
+        best = "avx512bf16" if "avx512_bf16" in flags else "avx512"
+        assert kernel.CPU_ISA == (best if avx512 and avx2 else "avx2" if avx2 else "sse2")
     names = kernel.ISA_NAMES
     if forced and forced != "auto" and forced in names:
         expected = names[min(names.index(forced), names.index(kernel.CPU_ISA))]

@@ -126,9 +126,10 @@ team_init()
 # The instruction-set level every loop runs (config.h: one probe, asked here at import,
 # before any thread can fill a table, so the kernel has no shared mutable state; it is
 # declared freethreading_compatible in setup.py). Every level gives the same bits.
-# SINPE_ISA=avx512|avx2|sse2|c asks for a lower one (or auto); asking for one this CPU or
-# build lacks warns once, here, and runs the best available.
-ISA_NAMES = ("c", "sse2", "avx2", "avx512")
+# SINPE_ISA=avx512bf16|avx512|avx2|sse2|c asks for a lower one (or auto); asking for one this
+# CPU or build lacks warns once, here, and runs the best available. avx512bf16 is avx512 with
+# AVX512_BF16's conversion in the bfloat16 stores.
+ISA_NAMES = ("c", "sse2", "avx2", "avx512", "avx512bf16")
 EMULATED = bool(SINPE_AVX512_EMULATED)  # avx512 on SIMDe's portable intrinsics (tests)
 CPU_ISA = ISA_NAMES[cpu_isa()]  # the best this CPU and build run
 

@@ -1,20 +1,21 @@
 /* Build-mode facts and the one CPU probe shared by every header of the kernel.
 
-   setup.py defines SINPE_DEBUG and SINPE_MAX_SIMD (0 plain C, 1 SSE2, 2 AVX2, 3 AVX-512
-   where the CPU has it). One macro per instruction set says whether this build may
+   setup.py defines SINPE_DEBUG and SINPE_MAX_SIMD (0 plain C, 1 SSE2, 2 AVX2, 3 AVX-512,
+   4 AVX-512 with AVX512_BF16, where the CPU has it). One macro per instruction set says whether this build may
    compile code for it; one probe (cpuid, once, at import) says whether this CPU runs it:
 
        SINPE_SSE2     the build has SSE2 (x86-64 baseline)
        SINPE_AVX2     the build may compile AVX2 + FMA + F16C functions (target attributes,
                       no -march flag), chosen at run time by sinpe_isa()
        SINPE_AVX512   likewise AVX-512 F + DQ + BW + VL functions (with AVX2, FMA, F16C)
+       SINPE_AVX512BF16  likewise, with AVX512_BF16 (vcvtneps2bf16) for bfloat16 stores
        SINPE_AVX512_EMULATED
                       a test build (SINPE_SIMD=avx512-emulated): the AVX-512 helpers are
                       SIMDe's portable implementations of the same intrinsics, so a machine
                       without AVX-512 runs and tests that code path (slowly)
 
-   sinpe_isa() is the level every dispatcher uses: 3 when the CPU has AVX-512 F/DQ/BW/VL and
-   the OS saves the ZMM and mask registers (XGETBV), 2 with AVX2, FMA and F16C (and the YMM
+   sinpe_isa() is the level every dispatcher uses: 4 when the CPU also has AVX512_BF16, 3
+   when it has AVX-512 F/DQ/BW/VL and the OS saves the ZMM and mask registers (XGETBV), 2 with AVX2, FMA and F16C (and the YMM
    state saved), 1 with SSE2, 0 plain C; sinpe_set_isa() lowers it (SINPE_ISA, read by the
    kernel at import). Every level gives the same bits: the headers use no FMA where it
    would change a rounding (-ffp-contract=off). */
@@ -29,7 +30,7 @@
 #define SINPE_C_ASSERTS 1
 #endif
 #ifndef SINPE_MAX_SIMD
-#define SINPE_MAX_SIMD 3
+#define SINPE_MAX_SIMD 4
 #endif
 #ifndef SINPE_AVX512_EMULATED
 #define SINPE_AVX512_EMULATED 0
@@ -65,6 +66,13 @@
 #else
 #define SINPE_AVX512 0
 #endif
+#if SINPE_AVX512 && !SINPE_AVX512_EMULATED && SINPE_MAX_SIMD >= 4
+#define SINPE_AVX512BF16 1 /* SIMDe has no vcvtneps2bf16: not in emulated builds */
+#define SINPE_AVX512BF16_TARGET                                                             \
+    __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")))
+#else
+#define SINPE_AVX512BF16 0
+#endif
 
 #if defined(_MSC_VER)
 #define SINPE_RESTRICT __restrict
@@ -72,7 +80,13 @@
 #define SINPE_RESTRICT __restrict__
 #endif
 
-enum { SINPE_ISA_C = 0, SINPE_ISA_SSE2 = 1, SINPE_ISA_AVX2 = 2, SINPE_ISA_AVX512 = 3 };
+enum {
+    SINPE_ISA_C = 0,
+    SINPE_ISA_SSE2 = 1,
+    SINPE_ISA_AVX2 = 2,
+    SINPE_ISA_AVX512 = 3,
+    SINPE_ISA_AVX512BF16 = 4
+};
 
 #if SINPE_AVX2
 #include <cpuid.h>
@@ -109,6 +123,19 @@ static int sinpe__cpu_avx512(void)
     __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
     return (xcr0_lo & 0xE6) == 0xE6;
 }
+
+/* cpuid leaf 7 subleaf 1 EAX bit 5: AVX512_BF16 (leaf 7 subleaf 0 EAX: the last subleaf) */
+static int sinpe__cpu_avx512bf16(void)
+{
+    unsigned a, b, c, d;
+    if (!sinpe__cpu_avx512())
+        return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    if (a < 1)
+        return 0;
+    __cpuid_count(7, 1, a, b, c, d);
+    return (a >> 5) & 1;
+}
 #endif
 #endif
 
@@ -119,6 +146,10 @@ static int sinpe_cpu_isa(void)
 #if SINPE_AVX512_EMULATED
     return SINPE_ISA_AVX512;
 #else
+#if SINPE_AVX512BF16
+    if (sinpe__cpu_avx512bf16())
+        return SINPE_ISA_AVX512BF16;
+#endif
     if (sinpe__cpu_avx512())
         return SINPE_ISA_AVX512;
 #endif

@@ -105,7 +105,7 @@ static inline void sinpe_exact_cos_sin(const double *p, ptrdiff_t n_p, const dou
                                        ptrdiff_t n_w, double *out)
 {
 #if SINPE_AVX512
-    if (sinpe_isa() == SINPE_ISA_AVX512) {
+    if (sinpe_isa() >= SINPE_ISA_AVX512) {
         sinpe_avx512_exact_cos_sin(p, n_p, table, n_w, out);
         return;
     }
@@ -121,8 +121,12 @@ static inline void sinpe_exact_cos_sin(const double *p, ptrdiff_t n_p, const dou
 
 static inline sinpe_rows_fn sinpe_rows_for(int isa, int kind, int shape)
 {
+#if SINPE_AVX512BF16
+    if (isa == SINPE_ISA_AVX512BF16 && kind == SINPE_KIND_BF16)
+        return sinpe_avx512_rows_bf16n[shape];
+#endif
 #if SINPE_AVX512
-    if (isa == SINPE_ISA_AVX512)
+    if (isa >= SINPE_ISA_AVX512)
         return sinpe_avx512_rows[kind][shape];
 #endif
 #if SINPE_AVX2
@@ -137,31 +141,39 @@ static inline sinpe_rows_fn sinpe_rows_for(int isa, int kind, int shape)
     return sinpe_c_rows[kind][shape];
 }
 
-/* The float16/bfloat16 converter of an instruction set (rotate.h's round_half). */
+/* The float16/bfloat16 converter of an instruction set (rotate.h's round_f16, round_bf16). */
+#define SINPE__ROUND_AT(ISA) (f16 ? ISA##_round_f16 : ISA##_round_bf16)(out, values, n)
 static inline void sinpe_round_half(int isa, uint16_t *out, const double *values, ptrdiff_t n,
                                     int f16)
 {
+#if SINPE_AVX512BF16
+    if (isa == SINPE_ISA_AVX512BF16 && !f16) {
+        sinpe_avx512_round_bf16n(out, values, n);
+        return;
+    }
+#endif
 #if SINPE_AVX512
-    if (isa == SINPE_ISA_AVX512) {
-        sinpe_avx512_round_half(out, values, n, f16);
+    if (isa >= SINPE_ISA_AVX512) {
+        SINPE__ROUND_AT(sinpe_avx512);
         return;
     }
 #endif
 #if SINPE_AVX2
     if (isa == SINPE_ISA_AVX2) {
-        sinpe_avx2_round_half(out, values, n, f16);
+        SINPE__ROUND_AT(sinpe_avx2);
         return;
     }
 #endif
 #if SINPE_SSE2
     if (isa >= SINPE_ISA_SSE2) {
-        sinpe_sse2_round_half(out, values, n, f16);
+        SINPE__ROUND_AT(sinpe_sse2);
         return;
     }
 #endif
     (void)isa;
-    sinpe_c_round_half(out, values, n, f16);
+    SINPE__ROUND_AT(sinpe_c);
 }
+#undef SINPE__ROUND_AT
 
 /* The placement shape with vector stores that a segment's two placements fit (for the
    lanes both kinds have), else generic; the caller checks them against the table. */

@@ -14,8 +14,7 @@
    (row 0 of a table): right, and rare. This costs about half as much as round-to-odd
    (truncation plus a sticky bit), measured on an AMD EPYC Zen 5: 2048 x 512 float16 / float32
    table 1.6 where round-to-odd gave 1.73 and the first version 2.5. The bfloat16 rounding is
-   the integer one, not vcvtneps2bf16 (AVX512_BF16, a second CPU feature), which flushes
-   subnormal inputs and outputs.
+   the integer one here; level avx512bf16 (below) uses vcvtneps2bf16 where the CPU has it.
 
    SINPE_AVX512_EMULATED builds (tests on machines without AVX-512) take the same
    intrinsics from SIMDe's portable code. Seven are done here by their documented semantics
@@ -176,27 +175,23 @@ SINPE__Z void sinpe_avx512_pairs_f32(float *d, sinpe__zd a, sinpe__zd b)
                               y));
 }
 
-/* Sixteen values rounded once to float16 (f16 = 1) or bfloat16 (0): lanes 0-7 from a,
-   8-15 from b. Rounded to nearest float32 first, then to the target (see the top). */
-SINPE__Z sinpe__yi sinpe_avx512_half2(sinpe__zd a, sinpe__zd b, const int f16)
+/* Sixteen values (lanes 0-7 from a, 8-15 from b) rounded to nearest float32. */
+SINPE__Z sinpe__zf sinpe_avx512__f32x16(sinpe__zd a, sinpe__zd b)
 {
-    sinpe__zf f = Z(mm512_insertf32x8)(Z(mm512_castps256_ps512)(sinpe_avx512__to_f32(a)),
-                                       sinpe_avx512__to_f32(b), 1);
-    sinpe__zi bits = Z(mm512_castps_si512)(f);
-    /* the lanes the second rounding may get wrong: low bits zero (every halfway point of
-       the target, and more), or NaN */
-    sinpe__zm16 redo =
-        (sinpe__zm16)(~Z(mm512_test_epi32_mask)(bits, Z(mm512_set1_epi32)(f16 ? 0xFFF : 0x7FFF)) |
-                      Z(mm512_cmp_ps_mask)(f, f, _CMP_UNORD_Q));
-    sinpe__yi h;
-    if (f16) {
-        h = sinpe_avx512__to_f16(f);
-    } else {
-        sinpe__zi lowest_kept = Z(mm512_and_si512)(Z(mm512_srli_epi32)(bits, 16), Z(mm512_set1_epi32)(1));
-        sinpe__zi rounded =
-            Z(mm512_add_epi32)(Z(mm512_add_epi32)(bits, Z(mm512_set1_epi32)(0x7FFF)), lowest_kept);
-        h = sinpe_avx512__low16(Z(mm512_srli_epi32)(rounded, 16));
-    }
+    return Z(mm512_insertf32x8)(Z(mm512_castps256_ps512)(sinpe_avx512__to_f32(a)),
+                                sinpe_avx512__to_f32(b), 1);
+}
+/* The lanes of f a second rounding may get wrong: the bits under `low` all zero (every
+   halfway point of the target, and more), or NaN. */
+SINPE__Z sinpe__zm16 sinpe_avx512__ties(sinpe__zf f, int low)
+{
+    return (sinpe__zm16)(~Z(mm512_test_epi32_mask)(Z(mm512_castps_si512)(f), Z(mm512_set1_epi32)(low)) |
+                         Z(mm512_cmp_ps_mask)(f, f, _CMP_UNORD_Q));
+}
+/* h with the lanes in redo done by half.h's exact sequence */
+SINPE__Z sinpe__yi sinpe_avx512__redo(sinpe__yi h, sinpe__zm16 redo, sinpe__zd a, sinpe__zd b,
+                                      const int f16)
+{
     if (redo) {
         double v[16];
         uint16_t r[16];
@@ -212,39 +207,76 @@ SINPE__Z sinpe__yi sinpe_avx512_half2(sinpe__zd a, sinpe__zd b, const int f16)
     return h;
 }
 
-#define SINPE__AVX512_HALF(SFX, F16)                                                          \
-    SINPE__Z void sinpe_avx512_put_##SFX(uint16_t *c, uint16_t *s, ptrdiff_t c_dup,          \
-                                         ptrdiff_t s_dup, sinpe__zd vc, sinpe__zd vs)        \
+/* Sixteen values rounded once to float16 (f16 = 1) or bfloat16 (0): lanes 0-7 from a,
+   8-15 from b (see the top). */
+SINPE__Z sinpe__yi sinpe_avx512_half2(sinpe__zd a, sinpe__zd b, const int f16)
+{
+    sinpe__zf f = sinpe_avx512__f32x16(a, b);
+    sinpe__zi bits = Z(mm512_castps_si512)(f);
+    sinpe__yi h;
+    if (f16) {
+        h = sinpe_avx512__to_f16(f);
+    } else {
+        sinpe__zi lowest_kept = Z(mm512_and_si512)(Z(mm512_srli_epi32)(bits, 16), Z(mm512_set1_epi32)(1));
+        sinpe__zi rounded =
+            Z(mm512_add_epi32)(Z(mm512_add_epi32)(bits, Z(mm512_set1_epi32)(0x7FFF)), lowest_kept);
+        h = sinpe_avx512__low16(Z(mm512_srli_epi32)(rounded, 16));
+    }
+    return sinpe_avx512__redo(h, sinpe_avx512__ties(f, f16 ? 0xFFF : 0x7FFF), a, b, f16);
+}
+
+#define SINPE__AVX512_HALF(SFX, ATTR, HALF2, F16)                                            \
+    ATTR void sinpe_avx512_put_##SFX(uint16_t *c, uint16_t *s, ptrdiff_t c_dup,               \
+                                     ptrdiff_t s_dup, sinpe__zd vc, sinpe__zd vs)             \
     {                                                                                       \
-        sinpe__yi h = sinpe_avx512_half2(vc, vs, F16);                                      \
+        sinpe__yi h = HALF2(vc, vs, F16);                                                   \
         sinpe__xi hc = Z(mm256_castsi256_si128)(h), hs = Z(mm256_extracti128_si256)(h, 1);  \
-        Z(mm_storeu_si128)((sinpe__xi *)(c), hc);                                                          \
-        Z(mm_storeu_si128)((sinpe__xi *)(s), hs);                                                          \
+        Z(mm_storeu_si128)((sinpe__xi *)(c), hc);                                           \
+        Z(mm_storeu_si128)((sinpe__xi *)(s), hs);                                           \
         if (c_dup)                                                                          \
-            Z(mm_storeu_si128)((sinpe__xi *)(c + c_dup), hc);                                              \
+            Z(mm_storeu_si128)((sinpe__xi *)(c + c_dup), hc);                               \
         if (s_dup)                                                                          \
-            Z(mm_storeu_si128)((sinpe__xi *)(s + s_dup), hs);                                              \
+            Z(mm_storeu_si128)((sinpe__xi *)(s + s_dup), hs);                               \
     }                                                                                       \
-    SINPE__Z void sinpe_avx512_put_dup_##SFX(uint16_t *c, uint16_t *s, sinpe__zd vc,         \
-                                             sinpe__zd vs)                                   \
+    ATTR void sinpe_avx512_put_dup_##SFX(uint16_t *c, uint16_t *s, sinpe__zd vc, sinpe__zd vs) \
     {                                                                                       \
-        sinpe__yi h = sinpe_avx512_half2(vc, vs, F16);                                      \
-        Z(mm256_storeu_si256)((sinpe__yi *)c, Z(mm256_permutexvar_epi16)(                                \
+        sinpe__yi h = HALF2(vc, vs, F16);                                                   \
+        Z(mm256_storeu_si256)((sinpe__yi *)c, Z(mm256_permutexvar_epi16)(                   \
                                      Z(mm256_setr_epi16)(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, \
                                                          6, 6, 7, 7), h));                   \
-        Z(mm256_storeu_si256)((sinpe__yi *)s, Z(mm256_permutexvar_epi16)(                                \
+        Z(mm256_storeu_si256)((sinpe__yi *)s, Z(mm256_permutexvar_epi16)(                   \
                                      Z(mm256_setr_epi16)(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, \
                                                          13, 13, 14, 14, 15, 15), h));       \
     }                                                                                       \
-    SINPE__Z void sinpe_avx512_pairs_##SFX(uint16_t *d, sinpe__zd a, sinpe__zd b)            \
+    ATTR void sinpe_avx512_pairs_##SFX(uint16_t *d, sinpe__zd a, sinpe__zd b)                \
     {                                                                                       \
-        sinpe__yi h = sinpe_avx512_half2(a, b, F16);                                        \
-        Z(mm256_storeu_si256)((sinpe__yi *)d, Z(mm256_permutexvar_epi16)(                                \
+        sinpe__yi h = HALF2(a, b, F16);                                                     \
+        Z(mm256_storeu_si256)((sinpe__yi *)d, Z(mm256_permutexvar_epi16)(                   \
                                      Z(mm256_setr_epi16)(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, \
                                                          13, 6, 14, 7, 15), h));             \
     }
-SINPE__AVX512_HALF(f16, 1)
-SINPE__AVX512_HALF(bf16, 0)
+SINPE__AVX512_HALF(f16, SINPE__Z, sinpe_avx512_half2, 1)
+SINPE__AVX512_HALF(bf16, SINPE__Z, sinpe_avx512_half2, 0)
+
+#if SINPE_AVX512BF16
+/* bfloat16 by vcvtneps2bf16 (AVX512_BF16, level avx512bf16: the same bits, fewer
+   instructions): it rounds float32 to nearest-even, as the integer form does, but flushes
+   subnormal inputs and outputs, so the lanes with float32's zero exponent (subnormals, and
+   zeros) join the redone ones. rotate.h instantiates the bfloat16 rows again with these
+   stores (bf16n) under this target. */
+#define SINPE_BF16N_ATTR SINPE_AVX512BF16_TARGET
+SINPE_AVX512BF16_TARGET static inline sinpe__yi sinpe_avx512_half2_bf16n(sinpe__zd a, sinpe__zd b,
+                                                                        const int f16)
+{
+    sinpe__zf f = sinpe_avx512__f32x16(a, b);
+    sinpe__yi h = (sinpe__yi)_mm512_cvtneps_pbh(f);
+    sinpe__zm16 flushed =
+        _mm512_testn_epi32_mask(_mm512_castps_si512(f), _mm512_set1_epi32(0x7F800000));
+    (void)f16;
+    return sinpe_avx512__redo(h, (sinpe__zm16)(sinpe_avx512__ties(f, 0x7FFF) | flushed), a, b, 0);
+}
+SINPE__AVX512_HALF(bf16n, SINPE_AVX512BF16_TARGET static inline, sinpe_avx512_half2_bf16n, 0)
+#endif
 #undef SINPE__AVX512_HALF
 
 /* float64 and float32: two-kind stores from the one-vector ones above */

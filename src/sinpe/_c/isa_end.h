@@ -6,3 +6,4 @@
 #undef SINPE_VM
 #undef SINPE_VI
 #undef SINPE_VECTOR_TAIL
+#undef SINPE_BF16N_ATTR

@@ -195,6 +195,15 @@ SINPE__ROWS_OF_TYPE(f64, double)
 SINPE__ROWS_OF_TYPE(f32, float)
 SINPE__ROWS_OF_TYPE(f16, uint16_t)
 SINPE__ROWS_OF_TYPE(bf16, uint16_t)
+#ifdef SINPE_BF16N_ATTR
+/* bfloat16 again, with the stores of a CPU feature the set's other code does not assume
+   (put_bf16n, ...: AVX512_BF16), compiled for it and chosen at run time (fill.h). */
+#pragma push_macro("SINPE_ATTR")
+#undef SINPE_ATTR
+#define SINPE_ATTR SINPE_BF16N_ATTR
+SINPE__ROWS_OF_TYPE(bf16n, uint16_t)
+#pragma pop_macro("SINPE_ATTR")
+#endif
 
 #if SINPE_W == 1
 /* Any placement, lane by lane: cos where i < cos.count, sin where i < sin.count. */
@@ -218,22 +227,24 @@ SINPE__ROWS(bf16, generic, uint16_t, SINPE__GENERIC(bf16, uint16_t))
 #undef SINPE__GENERIC
 #endif
 
-/* values[i] rounded once to float16 (f16 = 1) or bfloat16 (f16 = 0), as bits, i < n: the
-   converter of every half-precision store above, alone (round_half, for the tests). */
-SINPE_ATTR static void V(round_half)(uint16_t *out, const double *values, ptrdiff_t n,
-                                     int f16)
-{
-    ptrdiff_t i = 0;
-    for (; i + 2 * SINPE_W <= n; i += 2 * SINPE_W) {
-        SINPE_VD a = V(load)(values + i), b = V(load)(values + i + SINPE_W);
-        if (f16)
-            V(put_f16)(out + i, out + i + SINPE_W, 0, 0, a, b);
-        else
-            V(put_bf16)(out + i, out + i + SINPE_W, 0, 0, a, b);
+/* values[i] rounded once to float16 / bfloat16, as bits, i < n: the converter of every
+   half-precision store above, alone (round_half, for the tests). */
+#define SINPE__ROUND(SFX, ATTR, SCALAR)                                                     \
+    ATTR static void V(round_##SFX)(uint16_t *out, const double *values, ptrdiff_t n)        \
+    {                                                                                       \
+        ptrdiff_t i = 0;                                                                    \
+        for (; i + 2 * SINPE_W <= n; i += 2 * SINPE_W)                                      \
+            V(put_##SFX)(out + i, out + i + SINPE_W, 0, 0, V(load)(values + i),              \
+                         V(load)(values + i + SINPE_W));                                    \
+        for (; i < n; i++)                                                                  \
+            out[i] = SCALAR(values[i]);                                                     \
     }
-    for (; i < n; i++)
-        out[i] = f16 ? sinpe_to_f16(values[i]) : sinpe_to_bf16(values[i]);
-}
+SINPE__ROUND(f16, SINPE_ATTR, sinpe_to_f16)
+SINPE__ROUND(bf16, SINPE_ATTR, sinpe_to_bf16)
+#ifdef SINPE_BF16N_ATTR
+SINPE__ROUND(bf16n, SINPE_BF16N_ATTR, sinpe_to_bf16)
+#endif
+#undef SINPE__ROUND
 
 /* This instruction set's row functions by element kind (SINPE_KIND_*) and placement shape
    (SINPE_SHAPE_*); generic placements always run lane by lane. */
@@ -243,6 +254,10 @@ static const sinpe_rows_fn V(rows)[4][4] = {
     {V(rows_f16_contig), V(rows_f16_dup), V(rows_f16_pairs), sinpe_c_rows_f16_generic},
     {V(rows_bf16_contig), V(rows_bf16_dup), V(rows_bf16_pairs), sinpe_c_rows_bf16_generic},
 };
+#ifdef SINPE_BF16N_ATTR
+static const sinpe_rows_fn V(rows_bf16n)[4] = {V(rows_bf16n_contig), V(rows_bf16n_dup),
+                                               V(rows_bf16n_pairs), sinpe_c_rows_bf16_generic};
+#endif
 
 #undef SINPE__ORDER_contig
 #undef SINPE__ORDER_dup
