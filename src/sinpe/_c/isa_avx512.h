@@ -185,8 +185,13 @@ SINPE__Z sinpe__zf sinpe_avx512__f32x16(sinpe__zd a, sinpe__zd b)
    halfway point of the target, and more), or NaN. */
 SINPE__Z sinpe__zm16 sinpe_avx512__ties(sinpe__zf f, int low)
 {
-    return (sinpe__zm16)(~Z(mm512_test_epi32_mask)(Z(mm512_castps_si512)(f), Z(mm512_set1_epi32)(low)) |
-                         Z(mm512_cmp_ps_mask)(f, f, _CMP_UNORD_Q));
+    sinpe__zi bits = Z(mm512_castps_si512)(f), mask = Z(mm512_set1_epi32)(low);
+#if SINPE_AVX512_EMULATED
+    sinpe__zm16 zero = Z(mm512_cmpeq_epi32_mask)(Z(mm512_and_si512)(bits, mask), Z(mm512_setzero_si512)());
+#else
+    sinpe__zm16 zero = _mm512_testn_epi32_mask(bits, mask);
+#endif
+    return (sinpe__zm16)(zero | Z(mm512_cmp_ps_mask)(f, f, _CMP_UNORD_Q));
 }
 /* h with the lanes in redo done by half.h's exact sequence */
 SINPE__Z sinpe__yi sinpe_avx512__redo(sinpe__yi h, sinpe__zm16 redo, sinpe__zd a, sinpe__zd b,
@@ -270,10 +275,12 @@ SINPE_AVX512BF16_TARGET static inline sinpe__yi sinpe_avx512_half2_bf16n(sinpe__
 {
     sinpe__zf f = sinpe_avx512__f32x16(a, b);
     sinpe__yi h = (sinpe__yi)_mm512_cvtneps_pbh(f);
-    sinpe__zm16 flushed =
-        _mm512_testn_epi32_mask(_mm512_castps_si512(f), _mm512_set1_epi32(0x7F800000));
+    /* low 15 bits zero (halfway patterns), or NaN, zero or subnormal (vfpclassps 0xA7) */
+    sinpe__zm16 redo = (sinpe__zm16)(
+        _mm512_testn_epi32_mask(_mm512_castps_si512(f), _mm512_set1_epi32(0x7FFF)) |
+        _mm512_fpclass_ps_mask(f, 0xA7));
     (void)f16;
-    return sinpe_avx512__redo(h, (sinpe__zm16)(sinpe_avx512__ties(f, 0x7FFF) | flushed), a, b, 0);
+    return sinpe_avx512__redo(h, redo, a, b, 0);
 }
 SINPE__AVX512_HALF(bf16n, SINPE_AVX512BF16_TARGET static inline, sinpe_avx512_half2_bf16n, 0)
 #endif
