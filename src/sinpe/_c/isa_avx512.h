@@ -11,7 +11,7 @@
    lanes, found as float32 values whose low 12 bits (float16: every halfway point, its
    subnormal ones included, has at least 12 trailing zeros) or low 15 bits (bfloat16) are
    zero, and NaN lanes, take half.h's exact sequence. Zeros and round values are among them
-   (row 0 of a table): right, and rare. Measured on an AMD EPYC Zen 5 (docs/performance.md):
+   (row 0 of a table): right, and rare. Measured on an AMD EPYC Zen 4 (docs/performance.md):
    a 2048 x 512 float16 table costs 1.3x the float32 one this way, 1.6x by round-to-odd
    (truncation plus a sticky bit) and 2.5x by the first round-to-odd form. The bfloat16 rounding is
    the integer one here; level avx512bf16 (below) uses vcvtneps2bf16 where the CPU has it.
