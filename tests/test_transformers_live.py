@@ -36,9 +36,50 @@ def live():
         return harness.record_all()
 
 
+# Two recorded fields are torch's float32 arithmetic, whose vector kernels ATen chooses by
+# CPU (AVX-512 or AVX2: its pow, cos and sin are not correctly rounded, so they differ in the
+# last bit between hosts): each layer's inv_freq and the forward's largest error. They are
+# compared within a few float32 ulps; everything else recorded must be equal.
+HOST_DEPENDENT = ("inv_freq", "error")
+
+
+def split_host_dependent(value, path=(), found=None):
+    """``(value with HOST_DEPENDENT fields blanked, {path: field value})``."""
+    found = {} if found is None else found
+    if isinstance(value, dict):
+        kept = {}
+        for key, item in value.items():
+            if key in HOST_DEPENDENT:
+                found[path + (key,)] = item
+                kept[key] = "(host-dependent)"
+            else:
+                kept[key] = split_host_dependent(item, path + (key,), found)[0]
+        return kept, found
+    if isinstance(value, list):
+        return [split_host_dependent(v, path + (i,), found)[0] for i, v in enumerate(value)], found
+    return value, found
+
+
 def test_the_data_file_is_what_transformers_does_now(live):
-    """The ordinary suite compares sinpe with the data file: it must be this transformers'."""
-    assert [json.loads(json.dumps(e, sort_keys=True)) for e in live] == DATA["classes"]
+    """The ordinary suite compares sinpe with the data file: it must be this transformers'
+    (torch's float32 results within a few ulps: they depend on the host's CPU)."""
+    now, now_fields = split_host_dependent(
+        [json.loads(json.dumps(e, sort_keys=True)) for e in live]
+    )
+    recorded, recorded_fields = split_host_dependent(DATA["classes"])
+    assert now == recorded
+    assert now_fields.keys() == recorded_fields.keys()
+    for path, value in now_fields.items():
+        before = recorded_fields[path]
+        if path[-1] == "inv_freq":
+            a, b = harness.unpack(value), harness.unpack(before)
+            assert a.shape == b.shape, path
+            ulp = np.spacing(np.maximum(np.abs(a), np.abs(b)).astype(np.float32)).astype(float)
+            assert np.all(np.abs(a - b) <= 2 * ulp), path
+        elif value is None or before is None:
+            assert value == before, path
+        else:
+            assert abs(value - before) <= 2.0**-20, (path, value, before)
 
 
 def test_the_registry_agrees_with_the_live_modules(live):
