@@ -1,5 +1,6 @@
 """Print sinpe's time as a ratio of np.ones (the write limit) and of the textbook formula,
-and its float16/bfloat16 tables as a ratio of its float32 table of the same shape.
+its float16/bfloat16 tables as a ratio of its float32 table of the same shape, and what the
+correct rounding of narrow tables costs (each with its test / without).
 
     python benchmarks/ratios.py [--rounds N] [--isa avx512bf16,avx512,avx2]
 
@@ -134,6 +135,56 @@ def measure_half(rounds):
         fresh_ratio = [h / f for h, f in zip(samples["half"], samples["f32"])]
         out_ratio = [h / f for h, f in zip(samples["half out"], samples["f32 out"])]
         rows.append((n, d, dtype, threads, target, med, fresh_ratio, out_ratio))
+    return rows
+
+
+# The correct-rounding test of narrow tables (fill.h, "Narrow types"): each narrow table
+# with it / without it (_set_checked(False): the float64 value rounded once), one thread,
+# into a preallocated out; the NumPy twin's at the smaller shape.
+CHECK_TARGET = 1.05
+CHECK_SHAPES = ((2048, 512), (8192, 1024))
+
+
+def measure_check(rounds):
+    from sinpe import _twin
+    from sinpe._front import backends
+    from sinpe._front.checks import bfloat16
+
+    kernel = backends.kernel
+    dtypes = ["float32", "float16"] + (["bfloat16"] if bfloat16() is not None else [])
+    rows = []
+    cases = [(n, d, dt, "cython") for n, d in CHECK_SHAPES for dt in dtypes]
+    cases += [(2048, 512, dt, "numpy") for dt in dtypes]
+    for n, d, dtype, backend in cases:
+        module = kernel if backend == "cython" else _twin
+        out = np.empty((n, d), dtype=bfloat16() if dtype == "bfloat16" else dtype)
+
+        fill = functools.partial(
+            sinpe.sinusoidal_positional_encoding,
+            n,
+            d,
+            dtype=out.dtype,
+            out=out,
+            backend=backend,
+            threads=1,
+        )
+        paired, times = [], {True: [], False: []}
+        before = module._set_checked(True)
+        try:
+            for checked in (True, False):
+                module._set_checked(checked)
+                fill()
+            for _ in range(rounds if backend == "cython" else max(3, rounds // 3)):
+                sample = {}
+                for checked in (True, False):
+                    module._set_checked(checked)
+                    sample[checked] = timed(fill)
+                    times[checked].append(sample[checked])
+                paired.append(sample[True] / sample[False])
+        finally:
+            module._set_checked(before)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        rows.append((n, d, dtype, backend, med, paired))
     return rows
 
 
@@ -322,6 +373,27 @@ def main(argv=None):
             f"| {n} x {d} {dtype} | {threads or 'default'} | {med['f32'] * 1e6:,.1f} us "
             f"| {med['half'] * 1e6:,.1f} us | {a_text} | {med['f32 out'] * 1e6:,.1f} us "
             f"| {med['half out'] * 1e6:,.1f} us | {b_text} | {verdict} |"
+        )
+    print()
+    print(
+        'Correct rounding (fill.h, "Narrow types"): each narrow table with its test / without '
+        f"(the float64 value rounded once), one thread, out=, {kernel.ISA}; median of per-round "
+        "ratios (quartiles)"
+    )
+    print()
+    print("| table | backend | with the test | without | with / without | target |")
+    print("|---|---|---|---|---|---|")
+    for n, d, dtype, backend, med, paired in measure_check(args.rounds):
+        ratio, text = quartiles(paired)
+        if backend == "cython":
+            ok = ratio <= CHECK_TARGET
+            failed += not ok
+            verdict = f"<= {CHECK_TARGET} {'ok' if ok else 'MISSED'}"
+        else:
+            verdict = "stated"
+        print(
+            f"| {n} x {d} {dtype} | {backend} | {med[True] * 1e6:,.1f} us "
+            f"| {med[False] * 1e6:,.1f} us | {text} | {verdict} |"
         )
     print()
     by_isa = measure_isa(args.rounds, isas)

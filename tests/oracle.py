@@ -7,6 +7,8 @@ reduces large arguments with the extra precision they need (checked against 1400
 p * w ~ 2**953, the package's limit).
 """
 
+import math
+
 import mpmath
 import numpy as np
 
@@ -66,3 +68,36 @@ def frequency(i, d_model, base=10000.0):
 def power_rule(base, numerator, i, denominator, scale=1.0):
     """The exact ``scale * base**(-numerator * i / denominator)`` (an mpf)."""
     return mpf(scale) * CTX.power(mpf(base), -CTX.mpf(numerator * i) / mpf(denominator))
+
+
+# (explicit mantissa bits, smallest normal exponent, largest exponent) of the narrow types
+NARROW = {"float32": (23, -126, 127), "float16": (10, -14, 15), "bfloat16": (7, -126, 127)}
+
+
+def narrow(x, dtype) -> float:
+    """The mpf ``x`` (exact to 320 bits) rounded once to nearest-even in ``dtype``'s format
+    (float32, float16, bfloat16), as a float: the correctly rounded value, signed zeros and
+    infinities included. Not through float64: that would round twice."""
+    mantissa_bits, min_exponent, max_exponent = NARROW[np.dtype(dtype).name]
+    if x == 0:
+        return 0.0
+    _, e = CTX.frexp(x)  # |x| in [2^(e-1), 2^e)
+    spacing = CTX.ldexp(CTX.mpf(1), max(e - 1, min_exponent) - mantissa_bits)
+    value = float(CTX.nint(abs(x) / spacing) * spacing)  # nint: ties to even
+    if value >= 2.0 ** (max_exponent + 1):  # rounded past the largest finite value
+        value = math.inf
+    return value if x > 0 else -value
+
+
+def cos_sin_narrow(positions, w, dtype, factor=1):
+    """``(len(positions), 2, len(w))`` float64: ``[cos, sin]`` of each exact ``p * w``, times
+    ``factor``, correctly rounded to the narrow ``dtype`` (exact in it)."""
+    out = np.empty((len(positions), 2, len(w)))
+    factor = mpf(factor)
+    for r, p in enumerate(positions):
+        p = mpf(p)
+        for i, wi in enumerate(w):
+            x = p * mpf(wi)
+            out[r, 0, i] = narrow(factor * CTX.cos(x), dtype)
+            out[r, 1, i] = narrow(factor * CTX.sin(x), dtype)
+    return out

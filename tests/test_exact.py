@@ -187,7 +187,13 @@ def test_no_extended_precision_in_the_package():
 
 
 @pytest.mark.parametrize(
-    "script", ["gen_constants.py", "gen_exact_constants.py", "gen_frequency_constants.py"]
+    "script",
+    [
+        "gen_constants.py",
+        "gen_exact_constants.py",
+        "gen_frequency_constants.py",
+        "gen_correct_constants.py",
+    ],
 )
 def test_generated_constants_are_up_to_date(script):
     tool = Path(__file__).resolve().parent.parent / "tools" / script

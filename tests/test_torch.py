@@ -8,6 +8,7 @@ import threading
 import warnings
 
 import numpy as np
+import oracle
 import pytest
 import references as ref
 
@@ -138,9 +139,10 @@ def test_boolean_position_ids_are_refused():
         m(torch.zeros(1), torch.tensor([[True, False]]))
 
 
-def test_bfloat16_is_rounded_once_from_float64_halfway_cases_included():
+def test_bfloat16_is_correctly_rounded_halfway_cases_included():
     """Positions whose sine lies next to a halfway point of bfloat16 (the half-precision
-    tests' hard cases): each value is the float64 one rounded once."""
+    tests' hard cases): the tensors hold the NumPy tables' bits, each value the exact one
+    correctly rounded (mpmath)."""
     pytest.importorskip("ml_dtypes")
     rng = np.random.default_rng(5)
     targets = [
@@ -155,6 +157,8 @@ def test_bfloat16_is_rounded_once_from_float64_halfway_cases_included():
     half = sinpe.rope_at(positions, 2, dtype="bfloat16")
     for got, want in zip((cos, sin), half):
         assert np.array_equal(got.view(torch.int16).numpy(), want.view(np.int16))
+    exact = oracle.cos_sin_narrow(positions[:60], [1.0], "bfloat16")
+    assert np.array_equal(sin[:60, 0].to(torch.float64).numpy(), exact[:, 1, 0])
     via_float32 = torch.from_numpy(full[1].astype(np.float32)).to(torch.bfloat16)
     assert (via_float32 != sin).any()  # the float32 detour lands on the other neighbour
 

@@ -1,1 +1,1 @@
-__version__ = "0.3.0"  # the one place the version is written
+__version__ = "0.4.0"  # the one place the version is written

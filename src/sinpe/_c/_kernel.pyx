@@ -13,6 +13,8 @@ the work in the C headers beside this file. Glue only:
   ``fill(plan, out0, out1, anchors, values, codes, start, origin, threads)``: the one filler (``fill.h``,
   whose header has the scheme and its error bound; the rotation is ``rotate.h``);
 - ``round_half(values, out)``: the float16/bfloat16 converter of the filler's stores.
+- ``correctly_rounded(p, w, factor, dtype)``, ``undecided()``: the correctly rounding
+  evaluator of narrow values (``correct.h``) and how many it could not decide.
 
 Arguments are trusted: ``sinpe._front`` builds the plans and checks every array (shape,
 dtype, C order, writable). Everything is read and written through raw pointers (acquiring a
@@ -106,6 +108,7 @@ cdef extern from "fill.h":
         char* planes[2]
         int kind
         int isa
+        int unchecked
         size_t itemsize
         Py_ssize_t n_rows
         const double* anchors
@@ -117,6 +120,9 @@ cdef extern from "fill.h":
     int fill_c "sinpe_fill"(fill_job* job, int threads, check_fn check) noexcept nogil
     void round_half_c "sinpe_round_half"(int isa, uint16_t* out, const double* values,
                                          Py_ssize_t n, int f16) noexcept nogil
+    int correct_cos_sin_c "sinpe_correct_cos_sin"(double p, double w, double factor, int kind,
+                                                  double* c, double* s) noexcept nogil
+    long long undecided_c "sinpe__undecided"
 
 
 NAME = "cython"
@@ -408,8 +414,10 @@ def fill(Plan plan, cnp.ndarray out0, object out1, object anchors, object values
     of float64, float32, float16 or bfloat16, from ``anchors`` ``(n_a, 2, h)`` float64, or
     (``anchors`` None) the evaluator here, at the anchor positions ``values`` ``(plan.axes,
     n)`` float64 or, for a run, at ``origin + 1024 n``; and the rows' ``codes`` ``(plan.axes,
-    n)`` int64, or None for a run (row r's code is ``start + r``); see ``fill.h``. Rows are
-    cut into chunks run on ``threads`` threads."""
+    n)`` int64, or None for a run (row r's code is ``start + r``, its position ``origin +
+    start + r``); see ``fill.h``. Codes come with ``values``, each row's anchor position
+    (beside ``anchors`` too: a narrow value recomputed for correct rounding needs its
+    position). Rows are cut into chunks run on ``threads`` threads."""
     cdef fill_job job
     if SINPE_DEBUG:
         _check_fill_arguments(plan, out0, out1, anchors, values, codes, start, origin, threads)
@@ -418,6 +426,7 @@ def fill(Plan plan, cnp.ndarray out0, object out1, object anchors, object values
     job.planes[1] = <char*>cnp.PyArray_DATA(out1) if out1 is not None else NULL
     job.kind = element_kind(out0)
     job.isa = ISA_LEVEL
+    job.unchecked = UNCHECKED
     job.itemsize = cnp.PyArray_ITEMSIZE(out0)
     job.n_rows = cnp.PyArray_DIM(out0, 0)
     job.anchors = <const double*>cnp.PyArray_DATA(anchors) if anchors is not None else NULL
@@ -458,13 +467,14 @@ def _check_fill_arguments(Plan plan, out0, out1, anchors, values, codes, start, 
     used = np.array([start, start + max(n - 1, 0)], dtype=np.int64) if codes is None else codes
     if n and int(used.min()) < 0:
         raise ValueError("debug: a negative code")
+    if codes is not None and not (values is not None and values.dtype == np.float64
+                                  and values.shape == codes.shape
+                                  and values.flags.c_contiguous):
+        raise ValueError("debug: codes need values (each row's anchor position) of their shape")
     if anchors is None:  # evaluated by the filler
         if not np.all(np.abs(plan.table[0]) < 2.0**32):
             raise ValueError("debug: anchors evaluated here need every frequency below 2**32")
         if values is not None:
-            if not (codes is not None and values.dtype == np.float64
-                    and values.shape == codes.shape and values.flags.c_contiguous):
-                raise ValueError("debug: values need codes of their shape")
             if n and int(codes.max()) >> GRID_SPAN_BITS != 0:
                 raise ValueError("debug: codes beside values must name anchor 0")
         elif codes is not None or not (
@@ -473,8 +483,7 @@ def _check_fill_arguments(Plan plan, out0, out1, anchors, values, codes, start, 
             raise ValueError("debug: a run without anchors must stay below 2**53")
     else:
         if not (anchors.dtype == np.float64 and anchors.ndim == 3
-                and anchors.shape[1:] == (2, h) and anchors.flags.c_contiguous
-                and values is None):
+                and anchors.shape[1:] == (2, h) and anchors.flags.c_contiguous):
             raise ValueError(f"debug: anchors {anchors.dtype} {anchors.shape} do not fit h={h}")
         if n and int(used.max()) >> GRID_SPAN_BITS >= anchors.shape[0]:
             raise ValueError("debug: a code names an anchor that is not there")
@@ -509,3 +518,34 @@ def round_half(cnp.ndarray values, cnp.ndarray out):
     with nogil:
         round_half_c(ISA_LEVEL, <uint16_t*>cnp.PyArray_DATA(out),
                      <const double*>cnp.PyArray_DATA(values), cnp.PyArray_DIM(values, 0), f16)
+
+
+cdef int UNCHECKED = 0
+CHECKED = True  # narrow values correctly rounded (fill.h); _set_checked(False): not
+
+
+def _set_checked(checked):
+    """Benchmarks and tests only: ``False`` writes each narrow value as its float64 value
+    rounded once, without the correct-rounding test (the cost benchmarks/ratios.py measures,
+    the misses the tests show it prevents); returns the previous setting."""
+    global CHECKED, UNCHECKED
+    before, CHECKED = CHECKED, bool(checked)
+    UNCHECKED = 0 if CHECKED else 1
+    return before
+
+
+def correctly_rounded(double p, double w, double factor, str dtype):
+    """``(factor cos(p w), factor sin(p w))`` correctly rounded to ``dtype`` ("float32",
+    "float16" or "bfloat16"), as Python floats, and whether both were decided: the
+    evaluator ``fill`` recomputes its uncertain narrow values with (``correct.h``;
+    ``|p| < 2**53``)."""
+    cdef double c, s
+    cdef int kind = {"float32": 1, "float16": 2, "bfloat16": 3}[dtype]
+    cdef int decided = correct_cos_sin_c(p, w, factor, kind, &c, &s)
+    return c, s, decided == 2
+
+
+def undecided():
+    """How many narrow values this process rounded without deciding them (``correct.h``:
+    within about 2**-96 of a halfway point; none has been seen)."""
+    return undecided_c

@@ -46,6 +46,7 @@
 #include <string.h>
 #include "config.h"
 #include "constants.h"
+#include "correct.h"
 #include "exact.h"
 #include "half.h"
 #include "team.h"
@@ -70,9 +71,166 @@ typedef struct {
     double factor;
     int clamp, scale;
     sinpe_place cos, sin;
+    /* narrow kinds: what the values that may round the wrong way are recomputed from */
+    int kind;
+    size_t itemsize;
+    double p0;                    /* the position of row 0 of the run */
+    const double *w;              /* the frequency of lane 0 */
+    double guard[6];              /* sinpe__set_guard: keep, half, bound, kappa', shift, kappa */
 } sinpe_rows;
 
 typedef void (*sinpe_rows_fn)(const sinpe_rows *, ptrdiff_t, ptrdiff_t);
+
+/* Narrow types, correctly rounded. The float64 value v of an entry is within g of the
+   exact one (the bound above, 1e-15 max(1, factor), taken as 1.25e-15 max(1, factor)), so
+   RN(v) is the exact value's rounding unless a halfway point of the type lies within g of
+   v. With D the bits a float64 mantissa has beyond the type's (29 for float32, 42 float16,
+   45 bfloat16), h = (v & keep) | half (v's low D bits replaced by 1 0 ... 0) is the one
+   halfway point of v's binade nearer than half a step, and every value with
+   d = |v - h| <= B, B the least power of two above 1.001 g, is recomputed. That is all it
+   takes: in a binade whose step is at most 2B, d <= B always holds (tiny values, zeros);
+   in the others the step is at least 4B, so the halfway points of the binades below and
+   above lie further than g. float16's subnormal step 2^-24 is not its binade's: there the
+   exact test counts |v| < 2^-14 as |v| + 2^-14, and it also flags |v| <= 2.001 g
+   (kappa |v| <= B), which may round to either zero. Each row keeps its least d (near,
+   every instruction set's helper: three vector operations per value on AVX-512; for
+   float16 every |v| < 2^-14 counts as within, by kappa' |v|, instead of the shift); a row
+   where it is within B is tested again lane by lane, exactly (sinpe__recheck, the same
+   values in plain C), and its flagged entries (about 2^-20 of float32 values, fewer of the
+   half types, and the exact zeros of position 0, which are skipped) recomputed by
+   correct.h and stored over what the vector store wrote: every narrow value is then the
+   exact value rounded once. The NumPy twin (_twin/fill.py) flags by the exact test and
+   recomputes by _twin/correct.py. */
+static inline void sinpe__set_guard(double *guard, int kind, double factor)
+{
+    int d = kind == SINPE_KIND_F32 ? 29 : kind == SINPE_KIND_F16 ? 42 : 45, e;
+    uint64_t keep = ~((1ull << d) - 1), half = 1ull << (d - 1);
+    double g = 1.25e-15 * (fabs(factor) > 1.0 ? fabs(factor) : 1.0), bound;
+    frexp(1.001 * g, &e); /* 1.001 g < 2^e */
+    bound = ldexp(1.0, e);
+    memcpy(&guard[0], &keep, 8);
+    memcpy(&guard[1], &half, 8);
+    guard[2] = bound;
+    guard[3] = kind == SINPE_KIND_F16 ? bound / 0x1p-14 : 0.0;     /* kappa': the rows */
+    guard[4] = kind == SINPE_KIND_F16 ? 0x1p-14 : 0.0;             /* shift */
+    guard[5] = kind == SINPE_KIND_F16 ? bound / (2.001 * g) : 0.0; /* kappa: each lane */
+}
+
+/* The least of acc and the halfway distances of c and s (and, for float16, kappa times the
+   lesser magnitude): the test of every instruction set, one lane. */
+static inline double sinpe__distance(double v, double keep, double half, double shift,
+                                     const int f16)
+{
+    uint64_t b, k, h;
+    double m;
+    if (f16 && shift != 0.0) { /* the exact test: float16's subnormals */
+        v = v < 0 ? -v : v;
+        if (v < shift)
+            v += shift;
+    }
+    memcpy(&b, &v, 8);
+    memcpy(&k, &keep, 8);
+    memcpy(&h, &half, 8);
+    b = (b & k) | h;
+    memcpy(&m, &b, 8);
+    return v > m ? v - m : m - v;
+}
+static inline double sinpe__near(double acc, double c, double s, double keep, double half,
+                                 double kappa, double shift, const int f16)
+{
+    double dc = sinpe__distance(c, keep, half, shift, f16);
+    double ds = sinpe__distance(s, keep, half, shift, f16);
+    acc = acc < dc ? acc : dc;
+    acc = acc < ds ? acc : ds;
+    if (f16) {
+        double ac = c < 0 ? -c : c, as = s < 0 ? -s : s, m = (ac < as ? ac : as) * kappa;
+        acc = acc < m ? acc : m;
+    }
+    return acc;
+}
+
+/* values correctly rounded though not decided (correct.h): none is expected */
+static long long sinpe__undecided = 0;
+
+#if defined(_MSC_VER)
+#define SINPE__NOINLINE __declspec(noinline)
+#else
+#define SINPE__NOINLINE __attribute__((noinline))
+#endif
+
+static inline void sinpe__put_narrow(char *d, int kind, double v)
+{
+    if (kind == SINPE_KIND_F32) {
+        float f = (float)v;
+        memcpy(d, &f, 4);
+    } else {
+        uint16_t b = kind == SINPE_KIND_F16 ? sinpe_to_f16(v) : sinpe_to_bf16(v);
+        memcpy(d, &b, 2);
+    }
+}
+
+/* Lanes i + l (bit l of mask) of row t of a run: cos and sin recomputed, correctly rounded,
+   and stored over the vector store's values (a value that is already right is rewritten
+   unchanged). Position 0 (and a zero frequency) is exact already: skipped. */
+SINPE__NOINLINE static void sinpe__fix(const sinpe_rows *a, ptrdiff_t t, ptrdiff_t i,
+                                       unsigned mask)
+{
+    const double p = a->p0 + (double)t;
+    const size_t size = a->itemsize;
+    for (; mask; mask &= mask - 1) {
+        ptrdiff_t lane = i;
+        unsigned m = mask;
+        double w, c, s;
+        while (!(m & 1)) {
+            m >>= 1;
+            lane++;
+        }
+        w = a->w[lane];
+        if (p == 0.0 || w == 0.0)
+            continue;
+        if (sinpe_correct_cos_sin(p, w, a->factor, a->kind, &c, &s) != 2)
+            SINPE__FETCH_ADD(&sinpe__undecided, 1);
+        if (lane < a->cos.count) {
+            char *d = a->planes[a->cos.plane] +
+                      (size_t)(t * a->width + a->cos.col + lane * a->cos.step) * size;
+            sinpe__put_narrow(d, a->kind, c);
+            if (a->cos.dup)
+                sinpe__put_narrow(d + (size_t)a->cos.dup * size, a->kind, c);
+        }
+        if (lane < a->sin.count) {
+            char *d = a->planes[a->sin.plane] +
+                      (size_t)(t * a->width + a->sin.col + lane * a->sin.step) * size;
+            sinpe__put_narrow(d, a->kind, s);
+            if (a->sin.dup)
+                sinpe__put_narrow(d + (size_t)a->sin.dup * size, a->kind, s);
+        }
+    }
+}
+
+/* Lanes [i0, i1) of row t of a run again, in plain C (the same bits as every vector
+   form): each flagged lane recomputed (sinpe__fix). */
+SINPE__NOINLINE static void sinpe__recheck(const sinpe_rows *a, ptrdiff_t t, ptrdiff_t i0,
+                                           ptrdiff_t i1)
+{
+    const double *fc = a->fine + t * a->fine_stride, *fs = fc + a->fine_sin;
+    const int f16 = a->kind == SINPE_KIND_F16;
+    ptrdiff_t i;
+    for (i = i0; i < i1; i++) {
+        double s = a->a_sin[i] * fc[i] + a->a_cos[i] * fs[i];
+        double c = a->a_cos[i] * fc[i] - a->a_sin[i] * fs[i];
+        if (a->clamp) {
+            s = (s < 1.0 ? s : 1.0) > -1.0 ? (s < 1.0 ? s : 1.0) : -1.0;
+            c = (c < 1.0 ? c : 1.0) > -1.0 ? (c < 1.0 ? c : 1.0) : -1.0;
+        }
+        if (a->scale) {
+            s = a->factor * s;
+            c = a->factor * c;
+        }
+        if (sinpe__near(INFINITY, c, s, a->guard[0], a->guard[1], a->guard[5], a->guard[4],
+                        f16) <= a->guard[2])
+            sinpe__fix(a, t, i, 1u);
+    }
+}
 
 /* rotate.h, once per instruction set: sinpe_c_rows, sinpe_sse2_rows, sinpe_avx2_rows,
    sinpe_avx512_rows; and the exact evaluator's vector form (exact_simd.h) for the sets with
@@ -119,27 +277,31 @@ static inline void sinpe_exact_cos_sin(const double *p, ptrdiff_t n_p, const dou
     sinpe_exact_cos_sin_plain(p, n_p, table, n_w, out);
 }
 
-static inline sinpe_rows_fn sinpe_rows_for(int isa, int kind, int shape)
+/* The row function of an instruction set, element kind and shape; `checked` 0: the narrow
+   kinds without the correct-rounding test (benchmarks and tests only). */
+#define SINPE__ROWS_AT(ISA) (checked ? ISA##_rows : ISA##_rows_unchecked)[kind][shape]
+static inline sinpe_rows_fn sinpe_rows_for(int isa, int kind, int shape, int checked)
 {
 #if SINPE_AVX512BF16
     if (isa == SINPE_ISA_AVX512BF16 && kind == SINPE_KIND_BF16)
-        return sinpe_avx512_rows_bf16n[shape];
+        return sinpe_avx512_rows_bf16n[!checked][shape];
 #endif
 #if SINPE_AVX512
     if (isa >= SINPE_ISA_AVX512)
-        return sinpe_avx512_rows[kind][shape];
+        return SINPE__ROWS_AT(sinpe_avx512);
 #endif
 #if SINPE_AVX2
     if (isa == SINPE_ISA_AVX2)
-        return sinpe_avx2_rows[kind][shape];
+        return SINPE__ROWS_AT(sinpe_avx2);
 #endif
 #if SINPE_SSE2
     if (isa >= SINPE_ISA_SSE2)
-        return sinpe_sse2_rows[kind][shape];
+        return SINPE__ROWS_AT(sinpe_sse2);
 #endif
     (void)isa;
-    return sinpe_c_rows[kind][shape];
+    return SINPE__ROWS_AT(sinpe_c);
 }
+#undef SINPE__ROWS_AT
 
 /* The float16/bfloat16 converter of an instruction set (rotate.h's round_f16, round_bf16). */
 #define SINPE__ROUND_AT(ISA) (f16 ? ISA##_round_f16 : ISA##_round_bf16)(out, values, n)
@@ -208,6 +370,7 @@ typedef struct {
     const sinpe_plan *plan;
     char *planes[2];
     int kind, isa;
+    int unchecked;            /* 1: narrow values without the correct-rounding test */
     size_t itemsize;
     ptrdiff_t n_rows;
     const double *anchors;    /* (n_anchors, 2, h), or NULL: evaluate them here */
@@ -243,9 +406,9 @@ static void sinpe__fill_segment(const sinpe_fill_job *job, ptrdiff_t s, ptrdiff_
     sinpe_rows rows, product;
     ptrdiff_t both, most, r, p;
     int64_t last_anchor = -1, last_j = -1;
-    sinpe_rows_fn paired = sinpe_rows_for(job->isa, job->kind, shape);
-    sinpe_rows_fn single = sinpe_rows_for(SINPE_ISA_C, job->kind, SINPE_SHAPE_GENERIC);
-    sinpe_rows_fn multiply = sinpe_rows_for(job->isa, SINPE_KIND_F64, SINPE_SHAPE_CONTIG);
+    sinpe_rows_fn paired = sinpe_rows_for(job->isa, job->kind, shape, !job->unchecked);
+    sinpe_rows_fn single = sinpe_rows_for(SINPE_ISA_C, job->kind, SINPE_SHAPE_GENERIC, 1);
+    sinpe_rows_fn multiply = sinpe_rows_for(job->isa, SINPE_KIND_F64, SINPE_SHAPE_CONTIG, 1);
 
     memset(&rows, 0, sizeof rows);
     sinpe__place(seg, SINPE_SEG_COS_PLANE, &rows.cos);
@@ -262,6 +425,11 @@ static void sinpe__fill_segment(const sinpe_fill_job *job, ptrdiff_t s, ptrdiff_
     /* Narrower than float64 with factor 1: a value within 8.5e-16 outside [-1, 1] rounds to
        the same float32/float16/bfloat16 as its clamped value, so the clamp is skipped. */
     rows.clamp = job->kind == SINPE_KIND_F64 || rows.scale;
+    rows.kind = job->kind;
+    rows.itemsize = job->itemsize;
+    rows.w = plan->table + SINPE_ROW_W * h + first;
+    if (job->kind != SINPE_KIND_F64)
+        sinpe__set_guard(rows.guard, job->kind, plan->factor);
 
     /* the anchor product a = anchor * mid[j]: one row into the scratch, no clamp, no scale */
     memset(&product, 0, sizeof product);
@@ -317,6 +485,8 @@ static void sinpe__fill_segment(const sinpe_fill_job *job, ptrdiff_t s, ptrdiff_
                                             : NULL;
         rows.n_rows = run;
         rows.fine = fine + k * 2 * h;
+        /* the position of row r: its anchor position plus u, or the run's origin plus code */
+        rows.p0 = values ? values[r] + (double)u : job->origin + (double)code;
         if (both)
             paired(&rows, 0, both);
         if (most > both)

@@ -312,6 +312,37 @@ SINPE__Z sinpe__zd sinpe_avx512_fmsub(sinpe__zd a, sinpe__zd b, sinpe__zd c)
 #endif
 }
 SINPE__Z sinpe__zd sinpe_avx512_abs(sinpe__zd v) { return Z(mm512_abs_pd)(v); }
+/* isa_c.h's near and within, eight lanes. The halfway point of v's binade with v's sign,
+   (v & keep) | half, is one ternary logic op; the least |distance| of two vectors, one
+   vrangepd (imm 0b1010: the smaller magnitude, sign cleared). */
+SINPE__Z sinpe__zd sinpe_avx512__distance(sinpe__zd v, sinpe__zd keep, sinpe__zd half)
+{
+    return Z(mm512_sub_pd)(v, Z(mm512_castsi512_pd)(Z(mm512_ternarylogic_epi64)(
+                                  Z(mm512_castpd_si512)(v), Z(mm512_castpd_si512)(keep),
+                                  Z(mm512_castpd_si512)(half), 0xEA))); /* (a & b) | c */
+}
+SINPE__Z sinpe__zd sinpe_avx512__least(sinpe__zd a, sinpe__zd b)
+{
+    return Z(mm512_range_pd)(a, b, 0x0A); /* min |a|, |b|, sign cleared */
+}
+SINPE__Z sinpe__zd sinpe_avx512_near(sinpe__zd acc, sinpe__zd c, sinpe__zd s, sinpe__zd keep,
+                                     sinpe__zd half, sinpe__zd kappa, const int f16)
+{
+    acc = sinpe_avx512__least(acc, sinpe_avx512__least(sinpe_avx512__distance(c, keep, half),
+                                                       sinpe_avx512__distance(s, keep, half)));
+    if (f16)
+        acc = sinpe_avx512__least(acc, Z(mm512_mul_pd)(sinpe_avx512__least(c, s), kappa));
+    return acc;
+}
+SINPE__Z int sinpe_avx512_within(sinpe__zd acc, sinpe__zd bound)
+{
+    return Z(mm512_cmp_pd_mask)(acc, bound, _CMP_LE_OQ) != 0;
+}
+/* v in lanes below n, far in the others */
+SINPE__Z sinpe__zd sinpe_avx512_first_or(sinpe__zd v, ptrdiff_t n, sinpe__zd far)
+{
+    return Z(mm512_mask_blend_pd)(sinpe_avx512_first(n), far, v);
+}
 SINPE__Z sinpe__zd sinpe_avx512_copysign(sinpe__zd m, sinpe__zd s)
 {
     const sinpe__zd sign = Z(mm512_set1_pd)(-0.0);

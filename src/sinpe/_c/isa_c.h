@@ -14,6 +14,15 @@ static inline double sinpe_c_mul(double a, double b) { return a * b; }
 static inline double sinpe_c_min(double a, double b) { return a < b ? a : b; }
 static inline double sinpe_c_max(double a, double b) { return a > b ? a : b; }
 
+/* The correct-rounding test (fill.h, "Narrow types"): sinpe__near, one lane; within: acc
+   within the bound. */
+static inline double sinpe_c_near(double acc, double c, double s, double keep, double half,
+                                  double kappa, const int f16)
+{
+    return sinpe__near(acc, c, s, keep, half, kappa, 0.0, f16);
+}
+static inline int sinpe_c_within(double acc, double bound) { return acc <= bound; }
+
 /* One value to its place, converted once: store; dup (the value twice, adjacent);
    pairs (a then b, adjacent). Through memcpy: a caller's out= may be unaligned for T (NumPy
    allows it), and memcpy is a plain store where the machine allows one, never undefined. */

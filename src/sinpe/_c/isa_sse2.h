@@ -14,6 +14,27 @@ static inline __m128d sinpe_sse2_mul(__m128d a, __m128d b) { return _mm_mul_pd(a
 static inline __m128d sinpe_sse2_min(__m128d a, __m128d b) { return _mm_min_pd(a, b); }
 static inline __m128d sinpe_sse2_max(__m128d a, __m128d b) { return _mm_max_pd(a, b); }
 
+/* isa_c.h's near and within, two lanes */
+static inline __m128d sinpe_sse2__distance(__m128d v, __m128d keep, __m128d half)
+{   /* keep holds the sign bit: h has v's sign */
+    return _mm_andnot_pd(_mm_set1_pd(-0.0), _mm_sub_pd(v, _mm_or_pd(_mm_and_pd(v, keep), half)));
+}
+static inline __m128d sinpe_sse2_near(__m128d acc, __m128d c, __m128d s, __m128d keep,
+                                      __m128d half, __m128d kappa, const int f16)
+{
+    acc = _mm_min_pd(acc, _mm_min_pd(sinpe_sse2__distance(c, keep, half),
+                                     sinpe_sse2__distance(s, keep, half)));
+    if (f16) {
+        const __m128d sign = _mm_set1_pd(-0.0);
+        acc = _mm_min_pd(acc, _mm_mul_pd(_mm_min_pd(_mm_andnot_pd(sign, c), _mm_andnot_pd(sign, s)), kappa));
+    }
+    return acc;
+}
+static inline int sinpe_sse2_within(__m128d acc, __m128d bound)
+{
+    return _mm_movemask_pd(_mm_cmple_pd(acc, bound)) != 0;
+}
+
 static inline void sinpe_sse2_store_f64(double *d, __m128d v) { _mm_storeu_pd(d, v); }
 static inline void sinpe_sse2_dup_f64(double *d, __m128d v)
 {

@@ -28,6 +28,62 @@
 #define SINPE__CAT(a, b) SINPE__CAT2(a, b)
 #define V(name) SINPE__CAT(SINPE__CAT(sinpe, SINPE_ISA_NAME), name)
 
+/* The correct-rounding test of narrow values (fill.h, "Narrow types"): each row keeps the
+   least halfway distance of its values (near, each instruction set's helper); a row where
+   it is within the bound has its lanes retested one by one and the flagged ones
+   recomputed (sinpe__recheck). float64 values are final: no test. */
+#define SINPE__GUARDS                                                                        \
+    const SINPE_VD g_keep = V(set1)(a->guard[0]), g_half = V(set1)(a->guard[1]);            \
+    const SINPE_VD g_bound = V(set1)(a->guard[2]), g_kappa = V(set1)(a->guard[3]);          \
+    const SINPE_VD g_far = V(set1)(INFINITY);                                               \
+    (void)g_keep; (void)g_half; (void)g_bound; (void)g_kappa; (void)g_far;
+#define SINPE__NEAR(acc, F16) acc = V(near)(acc, c, s, g_keep, g_half, g_kappa, F16);
+#define SINPE__NEAR_f64(acc)
+#define SINPE__NEAR_f32(acc) SINPE__NEAR(acc, 0)
+#define SINPE__NEAR_bf16(acc) SINPE__NEAR(acc, 0)
+#define SINPE__NEAR_bf16n(acc) SINPE__NEAR(acc, 0)
+/* float16 tests each vector (every |v| < 2^-14 is within: too many rows to redo whole) */
+#define SINPE__NEAR_f16(acc)                                                                 \
+    {                                                                                      \
+        SINPE_VD near_ = g_far;                                                            \
+        SINPE__NEAR(near_, 1)                                                              \
+        if (V(within)(near_, g_bound))                                                     \
+            sinpe__recheck(a, t, i, i + SINPE_W);                                          \
+    }
+#define SINPE__NEAR_f32u(acc)
+#define SINPE__NEAR_f16u(acc)
+#define SINPE__NEAR_bf16u(acc)
+#define SINPE__NEAR_bf16nu(acc)
+#define SINPE__RECHECK(acc, t, i0, i1)                                                       \
+    if (V(within)(acc, g_bound))                                                           \
+        sinpe__recheck(a, t, i0, i1);
+#define SINPE__RECHECK_f64(acc, t, i0, i1)
+#define SINPE__RECHECK_f32(acc, t, i0, i1) SINPE__RECHECK(acc, t, i0, i1)
+#define SINPE__RECHECK_f16(acc, t, i0, i1)
+#define SINPE__RECHECK_bf16(acc, t, i0, i1) SINPE__RECHECK(acc, t, i0, i1)
+#define SINPE__RECHECK_bf16n(acc, t, i0, i1) SINPE__RECHECK(acc, t, i0, i1)
+#define SINPE__RECHECK_f32u(acc, t, i0, i1)
+#define SINPE__RECHECK_f16u(acc, t, i0, i1)
+#define SINPE__RECHECK_bf16u(acc, t, i0, i1)
+#define SINPE__RECHECK_bf16nu(acc, t, i0, i1)
+/* the last partial vector of a row (n lanes): its own test, the missing lanes far */
+#define SINPE__TAIL_CHECK(t, i, n, F16)                                                      \
+    {                                                                                      \
+        SINPE_VD near_ = g_far;                                                            \
+        SINPE__NEAR(near_, F16)                                                            \
+        if (V(within)(V(first_or)(near_, n, g_far), g_bound))                              \
+            sinpe__recheck(a, t, i, i + n);                                                \
+    }
+#define SINPE__TAIL_CHECK_f64(t, i, n)
+#define SINPE__TAIL_CHECK_f32(t, i, n) SINPE__TAIL_CHECK(t, i, n, 0)
+#define SINPE__TAIL_CHECK_f16(t, i, n) SINPE__TAIL_CHECK(t, i, n, 1)
+#define SINPE__TAIL_CHECK_bf16(t, i, n) SINPE__TAIL_CHECK(t, i, n, 0)
+#define SINPE__TAIL_CHECK_bf16n(t, i, n) SINPE__TAIL_CHECK(t, i, n, 0)
+#define SINPE__TAIL_CHECK_f32u(t, i, n)
+#define SINPE__TAIL_CHECK_f16u(t, i, n)
+#define SINPE__TAIL_CHECK_bf16u(t, i, n)
+#define SINPE__TAIL_CHECK_bf16nu(t, i, n)
+
 /* Lanes [i0, i1) of every row of the run: the rotation, then EMIT (which stores c and s of
    lanes i .. i + SINPE_W - 1 of row t). The body takes clamp, scale and the pairs order as
    constants: the entry point below it inlines one copy per combination, so the vector loop
@@ -39,6 +95,7 @@
     {                                                                                      \
         const SINPE_VD one = V(set1)(1.0), minus_one = V(set1)(-1.0);                      \
         const SINPE_VD factor = V(set1)(a->factor);                                        \
+        SINPE__GUARDS                                                                      \
         const double *SINPE_RESTRICT a_cos = a->a_cos, *SINPE_RESTRICT a_sin = a->a_sin;   \
         const double *fine = a->fine;                                                      \
         const ptrdiff_t end = i0 + (i1 - i0) / SINPE_W * SINPE_W, n_rows = a->n_rows;      \
@@ -53,6 +110,8 @@
         for (t = 0; t < n_rows; t++, fine += fine_stride, cos_row += width, sin_row += width) { \
             const double *SINPE_RESTRICT fc_row = fine, *SINPE_RESTRICT fs_row = fine + f_sin; \
             T *SINPE_RESTRICT c_out = cos_row, *SINPE_RESTRICT s_out = sin_row;            \
+            SINPE_VD near = g_far;                                                         \
+            (void)near;                                                                    \
             for (i = i0; i < end; i += SINPE_W) {                                          \
                 SINPE_VD ac = V(load)(a_cos + i), as = V(load)(a_sin + i);                 \
                 SINPE_VD fc = V(load)(fc_row + i), fs = V(load)(fs_row + i);               \
@@ -67,7 +126,9 @@
                     c = V(mul)(factor, c);                                                 \
                 }                                                                          \
                 EMIT                                                                       \
+                SINPE__NEAR_##SFX(near)                                                    \
             }                                                                              \
+            SINPE__RECHECK_##SFX(near, t, i0, end)                                         \
         }                                                                                  \
     }                                                                                      \
     SINPE_ATTR static void V(rows_##SFX##_##SHAPE)(const sinpe_rows *a, ptrdiff_t i0,        \
@@ -105,6 +166,7 @@
     {                                                                                      \
         const SINPE_VD one = V(set1)(1.0), minus_one = V(set1)(-1.0);                      \
         const SINPE_VD factor = V(set1)(a->factor);                                        \
+        SINPE__GUARDS                                                                      \
         const ptrdiff_t n_rows = a->n_rows, width = a->width;                              \
         const ptrdiff_t cos_dup = a->cos.dup, sin_dup = a->sin.dup;                        \
         const int sin_first = SINPE__ORDER_##SHAPE(a);                                     \
@@ -129,6 +191,7 @@
                 c = V(mul)(factor, c);                                                     \
             }                                                                              \
             COPY_OUT                                                                       \
+            SINPE__TAIL_CHECK_##SFX(t, i, n)                                               \
         }                                                                                  \
     }
 #define SINPE__TAIL(NAME)                                                                    \
@@ -179,22 +242,30 @@
         memcpy((sin_first ? s_out : c_out) + 2 * i, tc, (size_t)(2 * n) * sizeof(T));      \
         (void)ts;                                                                          \
     }
-#define SINPE__TAILS_OF_TYPE(SFX, T)                                                         \
-    SINPE__VTAIL(SFX, contig, T, SINPE__CONTIG_OUT(SFX, T))                                \
-    SINPE__VTAIL(SFX, dup, T, SINPE__DUP_OUT(SFX, T))                                      \
-    SINPE__VTAIL(SFX, pairs, T, SINPE__PAIRS_OUT(SFX, T))
+#define SINPE__TAILS_OF_TYPE(NAME, SFX, T)                                                   \
+    SINPE__VTAIL(NAME, contig, T, SINPE__CONTIG_OUT(SFX, T))                               \
+    SINPE__VTAIL(NAME, dup, T, SINPE__DUP_OUT(SFX, T))                                     \
+    SINPE__VTAIL(NAME, pairs, T, SINPE__PAIRS_OUT(SFX, T))
 #else
-#define SINPE__TAILS_OF_TYPE(SFX, T)
+#define SINPE__TAILS_OF_TYPE(NAME, SFX, T)
 #endif
-#define SINPE__ROWS_OF_TYPE(SFX, T)                                                          \
-    SINPE__TAILS_OF_TYPE(SFX, T)                                                           \
-    SINPE__ROWS(SFX, contig, T, SINPE__CONTIG(SFX, T))                                     \
-    SINPE__ROWS(SFX, dup, T, SINPE__DUP(SFX, T))                                           \
-    SINPE__ROWS(SFX, pairs, T, SINPE__PAIRS(SFX, T))
+/* The row functions named NAME (its test: SINPE__NEAR_NAME) with the stores of SFX. */
+#define SINPE__ROWS_OF_TYPE2(NAME, SFX, T)                                                   \
+    SINPE__TAILS_OF_TYPE(NAME, SFX, T)                                                     \
+    SINPE__ROWS(NAME, contig, T, SINPE__CONTIG(SFX, T))                                    \
+    SINPE__ROWS(NAME, dup, T, SINPE__DUP(SFX, T))                                          \
+    SINPE__ROWS(NAME, pairs, T, SINPE__PAIRS(SFX, T))
+#define SINPE__ROWS_OF_TYPE(SFX, T) SINPE__ROWS_OF_TYPE2(SFX, SFX, T)
 SINPE__ROWS_OF_TYPE(f64, double)
 SINPE__ROWS_OF_TYPE(f32, float)
 SINPE__ROWS_OF_TYPE(f16, uint16_t)
 SINPE__ROWS_OF_TYPE(bf16, uint16_t)
+/* The narrow kinds again without the correct-rounding test (suffix u: each value the
+   float64 value rounded once, as before 0.4): for benchmarks/ratios.py, which measures what
+   the test costs, and the tests that show the hard cases need it (_kernel._set_checked). */
+SINPE__ROWS_OF_TYPE2(f32u, f32, float)
+SINPE__ROWS_OF_TYPE2(f16u, f16, uint16_t)
+SINPE__ROWS_OF_TYPE2(bf16u, bf16, uint16_t)
 #ifdef SINPE_BF16N_ATTR
 /* bfloat16 again, with the stores of a CPU feature the set's other code does not assume
    (put_bf16n, ...: AVX512_BF16), compiled for it and chosen at run time (fill.h). */
@@ -202,6 +273,7 @@ SINPE__ROWS_OF_TYPE(bf16, uint16_t)
 #undef SINPE_ATTR
 #define SINPE_ATTR SINPE_BF16N_ATTR
 SINPE__ROWS_OF_TYPE(bf16n, uint16_t)
+SINPE__ROWS_OF_TYPE2(bf16nu, bf16n, uint16_t)
 #pragma pop_macro("SINPE_ATTR")
 #endif
 
@@ -254,9 +326,17 @@ static const sinpe_rows_fn V(rows)[4][4] = {
     {V(rows_f16_contig), V(rows_f16_dup), V(rows_f16_pairs), sinpe_c_rows_f16_generic},
     {V(rows_bf16_contig), V(rows_bf16_dup), V(rows_bf16_pairs), sinpe_c_rows_bf16_generic},
 };
+static const sinpe_rows_fn V(rows_unchecked)[4][4] = {
+    {V(rows_f64_contig), V(rows_f64_dup), V(rows_f64_pairs), sinpe_c_rows_f64_generic},
+    {V(rows_f32u_contig), V(rows_f32u_dup), V(rows_f32u_pairs), sinpe_c_rows_f32_generic},
+    {V(rows_f16u_contig), V(rows_f16u_dup), V(rows_f16u_pairs), sinpe_c_rows_f16_generic},
+    {V(rows_bf16u_contig), V(rows_bf16u_dup), V(rows_bf16u_pairs), sinpe_c_rows_bf16_generic},
+};
 #ifdef SINPE_BF16N_ATTR
-static const sinpe_rows_fn V(rows_bf16n)[4] = {V(rows_bf16n_contig), V(rows_bf16n_dup),
-                                               V(rows_bf16n_pairs), sinpe_c_rows_bf16_generic};
+static const sinpe_rows_fn V(rows_bf16n)[2][4] = {
+    {V(rows_bf16n_contig), V(rows_bf16n_dup), V(rows_bf16n_pairs), sinpe_c_rows_bf16_generic},
+    {V(rows_bf16nu_contig), V(rows_bf16nu_dup), V(rows_bf16nu_pairs), sinpe_c_rows_bf16_generic},
+};
 #endif
 
 #undef SINPE__ORDER_contig
@@ -274,6 +354,38 @@ static const sinpe_rows_fn V(rows_bf16n)[4] = {V(rows_bf16n_contig), V(rows_bf16
 #undef SINPE__DUP_OUT
 #undef SINPE__PAIRS_OUT
 #undef SINPE__ROWS
+#undef SINPE__GUARDS
+#undef SINPE__NEAR
+#undef SINPE__RECHECK
+#undef SINPE__TAIL_CHECK
+#undef SINPE__NEAR_bf16nu
+#undef SINPE__RECHECK_bf16nu
+#undef SINPE__TAIL_CHECK_bf16nu
+#undef SINPE__NEAR_bf16u
+#undef SINPE__RECHECK_bf16u
+#undef SINPE__TAIL_CHECK_bf16u
+#undef SINPE__NEAR_f16u
+#undef SINPE__RECHECK_f16u
+#undef SINPE__TAIL_CHECK_f16u
+#undef SINPE__NEAR_f32u
+#undef SINPE__RECHECK_f32u
+#undef SINPE__TAIL_CHECK_f32u
+#undef SINPE__NEAR_bf16n
+#undef SINPE__RECHECK_bf16n
+#undef SINPE__TAIL_CHECK_bf16n
+#undef SINPE__NEAR_bf16
+#undef SINPE__RECHECK_bf16
+#undef SINPE__TAIL_CHECK_bf16
+#undef SINPE__NEAR_f16
+#undef SINPE__RECHECK_f16
+#undef SINPE__TAIL_CHECK_f16
+#undef SINPE__NEAR_f32
+#undef SINPE__RECHECK_f32
+#undef SINPE__TAIL_CHECK_f32
+#undef SINPE__NEAR_f64
+#undef SINPE__RECHECK_f64
+#undef SINPE__TAIL_CHECK_f64
+#undef SINPE__ROWS_OF_TYPE2
 #undef V
 #undef SINPE__CAT
 #undef SINPE__CAT2

@@ -174,7 +174,7 @@ def encode_2d(
         A positive multiple of 4.
     base : float, default 10000.0
     dtype : float64, float32, float16, bfloat16 or None, default None (float64)
-        Each value rounded once from float64.
+        Each value the exact one correctly rounded.
 
     Returns
     -------

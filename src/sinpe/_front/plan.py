@@ -281,7 +281,7 @@ def fill_run(filler: Filler, outs: tuple, offset: int, n_rows: int, threads) -> 
     if filler.grid is None:
         positions = np.arange(n_anchors, dtype=np.float64) * GRID_SPAN + float(first)
         rows = None if n_rows >= GRID_SPAN else np.arange(start, start + n_rows) & (GRID_SPAN - 1)
-        _fill_blocks(filler, outs, positions, None, start, rows, threads)
+        _fill_blocks(filler, outs, positions, None, start, rows, threads, None, float(first))
         return
     n_threads = threads_for(threads, n_rows * filler.layout.width)
     if first == 0:
@@ -342,7 +342,7 @@ def fill_at(filler: Filler, outs: tuple, positions: np.ndarray, threads) -> None
         if filler.grid is None:
             distinct, index = _distinct(values)
             codes = (index.astype(np.int64) << GRID_SPAN_BITS) | u
-            _fill_blocks(filler, parts, distinct, codes, 0, u, threads)
+            _fill_blocks(filler, parts, distinct, codes, 0, u, threads, values, 0.0)
             continue
         distinct, index = _distinct(values)
         if 4 * distinct.shape[0] > values.size and not filler.frequencies.slow.size:  # type: ignore[union-attr]  # a filler with a grid has them
@@ -355,13 +355,17 @@ def fill_at(filler: Filler, outs: tuple, positions: np.ndarray, threads) -> None
         anchors = exact_values(filler.backend, distinct, filler.frequencies)  # type: ignore[arg-type]  # a filler with a grid has them
         codes = (index.astype(np.int64) << GRID_SPAN_BITS) | u
         filler.backend.fill(
-            filler.plan, parts[0], parts[1], anchors, None, codes, 0, 0.0, n_threads
+            filler.plan, parts[0], parts[1], anchors, values, codes, 0, 0.0, n_threads
         )
 
 
-def _fill_blocks(filler, outs, anchor_positions, codes, start, offsets, threads) -> None:
+def _fill_blocks(
+    filler, outs, anchor_positions, codes, start, offsets, threads, values, origin
+) -> None:
     """A row too wide to plan whole, FREQUENCY_BLOCK frequencies at a time; ``offsets``: the
-    positions' offsets from their anchors (None: all of them), for the grid rows to make."""
+    positions' offsets from their anchors (None: all of them), for the grid rows to make;
+    ``values`` (beside ``codes``): each row's anchor position, else ``origin``: the position
+    of code 0 of a run (the filler's arguments of those names)."""
     backend, layout = filler.backend, filler.layout
     rows = None
     if offsets is not None:
@@ -387,4 +391,4 @@ def _fill_blocks(filler, outs, anchor_positions, codes, start, offsets, threads)
             filler.factor,
         )
         anchors = exact_values(backend, anchor_positions, frequencies)
-        backend.fill(plan, outs[0], outs[1], anchors, None, codes, start, 0.0, n_threads)
+        backend.fill(plan, outs[0], outs[1], anchors, values, codes, start, origin, n_threads)

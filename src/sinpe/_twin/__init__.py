@@ -6,12 +6,16 @@ kernel (``sinpe._c._kernel``), module by module with the C headers of the same s
 - ``log_dd``, ``power_vector`` (``frequencies.py`` <-> ``frequencies.h``): the frequency rule;
 - ``Plan``, ``fill`` (``fill.py`` <-> ``fill.h`` and ``rotate.h``): the one filler;
 - ``round_half`` (``half.py`` <-> ``half.h``): float16/bfloat16 rounded once;
+- ``correctly_rounded``, ``undecided`` (``correct.py`` <-> ``correct.h``): narrow values
+  correctly rounded (the same bits by other operations: both are correct);
 - ``dd.py`` <-> ``dd.h``: the error-free transformations they share.
 
 ``turns.exact_columns`` and ``exact.slow_columns`` (big integers) have no compiled twin:
 both backends call them.
 """
 
+from .correct import _set_checked as _set_checked
+from .correct import correctly_rounded, undecided
 from .exact import exact_cos_sin
 from .fill import Plan, fill
 from .frequencies import log_dd, power_vector
@@ -25,10 +29,12 @@ __all__ = [
     "ISA",
     "NAME",
     "Plan",
+    "correctly_rounded",
     "exact_cos_sin",
     "fill",
     "log_dd",
     "power_vector",
     "prepare_frequency_table",
     "round_half",
+    "undecided",
 ]

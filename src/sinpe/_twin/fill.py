@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import correct
 from .constants import (
     GRID_FINE,
     GRID_FINE_BITS,
@@ -18,6 +19,7 @@ from .constants import (
     SEG_FIRST,
     SEG_SIN_PLANE,
 )
+from .correct import correctly_rounded, unsure
 from .exact import exact_cos_sin
 from .half import round_into
 
@@ -55,11 +57,24 @@ def _write(plane: np.ndarray, values: np.ndarray, col: int, step: int, dup: int)
         round_into(plane[:, col + dup : col + dup + step * (n - 1) + 1 : step], values)
 
 
+def _correct(cos, sin, positions, w, factor, dtype_name) -> None:
+    """The entries of ``(cos, sin)`` (rows at ``positions``, lanes of frequencies ``w``)
+    that may round the wrong way to the narrow type, replaced by their correctly rounded
+    values (exact in the type, so its rounding keeps them); position 0 is exact already."""
+    rows, lanes = np.nonzero(unsure(cos, sin, dtype_name, factor))
+    for r, lane in zip(rows.tolist(), lanes.tolist()):
+        p, f = float(positions[r]), float(w[lane])
+        if p == 0.0 or f == 0.0:
+            continue
+        cos[r, lane], sin[r, lane], _ = correctly_rounded(p, f, factor, dtype_name)
+
+
 def fill(plan, out0, out1, anchors, values, codes, start, origin, threads) -> None:
     """The twin of the kernel's ``fill``: ``out0`` (and ``out1``) from ``anchors`` (or, when
     None, the evaluator at the anchor positions ``values``, or for a run at ``origin + 1024
-    n``) and the rows' ``codes`` (None: a run, row r's code is ``start + r``). ``threads``
-    is accepted for signature parity."""
+    n``) and the rows' ``codes`` (None: a run, row r's code is ``start + r``, its position
+    ``origin + start + r``; codes come with ``values``, each row's anchor position).
+    ``threads`` is accepted for signature parity."""
     planes = (out0, out1)
     n_rows = out0.shape[0]
     grid = plan.grid
@@ -100,6 +115,12 @@ def fill(plan, out0, out1, anchors, values, codes, start, origin, threads) -> No
             if factor != 1.0:
                 cos *= factor
                 sin *= factor
+            if out0.dtype.itemsize < 8 and correct.CHECKED:  # fill.h, "Narrow types"
+                if codes is None:
+                    at = origin + code.astype(np.float64)
+                else:
+                    at = values[seg[SEG_AXIS], r0:r1] + u.astype(np.float64)
+                _correct(cos, sin, at, plan.table[0, lanes], factor, out0.dtype.name)
             for kind, place in ((cos, SEG_COS_PLANE), (sin, SEG_SIN_PLANE)):
                 plane, col, step, dup, n = seg[place : place + 5]
                 _write(planes[plane][r0:r1], kind[:, :n], col, step, dup)
