@@ -25,17 +25,19 @@ def mpf(value):
     return CTX.mpf(float(value))
 
 
-def cos_sin(positions, w, factor=1):
+def cos_sin(positions, w, factor=1, dtype=None):
     """``(len(positions), 2, len(w))`` float64: ``[cos, sin]`` of each exact ``p * w``,
-    times ``factor`` (exact), correctly rounded."""
+    times ``factor`` (exact), correctly rounded to float64, or to the narrow ``dtype``
+    (float32, float16, bfloat16: exact in it, see ``narrow``)."""
     out = np.empty((len(positions), 2, len(w)))
     factor = mpf(factor)
+    rounded = float if dtype is None else (lambda x: narrow(x, dtype))
     for r, p in enumerate(positions):
         p = mpf(p)
         for i, wi in enumerate(w):
             x = p * mpf(wi)
-            out[r, 0, i] = float(factor * CTX.cos(x))
-            out[r, 1, i] = float(factor * CTX.sin(x))
+            out[r, 0, i] = rounded(factor * CTX.cos(x))
+            out[r, 1, i] = rounded(factor * CTX.sin(x))
     return out
 
 
@@ -90,14 +92,5 @@ def narrow(x, dtype) -> float:
 
 
 def cos_sin_narrow(positions, w, dtype, factor=1):
-    """``(len(positions), 2, len(w))`` float64: ``[cos, sin]`` of each exact ``p * w``, times
-    ``factor``, correctly rounded to the narrow ``dtype`` (exact in it)."""
-    out = np.empty((len(positions), 2, len(w)))
-    factor = mpf(factor)
-    for r, p in enumerate(positions):
-        p = mpf(p)
-        for i, wi in enumerate(w):
-            x = p * mpf(wi)
-            out[r, 0, i] = narrow(factor * CTX.cos(x), dtype)
-            out[r, 1, i] = narrow(factor * CTX.sin(x), dtype)
-    return out
+    """``cos_sin`` correctly rounded to the narrow ``dtype``."""
+    return cos_sin(positions, w, factor, dtype)

@@ -92,7 +92,7 @@ typedef void (*sinpe_rows_fn)(const sinpe_rows *, ptrdiff_t, ptrdiff_t);
    in the others the step is at least 4B, so the halfway points of the binades below and
    above lie further than g. float16's subnormal step 2^-24 is not its binade's: there the
    exact test counts |v| < 2^-14 as |v| + 2^-14, and it also flags |v| <= 2.001 g
-   (kappa |v| <= B), which may round to either zero. Each row keeps its least d (near,
+   (kappa |v| <= B), which may round to either zero. Each row keeps its least d (closest,
    every instruction set's helper: three vector operations per value on AVX-512; for
    float16 every |v| < 2^-14 counts as within, by kappa' |v|, instead of the shift); a row
    where it is within B is tested again lane by lane, exactly (sinpe__recheck, the same
@@ -169,6 +169,20 @@ static inline void sinpe__put_narrow(char *d, int kind, double v)
     }
 }
 
+/* v to lane `lane` of row t of a placement (and its copy), if the placement has the lane */
+static inline void sinpe__put_placed(const sinpe_rows *a, const sinpe_place *place, ptrdiff_t t,
+                                     ptrdiff_t lane, double v)
+{
+    char *d;
+    if (lane >= place->count)
+        return;
+    d = a->planes[place->plane] + (size_t)(t * a->width + place->col + lane * place->step) *
+                                      a->itemsize;
+    sinpe__put_narrow(d, a->kind, v);
+    if (place->dup)
+        sinpe__put_narrow(d + (size_t)place->dup * a->itemsize, a->kind, v);
+}
+
 /* Lanes i + l (bit l of mask) of row t of a run: cos and sin recomputed, correctly rounded,
    and stored over the vector store's values (a value that is already right is rewritten
    unchanged). Position 0 (and a zero frequency) is exact already: skipped. */
@@ -176,7 +190,6 @@ SINPE__NOINLINE static void sinpe__fix(const sinpe_rows *a, ptrdiff_t t, ptrdiff
                                        unsigned mask)
 {
     const double p = a->p0 + (double)t;
-    const size_t size = a->itemsize;
     for (; mask; mask &= mask - 1) {
         ptrdiff_t lane = i;
         unsigned m = mask;
@@ -190,20 +203,8 @@ SINPE__NOINLINE static void sinpe__fix(const sinpe_rows *a, ptrdiff_t t, ptrdiff
             continue;
         if (sinpe_correct_cos_sin(p, w, a->factor, a->kind, &c, &s) != 2)
             SINPE__FETCH_ADD(&sinpe__undecided, 1);
-        if (lane < a->cos.count) {
-            char *d = a->planes[a->cos.plane] +
-                      (size_t)(t * a->width + a->cos.col + lane * a->cos.step) * size;
-            sinpe__put_narrow(d, a->kind, c);
-            if (a->cos.dup)
-                sinpe__put_narrow(d + (size_t)a->cos.dup * size, a->kind, c);
-        }
-        if (lane < a->sin.count) {
-            char *d = a->planes[a->sin.plane] +
-                      (size_t)(t * a->width + a->sin.col + lane * a->sin.step) * size;
-            sinpe__put_narrow(d, a->kind, s);
-            if (a->sin.dup)
-                sinpe__put_narrow(d + (size_t)a->sin.dup * size, a->kind, s);
-        }
+        sinpe__put_placed(a, &a->cos, t, lane, c);
+        sinpe__put_placed(a, &a->sin, t, lane, s);
     }
 }
 

@@ -34,14 +34,14 @@ SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_first(ptrdiff_t n)
         _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3)));
 }
 
-/* isa_c.h's near and within, four lanes */
+/* isa_c.h's closest and within, four lanes */
 SINPE_AVX2_TARGET static inline __m256d sinpe_avx2__distance(__m256d v, __m256d keep,
                                                              __m256d half)
 {   /* keep holds the sign bit: h has v's sign */
     return _mm256_andnot_pd(_mm256_set1_pd(-0.0),
                             _mm256_sub_pd(v, _mm256_or_pd(_mm256_and_pd(v, keep), half)));
 }
-SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_near(__m256d acc, __m256d c, __m256d s,
+SINPE_AVX2_TARGET static inline __m256d sinpe_avx2_closest(__m256d acc, __m256d c, __m256d s,
                                                         __m256d keep, __m256d half,
                                                         __m256d kappa, const int f16)
 {

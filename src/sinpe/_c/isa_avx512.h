@@ -312,7 +312,7 @@ SINPE__Z sinpe__zd sinpe_avx512_fmsub(sinpe__zd a, sinpe__zd b, sinpe__zd c)
 #endif
 }
 SINPE__Z sinpe__zd sinpe_avx512_abs(sinpe__zd v) { return Z(mm512_abs_pd)(v); }
-/* isa_c.h's near and within, eight lanes. The halfway point of v's binade with v's sign,
+/* isa_c.h's closest and within, eight lanes. The halfway point of v's binade with v's sign,
    (v & keep) | half, is one ternary logic op; the least |distance| of two vectors, one
    vrangepd (imm 0b1010: the smaller magnitude, sign cleared). */
 SINPE__Z sinpe__zd sinpe_avx512__distance(sinpe__zd v, sinpe__zd keep, sinpe__zd half)
@@ -325,7 +325,7 @@ SINPE__Z sinpe__zd sinpe_avx512__least(sinpe__zd a, sinpe__zd b)
 {
     return Z(mm512_range_pd)(a, b, 0x0A); /* min |a|, |b|, sign cleared */
 }
-SINPE__Z sinpe__zd sinpe_avx512_near(sinpe__zd acc, sinpe__zd c, sinpe__zd s, sinpe__zd keep,
+SINPE__Z sinpe__zd sinpe_avx512_closest(sinpe__zd acc, sinpe__zd c, sinpe__zd s, sinpe__zd keep,
                                      sinpe__zd half, sinpe__zd kappa, const int f16)
 {
     acc = sinpe_avx512__least(acc, sinpe_avx512__least(sinpe_avx512__distance(c, keep, half),
@@ -338,10 +338,10 @@ SINPE__Z int sinpe_avx512_within(sinpe__zd acc, sinpe__zd bound)
 {
     return Z(mm512_cmp_pd_mask)(acc, bound, _CMP_LE_OQ) != 0;
 }
-/* v in lanes below n, far in the others */
-SINPE__Z sinpe__zd sinpe_avx512_first_or(sinpe__zd v, ptrdiff_t n, sinpe__zd far)
+/* v in lanes below n, other in the others ("far" and "near" are macros on Windows) */
+SINPE__Z sinpe__zd sinpe_avx512_first_or(sinpe__zd v, ptrdiff_t n, sinpe__zd other)
 {
-    return Z(mm512_mask_blend_pd)(sinpe_avx512_first(n), far, v);
+    return Z(mm512_mask_blend_pd)(sinpe_avx512_first(n), other, v);
 }
 SINPE__Z sinpe__zd sinpe_avx512_copysign(sinpe__zd m, sinpe__zd s)
 {

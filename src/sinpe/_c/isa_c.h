@@ -16,7 +16,7 @@ static inline double sinpe_c_max(double a, double b) { return a > b ? a : b; }
 
 /* The correct-rounding test (fill.h, "Narrow types"): sinpe__near, one lane; within: acc
    within the bound. */
-static inline double sinpe_c_near(double acc, double c, double s, double keep, double half,
+static inline double sinpe_c_closest(double acc, double c, double s, double keep, double half,
                                   double kappa, const int f16)
 {
     return sinpe__near(acc, c, s, keep, half, kappa, 0.0, f16);

@@ -14,12 +14,12 @@ static inline __m128d sinpe_sse2_mul(__m128d a, __m128d b) { return _mm_mul_pd(a
 static inline __m128d sinpe_sse2_min(__m128d a, __m128d b) { return _mm_min_pd(a, b); }
 static inline __m128d sinpe_sse2_max(__m128d a, __m128d b) { return _mm_max_pd(a, b); }
 
-/* isa_c.h's near and within, two lanes */
+/* isa_c.h's closest and within, two lanes */
 static inline __m128d sinpe_sse2__distance(__m128d v, __m128d keep, __m128d half)
 {   /* keep holds the sign bit: h has v's sign */
     return _mm_andnot_pd(_mm_set1_pd(-0.0), _mm_sub_pd(v, _mm_or_pd(_mm_and_pd(v, keep), half)));
 }
-static inline __m128d sinpe_sse2_near(__m128d acc, __m128d c, __m128d s, __m128d keep,
+static inline __m128d sinpe_sse2_closest(__m128d acc, __m128d c, __m128d s, __m128d keep,
                                       __m128d half, __m128d kappa, const int f16)
 {
     acc = _mm_min_pd(acc, _mm_min_pd(sinpe_sse2__distance(c, keep, half),

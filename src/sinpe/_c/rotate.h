@@ -29,7 +29,7 @@
 #define V(name) SINPE__CAT(SINPE__CAT(sinpe, SINPE_ISA_NAME), name)
 
 /* The correct-rounding test of narrow values (fill.h, "Narrow types"): each row keeps the
-   least halfway distance of its values (near, each instruction set's helper); a row where
+   least halfway distance of its values (closest, each instruction set's helper); a row where
    it is within the bound has its lanes retested one by one and the flagged ones
    recomputed (sinpe__recheck). float64 values are final: no test. */
 #define SINPE__GUARDS                                                                        \
@@ -37,7 +37,7 @@
     const SINPE_VD g_bound = V(set1)(a->guard[2]), g_kappa = V(set1)(a->guard[3]);          \
     const SINPE_VD g_far = V(set1)(INFINITY);                                               \
     (void)g_keep; (void)g_half; (void)g_bound; (void)g_kappa; (void)g_far;
-#define SINPE__NEAR(acc, F16) acc = V(near)(acc, c, s, g_keep, g_half, g_kappa, F16);
+#define SINPE__NEAR(acc, F16) acc = V(closest)(acc, c, s, g_keep, g_half, g_kappa, F16);
 #define SINPE__NEAR_f64(acc)
 #define SINPE__NEAR_f32(acc) SINPE__NEAR(acc, 0)
 #define SINPE__NEAR_bf16(acc) SINPE__NEAR(acc, 0)
@@ -110,8 +110,8 @@
         for (t = 0; t < n_rows; t++, fine += fine_stride, cos_row += width, sin_row += width) { \
             const double *SINPE_RESTRICT fc_row = fine, *SINPE_RESTRICT fs_row = fine + f_sin; \
             T *SINPE_RESTRICT c_out = cos_row, *SINPE_RESTRICT s_out = sin_row;            \
-            SINPE_VD near = g_far;                                                         \
-            (void)near;                                                                    \
+            SINPE_VD least = g_far;                                                        \
+            (void)least;                                                                   \
             for (i = i0; i < end; i += SINPE_W) {                                          \
                 SINPE_VD ac = V(load)(a_cos + i), as = V(load)(a_sin + i);                 \
                 SINPE_VD fc = V(load)(fc_row + i), fs = V(load)(fs_row + i);               \
@@ -126,9 +126,9 @@
                     c = V(mul)(factor, c);                                                 \
                 }                                                                          \
                 EMIT                                                                       \
-                SINPE__NEAR_##SFX(near)                                                    \
+                SINPE__NEAR_##SFX(least)                                                   \
             }                                                                              \
-            SINPE__RECHECK_##SFX(near, t, i0, end)                                         \
+            SINPE__RECHECK_##SFX(least, t, i0, end)                                        \
         }                                                                                  \
     }                                                                                      \
     SINPE_ATTR static void V(rows_##SFX##_##SHAPE)(const sinpe_rows *a, ptrdiff_t i0,        \

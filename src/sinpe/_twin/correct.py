@@ -18,26 +18,15 @@ from fractions import Fraction
 
 import numpy as np
 
-from .constants import (
-    BF16_MANTISSA,
-    BF16_MAX_EXPONENT,
-    BF16_MIN_EXPONENT,
-    F16_MANTISSA,
-    F16_MAX_EXPONENT,
-    F16_MIN_EXPONENT,
-)
 from .exact_constants import INV_2PI, INV_2PI_BITS
+from .half import _FORMATS as _HALF_FORMATS
 
 __all__ = ["correctly_rounded", "guard", "undecided", "unsure"]
 
 CHECKED = True  # the kernel's: narrow values correctly rounded; _set_checked(False): not
 
 # (fraction bits, smallest normal exponent, largest exponent) by dtype name
-_FORMATS = {
-    "float32": (23, -126, 127),
-    "float16": (F16_MANTISSA, F16_MIN_EXPONENT, F16_MAX_EXPONENT),
-    "bfloat16": (BF16_MANTISSA, BF16_MIN_EXPONENT, BF16_MAX_EXPONENT),
-}
+_FORMATS = {"float32": (23, -126, 127), **_HALF_FORMATS}
 _MAX_BITS = 1024
 _undecided = 0
 
