@@ -145,17 +145,23 @@ CHECK_TARGET = 1.05
 CHECK_SHAPES = ((2048, 512), (8192, 1024))
 
 
+def check_cases():
+    """(seq_len, d_model, dtype, backend) of the correct-rounding table's rows."""
+    from sinpe._front.checks import bfloat16
+
+    dtypes = ["float32", "float16"] + (["bfloat16"] if bfloat16() is not None else [])
+    cases = [(n, d, dt, "cython") for n, d in CHECK_SHAPES for dt in dtypes]
+    return cases + [(2048, 512, dt, "numpy") for dt in dtypes]
+
+
 def measure_check(rounds):
     from sinpe import _twin
     from sinpe._front import backends
     from sinpe._front.checks import bfloat16
 
     kernel = backends.kernel
-    dtypes = ["float32", "float16"] + (["bfloat16"] if bfloat16() is not None else [])
     rows = []
-    cases = [(n, d, dt, "cython") for n, d in CHECK_SHAPES for dt in dtypes]
-    cases += [(2048, 512, dt, "numpy") for dt in dtypes]
-    for n, d, dtype, backend in cases:
+    for n, d, dtype, backend in check_cases():
         module = kernel if backend == "cython" else _twin
         out = np.empty((n, d), dtype=bfloat16() if dtype == "bfloat16" else dtype)
 

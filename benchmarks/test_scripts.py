@@ -18,9 +18,19 @@ def test_ratios_prints_every_target(capsys):
     assert ratios.main(["--rounds", "1"]) in (0, 1)
     out = capsys.readouterr().out
     out, isa_part = out.split("Instruction sets, one thread")
+    out, check_part = out.split("Correct rounding (fill.h")
     rows = [line for line in out.splitlines() if line.startswith("| ") and " x " in line]
     assert len(rows) == len(ratios.TARGETS) + len(ratios.HALF_TARGETS)
     assert all(("ok" in row) != ("MISSED" in row) for row in rows)
+    # the correct-rounding table: every case, a ratio, a verdict (the NumPy rows stated)
+    checks = [line for line in check_part.splitlines() if line.startswith("| ") and " x " in line]
+    assert len(checks) == len(ratios.check_cases())
+    for row, (_, _, _, backend) in zip(checks, ratios.check_cases()):
+        assert row.count("**") == 2
+        if backend == "cython":
+            assert ("ok" in row) != ("MISSED" in row)
+        else:
+            assert "stated" in row
     # the instruction-set table: every row, a ratio per set, a verdict
     isa_rows = [line for line in isa_part.splitlines() if line.startswith("| ") and " / " in line]
     assert len(isa_rows) == len(ratios._isa_rows())
