@@ -80,7 +80,8 @@ def narrow(x, dtype) -> float:
     """The mpf ``x`` (exact to 320 bits) rounded once to nearest-even in ``dtype``'s format
     (float32, float16, bfloat16), as a float: the correctly rounded value, signed zeros and
     infinities included. Not through float64: that would round twice."""
-    mantissa_bits, min_exponent, max_exponent = NARROW[np.dtype(dtype).name]
+    name = dtype if isinstance(dtype, str) else np.dtype(dtype).name  # no ml_dtypes needed
+    mantissa_bits, min_exponent, max_exponent = NARROW[name]
     if x == 0:
         return 0.0
     _, e = CTX.frexp(x)  # |x| in [2^(e-1), 2^e)
