@@ -187,7 +187,7 @@ def test_debug_build_checks_the_trusted_arguments():
         out0=np.empty((40, 8)),
         out1=None,
         anchors=anchors,
-        values=None,
+        values=np.zeros((1, 40)),  # each row's anchor position
         codes=codes,
         start=0,
         origin=0.0,
@@ -201,10 +201,11 @@ def test_debug_build_checks_the_trusted_arguments():
         dict(anchors=anchors[:, :, :2]),
         dict(codes=codes + 1024),  # names anchor 1, which is not there
         dict(codes=codes[:, :39]),
-        dict(codes=None, start=1000),  # rows past 1023 need a second anchor
+        dict(codes=None, values=None, start=1000),  # rows past 1023 need a second anchor
         dict(threads=0),
-        dict(anchors=None, codes=codes),  # values are needed with codes
-        dict(anchors=None, codes=None, origin=2.0**53),
+        dict(values=None),  # codes need each row's anchor position, also beside anchors
+        dict(codes=None),  # values come with codes
+        dict(anchors=None, values=None, codes=None, origin=2.0**53),
         dict(anchors=None, values=np.zeros((1, 40)), codes=codes + 1024),
     ):
         with pytest.raises(ValueError, match="debug"):

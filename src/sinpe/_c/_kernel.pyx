@@ -471,6 +471,8 @@ def _check_fill_arguments(Plan plan, out0, out1, anchors, values, codes, start, 
                                   and values.shape == codes.shape
                                   and values.flags.c_contiguous):
         raise ValueError("debug: codes need values (each row's anchor position) of their shape")
+    if codes is None and values is not None:
+        raise ValueError("debug: values come with codes (a run has neither)")
     if anchors is None:  # evaluated by the filler
         if not np.all(np.abs(plan.table[0]) < 2.0**32):
             raise ValueError("debug: anchors evaluated here need every frequency below 2**32")
