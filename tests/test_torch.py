@@ -673,3 +673,82 @@ def test_patch_finds_the_layout_of_a_family_without_a_record():
     holder = _llama_module()
     holder.rope.config.model_type = "somebody_new"
     assert st.patch(holder) == ["rope"] and holder.rope.layout == "half"
+
+
+def _tiny_omni_thinker(sections):
+    """A tiny random Qwen2.5-Omni thinker (M-RoPE recomposed inside its rotary forward;
+    ``sections`` None: the module's own default, [16, 24, 24], so head_dim 128) and the
+    (3, batch, seq) ids its own get_rope_index makes for text around an image."""
+    pytest.importorskip("transformers")
+    from transformers.models.qwen2_5_omni import configuration_qwen2_5_omni as omni_config
+    from transformers.models.qwen2_5_omni import modeling_qwen2_5_omni as omni
+
+    rope = {"rope_type": "default", "rope_theta": 1e6}
+    text = dict(
+        hidden_size=256,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        vocab_size=256,
+        rope_parameters=rope if sections is None else {**rope, "mrope_section": sections},
+    )
+    vision = dict(depth=1, hidden_size=32, intermediate_size=32, num_heads=2, out_hidden_size=256)
+    audio = dict(encoder_layers=1, d_model=32, encoder_attention_heads=2, encoder_ffn_dim=32)
+    config = omni_config.Qwen2_5OmniThinkerConfig(
+        text_config=text,
+        vision_config={**vision, "fullatt_block_indexes": [0]},
+        audio_config={**audio, "output_dim": 256},
+    )
+    config.image_token_id, config.vision_start_token_id, config.vision_end_token_id = 250, 251, 252
+    torch.manual_seed(0)
+    model = omni.Qwen2_5OmniThinkerForConditionalGeneration(config).eval()
+    tokens = torch.tensor([[5, 6, 251] + [250] * 4 + [252] + list(range(7, 63))])
+    ids, _ = model.get_rope_index(
+        tokens, image_grid_thw=torch.tensor([[1, 4, 4]]), attention_mask=torch.ones_like(tokens)
+    )
+    return model, tokens, ids
+
+
+@pytest.mark.parametrize(
+    "sections, reason",
+    [
+        (None, r"on \(3, batch, seq\) ids, output shape \(2, 67, 128\) where sinpe's is \(3, "),
+        ([32, 16, 16], "refuses its config: the config has mrope_section"),
+    ],
+)
+def test_patch_leaves_a_module_recomposing_mrope_in_its_forward_alone(sections, reason):
+    """Qwen2.5-Omni's text rotary module takes (3, batch, seq) ids and recomposes the three
+    axes inside forward: on 2-D ids it looks like a plain RoPE, so patch() probes the
+    model's own id form too (three different axes) and, finding that sinpe's answer has
+    another shape, leaves the module alone, saying so; the model computes as before.
+    With mrope_section in its config, sinpe refuses the config itself."""
+    model, tokens, ids = _tiny_omni_thinker(sections)
+    assert not torch.equal(ids[0], ids[1]) and not torch.equal(ids[1], ids[2])
+    rotary = model.model.language_model.rotary_emb
+    with torch.no_grad():
+        before = model(tokens, position_ids=ids).logits
+    with pytest.warns(RuntimeWarning, match="rotary_emb"):
+        report = st.patch(model)
+    why = report.left["model.language_model.rotary_emb"]
+    assert re.search(reason, why), why
+    assert model.model.language_model.rotary_emb is rotary
+    with torch.no_grad():
+        assert torch.equal(model(tokens, position_ids=ids).logits, before)
+
+
+def test_patch_replaces_a_module_that_refuses_the_id_forms_its_model_never_passes():
+    """A form of ids the original raises on is not one its model passes: the module is
+    still replaced when it agrees on every form it takes."""
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    class TextOnly(LlamaRotaryEmbedding):
+        def forward(self, x, position_ids):
+            if position_ids.ndim != 2:
+                raise ValueError("position_ids must be (batch, seq)")
+            return super().forward(x, position_ids)
+
+    holder = torch.nn.Module()
+    holder.rope = TextOnly(transformers.LlamaConfig(hidden_size=64, num_attention_heads=4))
+    assert st.patch(holder) == ["rope"]

@@ -112,10 +112,7 @@ def built_modules():
             config = config_cls()
         except Exception:
             continue
-        candidates = [config]
-        if hasattr(getattr(config, "text_config", None), "to_dict"):
-            candidates.append(config.text_config)
-        for candidate in candidates:
+        for candidate in _configs_within(config):
             try:
                 module = cls(candidate)
             except Exception:
@@ -123,6 +120,20 @@ def built_modules():
             vision = harness.is_vision(name, candidate)
             yield name, vision, module, _fails_on_defaults(module, candidate, vision)
             break
+
+
+def _configs_within(config):
+    """The config, then its sub-configs breadth first (text_config; a thinker's text_config
+    inside thinker_config, as Qwen2.5-Omni nests it)."""
+    found, queue = [], [config]
+    while queue:
+        current = queue.pop(0)
+        found.append(current)
+        for key in sorted(getattr(current, "sub_configs", None) or {}):
+            sub = getattr(current, key, None)
+            if hasattr(sub, "to_dict") and all(sub is not f for f in found + queue):
+                queue.append(sub)
+    return found
 
 
 def _fails_on_defaults(module, config, vision):
@@ -159,19 +170,25 @@ def _outputs_agree(original, replaced) -> bool:
         if layer_type not in buffers:
             continue
         positions = list(range(64)) + [1000, 4093]
-        from sinpe.torch._patch import _probe_ids
+        from sinpe.torch._patch import _probe_forms
 
-        ids, largest = _probe_ids(layer, np.array(positions))
-        x = torch.zeros(1, 1, len(positions), 8)
-        args = (x, ids) if layer_type is None else (x, ids, layer_type)
-        with torch.no_grad():
-            a, b = original(*args), replaced(*args)
-        a = (a.real, a.imag) if isinstance(a, torch.Tensor) else a
-        b = (b.real, b.imag) if isinstance(b, torch.Tensor) else b
-        w = layer.inv_freq
-        bound = 2.0**-21 * (1 + largest.max() * w.max()) * max(1.0, layer.attention_scaling)
-        if any((p - q).abs().max() > bound for p, q in zip(a, b)):
-            return False
+        for _, ids, largest, _ in _probe_forms(layer, np.array(positions)):
+            x = torch.zeros(1, 1, len(positions), 8)
+            args = (x, ids) if layer_type is None else (x, ids, layer_type)
+            with torch.no_grad():
+                try:
+                    a = copy.deepcopy(original)(*args)
+                except Exception:  # a form the original does not take
+                    continue
+                b = replaced(*args)
+            a = (a.real, a.imag) if isinstance(a, torch.Tensor) else a
+            b = (b.real, b.imag) if isinstance(b, torch.Tensor) else b
+            if [p.shape for p in a] != [q.shape for q in b]:
+                return False
+            w = layer.inv_freq
+            bound = 2.0**-21 * (1 + largest.max() * w.max()) * max(1.0, layer.attention_scaling)
+            if any((p - q).abs().max() > bound for p, q in zip(a, b)):
+                return False
     return True
 
 

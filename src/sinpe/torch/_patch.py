@@ -12,7 +12,10 @@ the module at sampled positions (0 .. 63 and a few up to its trained length; eac
 M-RoPE's three axes apart) against the candidate's values at those positions only (no table
 is made): the same output structure, shape and dtype, and every entry within the real
 module's own angle error, ``factor * (2**-21 (1 + p max w) + p max|w_buffer - w|)``, plus
-the output dtype's rounding. Only then is it replaced; a module left alone is named with the
+the output dtype's rounding. The probe takes every form of ids the model passes: text ids
+with two different rows, M-RoPE's ``(3, batch, seq)`` with three different axes (a module
+that recomposes the axes inside ``forward`` is told apart only there), a grid's ``(N, 2)``.
+Only then is it replaced; a module left alone is named with the
 check that failed and by how much. The module that stays is never changed: it is probed as
 a copy.
 """
@@ -80,15 +83,25 @@ def _probe_positions(original) -> np.ndarray:
     return np.array(positions, dtype=np.int64)
 
 
-def _probe_ids(layer, positions: np.ndarray) -> tuple[torch.Tensor, np.ndarray]:
-    """Position ids for the candidate layer's shape, and each row's largest position."""
-    if layer.n_axes == 1:
-        return torch.tensor(positions)[None], positions
-    axes = np.stack([np.roll(positions, 7 * a) for a in range(layer.n_axes)])
-    largest = axes.max(axis=0)
+def _probe_forms(layer, positions: np.ndarray) -> list:
+    """Every form of position ids a model passes to its rotary module, as probes: ``(name,
+    ids, each sequence index's largest position, whether the original must answer it)``.
+    A vision grid takes ``(N, 2)`` ids only. A text module is probed on ``(batch, seq)``
+    ids with two different rows and on M-RoPE's ``(3, batch, seq)`` with three different
+    axes (the model's ``get_rope_index`` makes them so for an image): a module that
+    recomposes M-RoPE's axes inside ``forward`` looks like a plain one on text ids alone.
+    The form of the candidate's own spec must be answered; any other is compared only
+    where the original answers it (a form the original refuses is not one its model
+    passes)."""
     if layer.axial:
-        return torch.tensor(axes.T.copy()), largest
-    return torch.tensor(axes)[:, None, :], largest
+        grid = np.stack([np.roll(positions, 7 * a) for a in range(layer.n_axes)], axis=-1)
+        return [("(N, 2) grid ids", torch.tensor(grid), grid.max(axis=-1), True)]
+    rows = np.stack([positions, np.roll(positions, 7)])
+    axes = np.stack([np.roll(rows, 5 * a, axis=-1) for a in range(3)])
+    return [
+        ("(batch, seq) ids", torch.tensor(rows), rows.max(axis=0), layer.n_axes != 3),
+        ("(3, batch, seq) ids", torch.tensor(axes), axes.max(axis=(0, 1)), layer.n_axes == 3),
+    ]
 
 
 def _relative_ulps(buffer: torch.Tensor, w: np.ndarray):
@@ -152,7 +165,6 @@ def _verify(module, candidate: RotaryEmbedding, buffers: dict) -> str | None:
     names = set(buffers)
     if names != set(layers) and not (None not in names and names <= set(layers)):
         return f"layer types {sorted(map(str, names))} where sinpe reads {sorted(map(str, layers))}"
-    device = next(iter(buffers.values())).device
     for layer_type, buffer in buffers.items():
         layer = layers[layer_type]
         prefix = "" if layer_type is None else f"{layer_type}_"
@@ -176,24 +188,39 @@ def _verify(module, candidate: RotaryEmbedding, buffers: dict) -> str | None:
                 f"{prefix}attention_scaling is {float(factor)!r}, sinpe's "
                 f"{layer.attention_scaling!r}"
             )
-        positions = _probe_positions(layer.original)
-        ids, largest = _probe_ids(layer, positions)
-        ids = ids.to(device)
-        dtypes = [torch.float32]
-        if buffer.dtype in (torch.float16, torch.bfloat16, torch.float64):
-            dtypes.append(buffer.dtype)
-        for dtype in dtypes:
-            x = torch.zeros(1, 1, positions.shape[0], 8, dtype=dtype, device=device)
-            arguments = (x, ids) if layer_type is None else (x, ids, layer_type)
-            try:
-                with torch.no_grad():
-                    real = copy.deepcopy(module)(*arguments)  # the module itself stays as it is
-            except Exception as exc:
-                return f"its forward fails on probe positions: {type(exc).__name__}: {exc}"[:200]
-            mine = candidate.probe(*arguments)
-            why = _compare_outputs(real, mine, largest, w, got, max(1.0, layer.attention_scaling))
+        factor = max(1.0, layer.attention_scaling)
+        for form in _probe_forms(layer, _probe_positions(layer.original)):
+            why = _probe(module, candidate, layer_type, buffer, form, (w, got, factor))
             if why is not None:
-                return f"{_label(layer_type)}{why} (x {dtype})"
+                return f"{_label(layer_type)}{why}"
+    return None
+
+
+def _probe(module, candidate, layer_type, buffer, form, angles) -> str | None:
+    """Why the candidate differs from (a copy of) the module on one form of ids, for x in
+    float32 and in the buffer's own dtype (None: it does not)."""
+    name, ids, largest, required = form
+    ids = ids.to(buffer.device)
+    dtypes = [torch.float32]
+    if buffer.dtype in (torch.float16, torch.bfloat16, torch.float64):
+        dtypes.append(buffer.dtype)
+    for dtype in dtypes:
+        x = torch.zeros(1, 1, largest.shape[0], 8, dtype=dtype, device=buffer.device)
+        arguments = (x, ids) if layer_type is None else (x, ids, layer_type)
+        try:
+            with torch.no_grad():
+                real = copy.deepcopy(module)(*arguments)  # the module itself stays as it is
+        except Exception as exc:
+            if not required:
+                return None  # not a form this module takes
+            return f"its forward fails on probe positions: {type(exc).__name__}: {exc}"[:200]
+        try:
+            mine = candidate.probe(*arguments)
+        except Exception as exc:
+            return f"on {name} the module answers and sinpe's raises {type(exc).__name__}"
+        why = _compare_outputs(real, mine, largest, *angles)
+        if why is not None:
+            return f"on {name}, {why} (x {dtype})"
     return None
 
 
@@ -294,14 +321,15 @@ def patch(model: Any, *, warn: bool = True) -> PatchReport:
             continue
         seen.add(id(module))
         candidates, why = _candidates(module, buffers)
-        chosen = None
+        chosen, reasons = None, []
         for candidate in candidates:
             why = _verify(module, candidate, buffers)
             if why is None:
                 chosen = candidate
                 break
+            reasons.append(f"as {candidate.layout}: {why}" if len(candidates) > 1 else why)
         if chosen is None:
-            report.left[name] = f"{type(module).__name__}: {why}"
+            report.left[name] = f"{type(module).__name__}: " + "; ".join(reasons or [str(why)])
             continue
         chosen.config = module.config
         _replace(model, module, chosen)
