@@ -9,6 +9,8 @@ import pytest
 import sinpe
 from sinpe import sinusoidal_positional_encoding as pe
 
+pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
+
 F64_BOUND = 1e-15
 F32_BOUND = 6e-8
 

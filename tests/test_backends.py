@@ -17,6 +17,8 @@ from sinpe import sinusoidal_positional_encoding as pe
 from sinpe._front import backends, plan
 from sinpe._front.checks import bfloat16
 
+pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
+
 CONVENTIONS = [
     "vaswani",
     "tensor2tensor",

@@ -209,6 +209,11 @@ def test_layouts_that_fit_equally_are_both_named():
 
     report = compare(spec, [Stored(cos, "float64", "cos"), Stored(sin, "float64", "sin")])
     assert report.verdict == "match" and "interleaved fits equally" in report.note
+    # a cache that is no layout of this config: none "fits", each is as near
+    wrong = [Stored(np.full_like(cos, 0.5), "float64", n) for n in ("cos", "sin")]
+    report = compare(spec, wrong)
+    assert report.verdict == "mismatch" and report.note.endswith("as near: neither matches")
+    assert "fits" not in report.note
 
 
 @pytest.mark.parametrize(

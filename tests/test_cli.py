@@ -557,3 +557,262 @@ def test_a_signal_a_library_turns_into_another_error_still_ends_the_write(tmp_pa
         output.write_atomically(str(path), write)
     assert os.listdir(tmp_path) == ["t.npy"] and np.load(path).shape == (3,)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+# --------------------------------------------------------------------------- a newcomer's hour
+
+
+def _peak_rss(*argv) -> tuple[subprocess.CompletedProcess, int]:
+    """``sinpe ARGV`` in a process of its own, and that process's peak resident memory."""
+    code = (
+        "import resource, sys\n"
+        "from sinpe.cli import main\n"
+        f"status = main({[str(a) for a in argv]!r})\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+        "sys.exit(status)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+    )
+    *lines, peak = result.stderr.strip().splitlines()
+    return result, int(peak) * 1024  # ru_maxrss is in KiB on Linux
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss units: Linux")
+@pytest.mark.parametrize("seq_len, d_model", [(100_000, 4096), (1_000_000, 64), (20_000, 512)])
+def test_plot_of_any_size_draws_sampled_rows_in_bounded_memory(tmp_path, seq_len, d_model):
+    """A picture has a few thousand pixels: the rows are sampled (and the picture says so),
+    so memory stays small whatever the table's size (these were an OOM kill, a segfault in
+    BLAS for a 20000 x 20000 product, and a 74.5 GiB request)."""
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "big.png"
+    result, peak = _peak_rss("plot", seq_len, d_model, "-o", path)
+    assert result.returncode == 0, result.stderr
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert peak < 1 << 30, f"peak resident memory {peak / 2**20:.0f} MiB"
+
+
+def test_plot_samples_rows_evenly_and_refuses_only_what_cannot_be_drawn():
+    from sinpe.plot import MAX_D_MODEL, MAX_ROWS, sampled_positions
+
+    assert sampled_positions(10, 8).tolist() == list(range(10))
+    rows = sampled_positions(100_000, 4096)
+    assert rows[0] == 0 and rows[-1] == 99_999 and len(rows) == MAX_ROWS
+    assert np.all(np.diff(rows) > 0) and np.ptp(np.diff(rows)) <= 1
+    assert len(sampled_positions(10**6, MAX_D_MODEL)) >= 16  # the widest drawn: 16 rows
+    result = command.run("plot", 100, MAX_D_MODEL + 1)
+    assert result.returncode == 2 and "too wide to draw" in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "argv, suffix",
+    [
+        (("table", 10, 8), ".npy"),
+        (("rope", "CONFIG", "--seq-len", 4), ".npz"),
+        (("plot", 16, 8), ".png"),
+    ],
+)
+def test_o_into_a_missing_directory_is_said_before_any_work(tmp_path, argv, suffix):
+    """The directory is checked before the table is made: a table too large for the
+    address space would fail first otherwise (the work is never started)."""
+    config = tmp_path / "config.json"
+    config.write_text('{"head_dim": 64, "rope_theta": 1e4, "max_position_embeddings": 8}')
+    argv = [str(config) if a == "CONFIG" else a for a in argv]
+    target = tmp_path / "out" / f"pe{suffix}"
+    result = sinpe_cli(*argv, "-o", target)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == (
+        f"sinpe: error: cannot write {str(target)!r}: the directory "
+        f"{str(target.parent)!r} does not exist"
+    )
+    # a table of 2**40 rows could not even be allocated: refused for the directory first
+    big = command.run("table", 2**20, 2**20, "-o", target)
+    assert big.returncode == 2 and "does not exist" in big.stderr
+
+
+def test_check_plot_destination_and_matplotlib_are_checked_before_the_report(tmp_path):
+    cos, sin = sinpe.rope(8, 64)
+    np.savez(tmp_path / "cache.npz", cos=cos, sin=sin)
+    config = tmp_path / "config.json"
+    config.write_text('{"head_dim": 64, "rope_theta": 1e4, "max_position_embeddings": 8}')
+    cache = tmp_path / "cache.npz"
+    result = sinpe_cli("check", cache, config, "--plot", tmp_path / "nodir" / "x.png")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "does not exist" in result.stderr and result.stderr.count("\n") == 1
+    blocker = tmp_path / "blocked" / "matplotlib"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('blocked for this test')\n")
+    result = sinpe_cli(
+        "check", cache, config, "--plot", tmp_path / "x.png",
+        env={"PYTHONPATH": str(blocker.parent)},
+    )  # fmt: skip
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == "sinpe check --plot needs matplotlib: pip install 'sinpe[plot]'\n"
+
+
+@pytest.mark.parametrize(
+    "name, value, allowed",
+    [
+        ("SINPE_BACKEND", "foo", "is not one of auto, cython, numpy"),
+        ("SINPE_ISA", "neon", "is not one of auto, avx512bf16, avx512, avx2, sse2, c"),
+        ("SINPE_NUM_THREADS", "abc", "is not an integer >= 1"),
+        ("SINPE_NUM_THREADS", "0", "is not an integer >= 1"),
+    ],
+)
+def test_a_wrong_environment_variable_is_one_line_and_exit_2(name, value, allowed):
+    """One rule for sinpe's variables: a value none of the allowed ones is one line naming
+    them, and exit 2, for `python -m sinpe` and for the console script alike."""
+    commands = [[sys.executable, "-m", "sinpe"]]
+    script = os.path.join(os.path.dirname(sys.executable), "sinpe")
+    if os.path.exists(script):  # the console script pip made beside this interpreter
+        commands.append([script])
+    for start in commands:
+        result = subprocess.run(
+            [*start, "info"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, name: value},
+        )
+        assert result.returncode == 2 and result.stdout == "", start
+        assert result.stderr == f"sinpe: error: {name}={value!r} {allowed}\n", start
+    # in-process, main() reads them again (a program may set them after import)
+    os.environ[name], before = value, os.environ.get(name)
+    try:
+        result = command.run("info")
+    finally:
+        if before is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = before
+    assert result.returncode == 2 and f"{name}={value!r} {allowed}" in result.stderr
+
+
+def test_the_environment_rule_knows_the_kernels_instruction_sets():
+    from sinpe import _environment
+    from sinpe._front import backends
+
+    if backends.kernel is None:
+        pytest.skip("no compiled kernel")
+    assert _environment.ISA_NAMES == backends.kernel.ISA_NAMES
+
+
+@pytest.mark.skipif(sinpe.THREAD_RUNTIME == "none", reason="no thread runtime in this build")
+def test_command_warnings_are_one_line_without_source():
+    """A warning the command gives (here: another library's variable, OMP_NUM_THREADS, which
+    sinpe reads but does not own) is one line: no Python source line, no file name."""
+    result = sinpe_cli("info", env={"OMP_NUM_THREADS": "abc", "SINPE_NUM_THREADS": ""})
+    assert result.returncode == 0
+    assert (
+        result.stderr == "sinpe: warning: OMP_NUM_THREADS='abc' is not an integer >= 1; ignored\n"
+    )
+
+
+def test_info_says_no_instruction_set_on_the_numpy_path():
+    result = sinpe_cli("info", env={"SINPE_BACKEND": "numpy"})
+    assert result.returncode == 0
+    assert "instruction set: n/a (backend numpy: NumPy's own loops)" in result.stdout
+    if sinpe.BACKEND == "cython":
+        line = sinpe_cli("info").stdout.split("instruction set: ")[1].splitlines()[0]
+        assert line.count("this CPU and build run") <= 1, line
+
+
+def test_bfloat16_preview_prints_aligned_numbers():
+    pytest.importorskip("ml_dtypes")
+    result = command.run("table", 2, 4, "--dtype", "bfloat16")
+    assert result.returncode == 0
+    rows = result.stdout.splitlines()[1:]
+    assert rows == [
+        "[[0.       1.       0.       1.      ]",
+        " [0.839844 0.539062 0.01001  1.      ]]",
+    ]
+
+
+def test_rope_summary_shows_the_scaling_it_read(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(
+        '{"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 32, '
+        '"max_position_embeddings": 131072, "rope_theta": 500000.0, "rope_scaling": '
+        '{"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, '
+        '"high_freq_factor": 4.0, "original_max_position_embeddings": 8192}}'
+    )
+    result = command.run("rope", config)
+    assert result.returncode == 0
+    assert (
+        "  scaling factor=32, high_freq_factor=4, low_freq_factor=1, "
+        "original_max_position_embeddings=8192"
+    ) in result.stdout.splitlines()
+
+
+def test_an_empty_config_is_said_to_be_empty(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text("\n")
+    result = command.run("rope", path)
+    assert result.returncode == 2
+    assert (
+        result.stderr
+        == f"sinpe: error: config {str(path)!r} is empty: a config.json holds a JSON object\n"
+    )
+
+
+def test_a_missing_file_is_a_file_not_found_error_and_a_value_error(tmp_path):
+    """`except FileNotFoundError` catches it, and so does the old `except ValueError`."""
+    from sinpe._front.cache_files import load
+
+    for call in (lambda p: sinpe.rope_config(p), lambda p: load(p)):
+        path = str(tmp_path / "nosuch.json")
+        with pytest.raises(FileNotFoundError) as found:
+            call(path)
+        assert isinstance(found.value, ValueError) and found.value.filename == path
+        assert str(found.value).endswith(f"{path!r}: No such file or directory")
+    result = command.run("rope", tmp_path / "nosuch.json")
+    assert result.returncode == 2 and "No such file or directory" in result.stderr
+
+
+FUZZ_TOKENS = [
+    "0", "1", "3", "8", "-1", "2", "64", str(2**40), "1e30", "nan", "abc", "", "-",
+    "--offset", "--dtype", "float16", "bfloat16", "--base", "--convention", "fairseq",
+    "--seq-len", "--layout", "interleaved", "--grid", "--json", "--max-error", "--max-bytes",
+    "--layer-type", "--sin", "--plot", "-o", "--help", "--version", "CONFIG", "CACHE", "OUT",
+    "NODIR",
+]  # fmt: skip
+
+
+def test_a_seeded_fuzz_of_main_never_crashes(tmp_path):
+    """Random command lines built from the CLI's own words: every one ends in 0, 1 or 2,
+    never a traceback (an exception out of main fails the test)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    config = tmp_path / "config.json"
+    config.write_text('{"head_dim": 16, "rope_theta": 1e4, "max_position_embeddings": 8}')
+    cos, sin = sinpe.rope(8, 16)
+    np.savez(tmp_path / "cache.npz", cos=cos, sin=sin)
+    paths = {
+        "CONFIG": str(config),
+        "CACHE": str(tmp_path / "cache.npz"),
+        "OUT": str(tmp_path / "out"),
+        "NODIR": str(tmp_path / "nodir" / "x"),
+    }
+    verbs = st.sampled_from(["table", "rope", "check", "plot", "info", "nosuch"])
+
+    @settings(max_examples=300, derandomize=True, deadline=None, database=None)
+    @given(verbs, st.lists(st.sampled_from(FUZZ_TOKENS), max_size=7))
+    def run(verb, tokens):
+        if verb == "plot" and "-o" not in tokens:
+            tokens = [*tokens, "-o", "OUT"]  # never the current directory
+        result = command.run(verb, *(paths.get(t, t) for t in tokens))
+        assert result.returncode in (0, 1, 2), (verb, tokens, result)
+        assert "Traceback" not in result.stderr, (verb, tokens, result.stderr)
+
+    run()
+
+
+@pytest.mark.parametrize("argv", [("plot", 18000, 64), ("table", 10, 8, "-o", "out/pe.npy")])
+def test_the_crashers_end_with_a_code_of_the_command(tmp_path, argv):
+    """The command lines that were an OOM kill or a message after the work: 0, 1 or 2,
+    never a signal, never a traceback."""
+    pytest.importorskip("matplotlib")
+    result = sinpe_cli(*argv, cwd=tmp_path)
+    assert result.returncode in (0, 1, 2) and "Traceback" not in result.stderr

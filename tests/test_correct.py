@@ -21,6 +21,8 @@ from sinpe import _twin
 from sinpe._front import backends
 from sinpe._front.checks import bfloat16
 
+pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
+
 BF16 = bfloat16()
 NARROW = ["float32", "float16"] + (["bfloat16"] if BF16 is not None else [])
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,6 +19,8 @@ from sinpe._front import backends, plan
 from sinpe._twin import dd, turns
 from sinpe._twin import frequencies as twin_frequencies
 
+pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
+
 SLACK = 2.0**-62
 needs_kernel = pytest.mark.skipif("cython" not in backends.BACKENDS, reason="kernel not built")
 

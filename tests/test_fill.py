@@ -17,6 +17,8 @@ from sinpe._front import backends, plan
 from sinpe._front.checks import bfloat16
 from sinpe._twin.constants import FREQUENCY_BLOCK, GRID_SPAN
 
+pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
+
 CONVENTIONS = [
     "vaswani",
     "tensor2tensor",

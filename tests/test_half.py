@@ -19,6 +19,8 @@ from sinpe._front import backends
 from sinpe._front.checks import bfloat16
 from sinpe._twin import half as _half
 
+pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
+
 BF16 = bfloat16()
 HALF_DTYPES = [np.dtype(np.float16)] + ([BF16] if BF16 is not None else [])
 ids = [d.name for d in HALF_DTYPES]

@@ -20,7 +20,10 @@ from sinpe._front import backends, plan
 from sinpe._front.checks import bfloat16
 
 kernel = backends.kernel
-pytestmark = pytest.mark.skipif(kernel is None, reason="compiled kernel not built")
+pytestmark = [
+    pytest.mark.compiled,  # the kernel's own tests: every build runs them
+    pytest.mark.skipif(kernel is None, reason="compiled kernel not built"),
+]
 needs_bfloat16 = pytest.mark.skipif(bfloat16() is None, reason="bfloat16 needs ml_dtypes")
 DTYPES = (
     "float64",

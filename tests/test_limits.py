@@ -19,6 +19,8 @@ from sinpe._front import backends, checks
 from sinpe._front.rope import MAX_HEAD_DIM
 from sinpe._twin import frequencies as twin_frequencies
 
+pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
+
 CONFIGS = Path(__file__).parent / "data" / "configs"
 TIB = 1 << 40
 # the Python side's allocations while refusing: the traced peak, never the request's size

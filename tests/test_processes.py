@@ -12,6 +12,8 @@ from subprocesses import run_script
 import sinpe
 from sinpe import conventions
 
+pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
+
 linux_only = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs /proc")
 
 

@@ -9,6 +9,8 @@ import sinpe
 from sinpe import sinusoidal_positional_encoding as pe
 from sinpe._front import backends
 
+pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
+
 
 def textbook(seq_len, d_model, base=10000.0, offset=0):
     """The tutorial formula (float64), odd widths included."""
@@ -124,11 +126,22 @@ def test_empty_tables(backend):
     assert pe(0, 3, out=out, backend=backend) is out
 
 
-def test_frequencies_are_cached_and_read_only():
+def test_frequencies_are_copies_of_a_cached_read_only_vector():
+    """Each call returns a writable copy (torch.from_numpy takes it without a warning); a
+    write to it changes no later call, table or frequency vector."""
     w = sinpe.frequencies(768)
-    assert w is sinpe.frequencies(768)
-    with pytest.raises(ValueError):
-        w[0] = 2.0
+    first = w.copy()
+    assert w is not sinpe.frequencies(768) and w.flags.writeable
+    table = sinpe.sinusoidal_positional_encoding(4, 768)
+    w[:] = 2.0
+    assert np.array_equal(sinpe.frequencies(768), first)
+    assert np.array_equal(sinpe.sinusoidal_positional_encoding(4, 768), table)
+    spec = sinpe.rope_config({"hidden_size": 64, "num_attention_heads": 1, "rope_theta": 5e5})
+    for call in (lambda: sinpe.rope_frequencies(64, base=5e5), spec.frequencies):
+        inv_freq, _ = call()
+        kept = inv_freq.copy()
+        inv_freq[:] = 0.0
+        assert np.array_equal(call()[0], kept)
 
 
 def test_backend_constant_is_truthful(monkeypatch):

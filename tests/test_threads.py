@@ -18,6 +18,8 @@ from subprocesses import FORK_STRESS, FORKS, fork_counts, run_script
 import sinpe
 from sinpe._front import backends
 
+pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
+
 linux_only = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs /proc")
 needs_pool = pytest.mark.skipif(
     sinpe.THREAD_RUNTIME == "none" or "cython" not in backends.BACKENDS,

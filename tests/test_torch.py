@@ -752,3 +752,13 @@ def test_patch_replaces_a_module_that_refuses_the_id_forms_its_model_never_passe
     holder = torch.nn.Module()
     holder.rope = TextOnly(transformers.LlamaConfig(hidden_size=64, num_attention_heads=4))
     assert st.patch(holder) == ["rope"]
+
+
+def test_torch_from_numpy_takes_sinpes_frequencies_without_a_warning():
+    """The README's torch.from_numpy(...) on a frequency vector: a writable copy, so torch
+    does not warn that it is read-only (the suite turns warnings into errors)."""
+    w = sinpe.frequencies(8)
+    assert torch.equal(torch.from_numpy(w), torch.from_numpy(sinpe.frequencies(8)))
+    inv_freq, _ = sinpe.rope_frequencies(16)
+    torch.from_numpy(inv_freq).mul_(2.0)  # writes into the copy only
+    assert np.array_equal(sinpe.rope_frequencies(16)[0], inv_freq / 2.0)

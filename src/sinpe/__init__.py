@@ -1,11 +1,15 @@
 """sinpe: fast, exact sinusoidal positional encoding tables."""
 
-from . import conventions, rope_scaling
-from ._front.config import rope_config
-from ._front.grid import encode_2d, encode_grid
-from ._front.rope import rope, rope_at, rope_cache, rope_frequencies
-from ._front.spec import RopeSpec
-from ._front.tables import (
+from . import _environment
+
+_environment.start()  # the sinpe command: a wrong variable is one line and exit 2
+
+from . import conventions, rope_scaling  # noqa: E402
+from ._front.config import rope_config  # noqa: E402
+from ._front.grid import encode_2d, encode_grid  # noqa: E402
+from ._front.rope import rope, rope_at, rope_cache, rope_frequencies  # noqa: E402
+from ._front.spec import RopeSpec  # noqa: E402
+from ._front.tables import (  # noqa: E402
     BACKEND,
     cache_info,
     clear_cache,
@@ -15,9 +19,9 @@ from ._front.tables import (
     shift_matrix,
     sinusoidal_positional_encoding,
 )
-from ._front.threads import RUNTIME as THREAD_RUNTIME
-from ._front.threads import thread_limit
-from ._version import __version__
+from ._front.threads import RUNTIME as THREAD_RUNTIME  # noqa: E402
+from ._front.threads import thread_limit  # noqa: E402
+from ._version import __version__  # noqa: E402
 
 
 def __getattr__(name: str):

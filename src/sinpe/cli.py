@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from . import __version__, conventions
+from . import __version__, _environment, conventions
 from ._front import backends
 from ._front import rope as _rope
 from ._front import tables as api
@@ -199,6 +199,7 @@ def _announce(path: str, nbytes: int, why: str) -> None:
 
 
 def _table(args) -> int:
+    path = None if args.output is None else output_path(args.output, ".npy")  # said first
     table = api.sinusoidal_positional_encoding(
         args.seq_len,
         args.d_model,
@@ -207,8 +208,7 @@ def _table(args) -> int:
         dtype=args.dtype,
         convention=args.convention,
     )
-    if args.output is not None:
-        path = output_path(args.output, ".npy")
+    if path is not None:
         _announce(path, table.nbytes, f"{args.seq_len} x {args.d_model} {table.dtype}")
         write_atomically(path, lambda file: np.save(file, _savable(table)))
         note = _BITS_NOTE if table.dtype.name == "bfloat16" else ""
@@ -218,6 +218,8 @@ def _table(args) -> int:
         f"shape {table.shape}, dtype {table.dtype}, backend {api.BACKEND}, "
         f"convention {args.convention}, offset {args.offset}"
     )
+    if table.dtype.name == "bfloat16":  # NumPy prints ml_dtypes' values unaligned, 0 as "0"
+        table = table.astype(np.float32)  # exact: every bfloat16 is a float32
     with np.printoptions(precision=6, suppress=True, edgeitems=3, threshold=50, linewidth=100):
         print(table)
     return 0
@@ -278,6 +280,13 @@ def _rope_command(args) -> int:
                 f"{head}rope_type {layer.scaling['rope_type']}, rotary dim {layer.head_dim}, "
                 f"base {layer.base:g}"
             )
+            read = {
+                key: value
+                for key, value in layer.scaling.items()
+                if key not in ("rope_type", "mrope_section", "mrope_interleaved")
+            }
+            if read:
+                print("  scaling " + ", ".join(f"{k}={_shown(v)}" for k, v in sorted(read.items())))
             if layer.scaling.get("mrope_section"):
                 kind = "interleaved" if layer.scaling.get("mrope_interleaved") else "contiguous"
                 print(f"  M-RoPE sections {list(layer.scaling['mrope_section'])} ({kind})")
@@ -325,6 +334,14 @@ def _rope_command(args) -> int:
         + note
     )
     return 0
+
+
+def _shown(value) -> str:
+    """A scaling value as the config would write it (a long factor list abbreviated)."""
+    if isinstance(value, (tuple, list)):
+        items = [_shown(v) for v in value]
+        return "[" + ", ".join(items if len(items) <= 6 else [*items[:3], "...", items[-1]]) + "]"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _full_width(config, spec) -> int | None:
@@ -409,6 +426,8 @@ def _check(args) -> int:
         raise ValueError(f"--max-bytes must be >= 0, got {args.max_bytes}")
     if args.plot:
         output_path(args.plot, ".png")  # a bad name is said before any work
+        if _without_matplotlib("sinpe check --plot"):
+            return 1
     spec, full_width = _check_spec(args)
     arrays = load_cache(args.cache, layer_type=args.layer_type, max_bytes=args.max_bytes)
     if args.sin is not None:
@@ -425,8 +444,7 @@ def _check(args) -> int:
     else:
         _print_report(args, spec, report, verdict, over)
     if args.plot:
-        if _plot_errors(args, report) != 0:
-            return 1
+        _plot_errors(args, report)
     return code
 
 
@@ -508,40 +526,43 @@ def error_figure(report, offset: int, name: str):
     return figure
 
 
-def _plot_errors(args, report) -> int:
-    from .plot import INSTALL_HINT
+def _plot_errors(args, report) -> None:
+    import matplotlib
 
-    try:
-        import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print(INSTALL_HINT, file=sys.stderr)
-        return 1
     figure = error_figure(report, args.offset, os.path.basename(args.cache))
     path = output_path(args.plot, ".png")
     write_atomically(path, lambda file: figure.savefig(file, dpi=120, format="png"))
     plt.close(figure)
     print(f"wrote {path}")
-    return 0
+
+
+def _without_matplotlib(command: str) -> bool:
+    """Say how to install matplotlib when it is missing (before any work is done)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print(f"{command} needs matplotlib: pip install 'sinpe[plot]'", file=sys.stderr)
+        return True
+    return False
 
 
 def _plot(args) -> int:
-    from .plot import INSTALL_HINT, save_figure
+    from .plot import sampled_positions, save_figure
 
-    if args.seq_len < 1:
-        raise ValueError(f"seq_len must be >= 1 to draw a picture, got {args.seq_len}")
     api.sinusoidal_positional_encoding(0, args.d_model)  # checks the arguments, builds nothing
-    try:  # before the table is built: a missing extra is said at once
-        import matplotlib  # noqa: F401
-    except ImportError:
-        print(INSTALL_HINT, file=sys.stderr)
+    positions = sampled_positions(args.seq_len, args.d_model)  # a few thousand pixels' worth
+    if _without_matplotlib("sinpe plot"):
         return 1
     path = output_path(args.output, ".png")
-    table = api.sinusoidal_positional_encoding(args.seq_len, args.d_model)
-    title = f"sinusoidal positional encoding, {args.seq_len} x {args.d_model}"
-    write_atomically(path, lambda file: save_figure(table, file, title=title))
+    table = api.encode(positions, args.d_model)
+    title = f"sinusoidal positional encoding, {args.seq_len:,} x {args.d_model:,}"
+    write_atomically(
+        path,
+        lambda file: save_figure(table, file, title, positions=positions, seq_len=args.seq_len),
+    )
     print(f"wrote {path}")
     return 0
 
@@ -618,13 +639,15 @@ def _info(args) -> int:
     )
     cache = api.cache_info()
     print(f"cache: {cache.nbytes / 2**20:.1f} of {cache.limit / 2**20:.0f} MiB kept")
-    if kernel is None:
-        print("instruction set: n/a (NumPy)")
+    if kernel is None or api.BACKEND == "numpy":
+        print(f"instruction set: n/a (backend {api.BACKEND}: NumPy's own loops)")
     else:
-        print(
-            f"instruction set: {kernel.ISA} ({kernel.ISA_REASON}; this CPU and build run up to "
-            f"{kernel.CPU_ISA}{', emulated' if kernel.EMULATED else ''})"
-        )
+        reason = kernel.ISA_REASON
+        if kernel.ISA != kernel.CPU_ISA:
+            reason += f"; this CPU and build run up to {kernel.CPU_ISA}"
+        if kernel.EMULATED and "emulated" not in reason:
+            reason += ", emulated"
+        print(f"instruction set: {kernel.ISA} ({reason})")
     print(f"bfloat16: {'ml_dtypes' if bfloat16() is not None else 'not available'}")
     print(f"numpy: {np.__version__}")
     return 0
@@ -633,6 +656,9 @@ def _info(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``sinpe`` console script and ``python -m sinpe``."""
     try:
+        wrong = _environment.problems()  # read again: a program may set them after import
+        if wrong:
+            raise ValueError(wrong[0])
         args = _build_parser().parse_args(argv)
         handler = {
             "table": _table,

@@ -15,7 +15,7 @@ import importlib
 import os
 import warnings
 
-from .. import _twin
+from .. import _environment, _twin
 
 __all__ = ["BACKEND", "BACKENDS", "DEFAULT", "KERNEL_ERROR", "NAMES", "get"]
 
@@ -40,11 +40,11 @@ if kernel is not None:
 def _from_environment() -> str:
     requested = os.environ.get("SINPE_BACKEND", "").strip().lower() or "auto"
     if requested not in NAMES:
-        raise ImportError(
+        _environment.fail(
             f"SINPE_BACKEND={requested!r} is not a backend; use one of {', '.join(NAMES)}"
         )
     if requested == "cython" and kernel is None:
-        raise ImportError(
+        _environment.fail(
             f"SINPE_BACKEND=cython but the compiled kernel is not available ({KERNEL_ERROR})"
         )
     if requested == "auto":

@@ -20,6 +20,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import checks
+
 __all__ = ["DEFAULT_MAX_BYTES", "NARROW", "Stored", "load"]
 
 DEFAULT_MAX_BYTES = 16 << 30  # a cache of more than 16 GiB expanded is not a RoPE cache
@@ -97,7 +99,7 @@ def _regular(path: str) -> None:
     try:
         os.stat(path)
     except OSError as exc:
-        raise ValueError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+        raise checks.unreadable(path, exc) from None
     if not os.path.isfile(path):
         raise ValueError(f"{path!r} is not a regular file")
 

@@ -343,10 +343,7 @@ def compare(spec, arrays: list, offset: int = 0, layout: str | None = None, full
             "FILE, or --layout vllm if it is [cos | sin]"
         )
     best_error, _, best = judged[0]
-    note = ""
     tie = [v for e, _, v in judged[1:] if e <= best_error * 1.01 + MATCH_ULPS * ulp]
-    if tie:  # the same error either way: the verdict holds for each, and each is named
-        note = f"{', '.join(v.layout for v in tie)} fit{'s' if len(tie) == 1 else ''} equally"
     all_rows = np.arange(n, dtype=np.int64)
     errors = _row_errors(best, rotary, offset + all_rows, all_rows, length)
     all_positions = offset + all_rows
@@ -376,6 +373,13 @@ def compare(spec, arrays: list, offset: int = 0, layout: str | None = None, full
         explanation = _narrower(dtype, errors, envelope - match_bound, factor) or _explain(
             spec, arrays, layout, offset, full_width, rows, dtype, n
         )
+    note = ""
+    if tie:  # the same error either way: the verdict holds for each, and each is named
+        names = ", ".join(v.layout for v in tie)
+        if verdict == "mismatch":
+            note = f"{names} as near: {'neither' if len(tie) == 1 else 'none'} matches"
+        else:
+            note = f"{names} fit{'s' if len(tie) == 1 else ''} equally"
     return Report(
         best.layout,
         n,

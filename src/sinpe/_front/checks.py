@@ -3,6 +3,7 @@ and raises ``TypeError`` for a wrong type, ``ValueError`` for a wrong value."""
 
 from __future__ import annotations
 
+import errno
 import math
 import operator
 import os
@@ -17,6 +18,25 @@ BFLOAT16_HINT = (
     "dtype bfloat16 needs the ml_dtypes package: pip install 'sinpe[bfloat16]' "
     "(or pip install ml_dtypes)"
 )
+
+
+class MissingFileError(FileNotFoundError, ValueError):
+    """A file argument that does not exist: ``except FileNotFoundError`` catches it, and so
+    does ``except ValueError`` (what sinpe raised for it before)."""
+
+    def __init__(self, message: str, path: str):
+        super().__init__(errno.ENOENT, message, path)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def unreadable(path: str, exc: OSError, what: str = "") -> ValueError:
+    """The error for a file that cannot be opened, naming it and why."""
+    message = f"cannot read {what}{path!r}: {exc.strerror or exc}"
+    if isinstance(exc, FileNotFoundError):
+        return MissingFileError(message, path)
+    return ValueError(message)
 
 
 def bfloat16() -> np.dtype | None:

@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 
 from .. import rope_scaling
+from . import checks
 from . import rotary as rot
 from .families import ALIASES, COMPOSITE, FAMILIES, Family
 from .spec import Frozen, RopeSpec
@@ -59,11 +60,13 @@ def _load(config) -> dict:
             with open(path, "rb") as handle:
                 data = handle.read(MAX_CONFIG_BYTES + 1)
         except OSError as exc:
-            raise ValueError(f"cannot read config {path!r}: {exc.strerror or exc}") from None
+            raise checks.unreadable(path, exc, "config ") from None
         if len(data) > MAX_CONFIG_BYTES:
             raise ValueError(
                 f"config {path!r} is larger than {MAX_CONFIG_BYTES >> 20} MiB: not a config.json"
             )
+        if not data.strip():
+            raise ValueError(f"config {path!r} is empty: a config.json holds a JSON object")
         try:
             config = json.loads(data.decode("utf-8"), parse_int=_integer)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -27,14 +27,32 @@ __all__ = ["output_path", "write_atomically"]
 
 
 def output_path(output: str, suffix: str) -> str:
-    """The file ``-o output`` writes (the name printed is the name written)."""
+    """The file ``-o output`` writes (the name printed is the name written), its directory
+    checked: called before any work, so that a bad destination is said at once."""
     if not output or not os.path.basename(output):
         raise ValueError(f"-o needs a file name, got {output!r}")
     if _is_device(output):
         return output
     if os.path.isdir(output):
         raise ValueError(f"-o {output!r} is a directory: give a file name")
-    return output if output.lower().endswith(suffix) else output + suffix
+    path = output if output.lower().endswith(suffix) else output + suffix
+    _writable_folder(path)
+    return path
+
+
+def _writable_folder(path: str) -> str:
+    """The directory the file ``path`` is renamed into, which must exist and be writable."""
+    folder = os.path.dirname(os.path.realpath(path))
+    if not os.path.isdir(folder):
+        shown = os.path.dirname(path) or folder
+        what = "is not a directory" if os.path.exists(folder) else "does not exist"
+        raise ValueError(f"cannot write {path!r}: the directory {shown!r} {what}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"cannot write {path!r}: the directory {folder!r} is not writable (the file is "
+            "replaced by a rename there, so that a failed write keeps the old one)"
+        )
+    return folder
 
 
 def _is_device(path: str) -> bool:
@@ -126,18 +144,13 @@ def write_atomically(path: str, write) -> None:
             raise _failure(path, exc) from None
         return
     target = os.path.realpath(path)  # a symbolic link: its target is the file replaced
-    folder = os.path.dirname(target)
+    folder = _writable_folder(path)  # again: it may have changed since output_path
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
         mode = 0o666 & ~_umask()
     except OSError as exc:
         raise _failure(path, exc) from None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(
-            f"cannot write {path!r}: the directory {folder!r} is not writable (the file is "
-            "replaced by a rename there, so that a failed write keeps the old one)"
-        )
     made: list = []  # [fd, name] of the temporary file: the fd is None once closed
     replaced = False
     with _signals_raise() as received:

@@ -355,7 +355,7 @@ def rope_frequencies(
     Parameters
     ----------
     head_dim, base, scaling, max_position_embeddings, inv_freq, attention_factor
-        As for :func:`rope` (with ``inv_freq``, those frequencies, read-only).
+        As for :func:`rope` (with ``inv_freq``, a copy of those frequencies).
     seq_len : int, optional
         The current length, for ``dynamic`` and ``longrope``; ``None``: within the trained
         length (``dynamic`` keeps ``base``, ``longrope`` takes ``short_factor``).
@@ -365,7 +365,7 @@ def rope_frequencies(
     inv_freq : numpy.ndarray
         ``head_dim // 2`` float64 values in transformers' order (``axial``: the even powers,
         then the odd ones), each within 4 ulp of the real-number value of transformers'
-        formula for the given parameters; read-only.
+        formula for the given parameters; a new array each call.
     attention_factor : float
         What every cos/sin is multiplied by (transformers' ``attention_scaling``).
 
@@ -381,7 +381,8 @@ def rope_frequencies(
     )
     if seq_len is not None:
         seq_len = check.integer("seq_len", seq_len, 0)
-    return rot.frequencies(rotary, seq_len)
+    inv_freq, attention_factor = rot.frequencies(rotary, seq_len)
+    return inv_freq.copy(), attention_factor  # the cached vector stays read-only
 
 
 # --------------------------------------------------------------------------- axis blocks

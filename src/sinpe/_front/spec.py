@@ -189,7 +189,8 @@ class RopeSpec:
         length ``seq_len`` (``None``: within the trained length)."""
         if seq_len is not None:
             seq_len = check.integer("seq_len", seq_len, 0)
-        return rot.frequencies(self._one(), seq_len)
+        inv_freq, attention_factor = rot.frequencies(self._one(), seq_len)
+        return inv_freq.copy(), attention_factor  # the cached vector stays read-only
 
     def length_key(self, seq_len: int | None) -> object:
         """What of the current length ``seq_len`` changes the values (``None``: nothing):

@@ -202,7 +202,8 @@ def frequencies(
     """The frequencies a convention's table of width ``d_model`` uses, in column order.
 
     For ``"vaswani"``, ``w_i = base**(-2i/d_model)``, ``i < ceil(d_model/2)``. Each is within
-    1 ulp of the exact real value. The array is cached and read-only.
+    1 ulp of the exact real value. The vector is computed once and cached; each call returns a
+    copy of it (writable: a write changes no later call).
 
     Parameters
     ----------
@@ -217,14 +218,14 @@ def frequencies(
     -------
     numpy.ndarray
         float64, one per frequency the table uses (``ceil(d_model/2)`` or ``d_model//2``),
-        read-only.
+        a new array each call.
     """
     d_model = check.integer("d_model", d_model, 1)
     base = check.base(base)
     check.reserve(8 * (d_model // 2 + 1), f"the frequencies of d_model={d_model}")
     key = frequency_key(get_convention(convention), d_model, base)
-    try:
-        return frequency_vector(*key)
+    try:  # a copy: the cached vector stays read-only, and torch.from_numpy takes a copy quietly
+        return frequency_vector(*key).copy()
     except ValueError as exc:  # more frequencies than an array can index
         raise ValueError(f"d_model={d_model} is too large ({exc})") from None
 
