@@ -15,6 +15,7 @@ import references as ref
 torch = pytest.importorskip("torch")
 import sinpe  # noqa: E402
 import sinpe.torch as st  # noqa: E402
+from sinpe._front.checks import bfloat16  # noqa: E402
 
 LLAMA3 = {
     "model_type": "llama",
@@ -283,32 +284,31 @@ def test_growing_tables_is_safe_under_concurrent_forwards():
     assert not errors, errors
 
 
-def test_far_ids_cost_memory_of_the_ids_not_of_the_largest():
-    """One id of 2**40 (or any id past the growth cap, max(2 * max_position_embeddings,
-    2**20)) is the exact row, and no table grows to it: what is kept stays below the cap."""
+def test_ids_past_the_table_are_exact_rows_in_eager_mode_and_grow_nothing():
+    """On the CPU in eager mode, an id past the table (max_positions; here 2**40 or 2**53 - 1)
+    or a negative one is the exact row, computed alone: nothing grows, what is kept is the
+    table made at build time."""
     m = st.RotaryEmbedding(LLAMA3)
+    before = m.table_bytes
+    assert m.max_positions == 131072 and before == 2 * 131072 * 8 * 4
     x = torch.zeros(1, dtype=torch.float32)
-    ids = torch.tensor([[2**40, 7, 2**53 - 1, 4_000_000]])
+    ids = torch.tensor([[2**40, 7, 2**53 - 1, 4_000_000, -5]])
     cos, sin = m(x, ids)
     want_cos, want_sin = sinpe.rope_at(
         ids.numpy(), 16, base=500000.0, scaling=LLAMA3["rope_scaling"], dtype="float32"
     )
-    assert torch.equal(cos, torch.from_numpy(want_cos)) and cos.shape == (1, 4, 16)
+    assert torch.equal(cos, torch.from_numpy(want_cos)) and cos.shape == (1, 5, 16)
     assert torch.equal(sin, torch.from_numpy(want_sin))
-    layer = m._layers[None]
-    assert layer.growth_cap == max(2 * 131072, 2**20)
-    assert all(t[0].shape[0] <= layer.growth_cap for t in layer.tables.values())
-    # below the cap, ids still come from a grown table, and give the same rows
-    near = torch.tensor([[layer.growth_cap - 1, 7]])
+    assert m.table_bytes == before and m._layers[None].tables == {}
+    near = torch.tensor([[131071, 7]])  # the table's last row: the same bits
     assert torch.equal(m(x, near)[0][0, 1], cos[0, 1])
-    assert max(t[0].shape[0] for t in layer.tables.values()) == layer.growth_cap
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
 def test_forks_while_a_table_grows_never_hang():
-    """A thread grows a RotaryEmbedding's table again and again (its lock held all the
+    """A thread makes a RotaryEmbedding's table again and again (its lock held all the
     while) and the main thread forks 200 times, as often as it can while that lock is held;
-    each child's forward needs the lock (and grows its table from 0). Not one child hangs,
+    each child's forward needs the lock (and makes its table again). Not one child hangs,
     and each gets the parent's rows."""
     from subprocesses import FORK_STRESS, FORKS, fork_counts, run_script
 
@@ -326,7 +326,7 @@ layer = m._layers[None]
 def grow(stop):
     while not stop.is_set():
         m.clear()
-        m(x, torch.tensor([[600_000]]))
+        m(x, torch.tensor([[5]]))  # remade under the lock
 def child():
     m.clear()
     got = m(x, ids)
@@ -357,12 +357,122 @@ def test_layer_types_are_checked():
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's own, inside compile
-def test_forward_runs_under_torch_compile():
-    module = st.RotaryEmbedding(LLAMA3)
-    ids = torch.tensor([[0, 1, 2, 99999]])
-    compiled = torch.compile(lambda x, p: module(x, p))
-    got = compiled(torch.zeros(1, 4, 4), ids)
-    assert all(torch.equal(a, b) for a, b in zip(got, module(torch.zeros(1, 4, 4), ids)))
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's own, inside compile
+@pytest.mark.parametrize("config", [LLAMA3, GEMMA3, QWEN2_VL], ids=["llama3", "gemma3", "mrope"])
+def test_forward_compiles_as_one_graph_and_is_the_same_lookup(config):
+    """fullgraph=True: no graph break (torch._dynamo.explain counts 0); the compiled rows
+    are eager's bit for bit (a gather is exact)."""
+    module = st.RotaryEmbedding(config)
+    layer_type = next(iter(module._layers))
+    ids = torch.tensor([[0, 1, 2, module.max_positions // 3]])
+    if module._layers[layer_type].n_axes == 3:
+        ids = torch.stack([ids, ids + 5, ids * 2])
+    args = (torch.zeros(1, 4, 4), ids) + (() if layer_type is None else (layer_type,))
+    assert torch._dynamo.explain(module)(*args).graph_break_count == 0
+    got = torch.compile(module, fullgraph=True)(*args)
+    assert all(torch.equal(a, b) for a, b in zip(got, module(*args)))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_dynamic_ntk_compiles_with_its_one_graph_break():
+    """dynamic re-derives its base from the largest id (transformers' own module branches on
+    that value too): the exact path runs eagerly, outside the graph (fullgraph=True refuses
+    it, as it refuses transformers' own), with the same values."""
+    module = st.RotaryEmbedding(DYNAMIC)
+    x = torch.zeros(1, 3, 4)
+    with pytest.raises(torch._dynamo.exc.Unsupported, match="disable"):
+        torch.compile(module, fullgraph=True)(x, torch.tensor([[0, 5, 9000]]))
+    torch._dynamo.reset()
+    compiled = torch.compile(module)
+    for ids in ([[0, 5, 9000]], [[1, 2, 3]]):
+        want = st.RotaryEmbedding(DYNAMIC)(x, torch.tensor(ids))
+        assert all(torch.equal(a, b) for a, b in zip(compiled(x, torch.tensor(ids)), want))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_ids_outside_the_table_raise_when_compiled_never_wrap():
+    """Compiled, an id at or past max_positions, or a negative one, raises through the
+    device-side assertion (no host sync), naming the way out; eager on the CPU computes it."""
+    module = st.RotaryEmbedding(LLAMA3, max_positions=1000)
+    compiled = torch.compile(module, fullgraph=True)
+    x = torch.zeros(1, 2, 4)
+    assert torch.equal(
+        compiled(x, torch.tensor([[999, 3]]))[0], module(x, torch.tensor([[999, 3]]))[0]
+    )
+    for bad in ([[1000, 3]], [[-1, 3]], [[3, 2**40]]):
+        with pytest.raises(RuntimeError, match="max_positions=1000: build the module"):
+            compiled(x, torch.tensor(bad))
+        want = sinpe.rope_at(np.array(bad), 16, base=500000.0, scaling=LLAMA3["rope_scaling"])
+        assert np.array_equal(module(x, torch.tensor(bad))[0].numpy(), want[0].astype(np.float32))
+
+
+def test_tables_are_non_persistent_buffers_remade_exactly_on_a_cast():
+    """.to(dtype) remakes the tables in that dtype, exactly (a cast would round twice):
+    after .half() the bits are sinpe's float16 table; .to(device) moves them; the
+    state_dict holds none of them; a fixed output dtype keeps its tables."""
+    module = st.RotaryEmbedding(LLAMA3, max_positions=4096)
+    spec = sinpe.rope_config(LLAMA3)
+    assert module.state_dict() == {} and module.table_bytes == 2 * 4096 * 8 * 4
+    assert module.cos_float32.dtype == torch.float32
+    ids = torch.tensor([[0, 1, 4095, 77]])
+    for cast, dtype in (
+        (lambda m: m.half(), "float16"),
+        (lambda m: m.to(torch.bfloat16), "bfloat16"),
+        (lambda m: m.double(), "float64"),
+        (lambda m: m.float(), "float32"),
+    ):
+        if dtype == "bfloat16" and bfloat16() is None:
+            continue
+        cast(module)
+        held = sorted(name for name, _ in module.named_buffers() if name.startswith("cos_"))
+        assert held == [f"cos_{dtype}"], held
+        assert module.table_bytes == 2 * 4096 * 8 * np.dtype(numpy_dtype_name(dtype)).itemsize
+        table = getattr(module, f"cos_{dtype}")
+        want = spec.rope(4096, layout="compact", dtype=dtype)[0]
+        assert np.array_equal(
+            table.view(torch.int16).numpy() if dtype == "bfloat16" else table.numpy(),
+            want.view(np.int16) if dtype == "bfloat16" else want,
+        )
+        x = torch.zeros(1, 4, 4, dtype=getattr(torch, dtype))
+        cos, _ = module(x, ids)
+        assert cos.dtype == getattr(torch, dtype)
+    complex_module = st.RotaryEmbedding(LLAMA3, layout="complex", max_positions=64)
+    complex_module.half()
+    assert complex_module.cos_float32.dtype == torch.float32  # freqs_cis: float32 angles
+    assert complex_module(torch.zeros(1), torch.tensor([[3]])).dtype == torch.complex64
+
+
+def numpy_dtype_name(name):
+    return bfloat16() if name == "bfloat16" else np.dtype(name)
+
+
+def test_another_dtype_gets_its_own_exact_table_once():
+    """A forward with x of another dtype than the tables' (autocast) makes that dtype's
+    tables once, exactly, beside the others; clear() frees them all."""
+    module = st.RotaryEmbedding(LLAMA3, max_positions=512)
+    x16 = torch.zeros(1, 2, 4, dtype=torch.float16)
+    cos, _ = module(x16, torch.tensor([[5, 500]]))
+    assert module.table_bytes == 2 * 512 * 8 * (4 + 2)
+    want = sinpe.rope_at(
+        np.array([[5, 500]]), 16, base=500000.0, scaling=LLAMA3["rope_scaling"], dtype="float16"
+    )
+    assert np.array_equal(cos.numpy(), want[0])
+    module.clear()
+    assert module.table_bytes == 0
+    assert torch.equal(module(x16, torch.tensor([[5, 500]]))[0], cos)  # remade
+
+
+def test_max_positions_sets_the_table_and_its_memory_is_checked_first():
+    assert st.RotaryEmbedding(LLAMA3).max_positions == 131072  # the trained length
+    no_length = {"model_type": "somebody_new", "hidden_size": 64, "num_attention_heads": 4}
+    no_length["rope_theta"] = 1e4
+    assert st.RotaryEmbedding(no_length, layout="half").max_positions == 8192
+    long = LLAMA3 | {"max_position_embeddings": 10_485_760}
+    assert st.RotaryEmbedding(long).max_positions == st.MAX_POSITIONS == 2**18
+    with pytest.raises(ValueError, match="max_positions must be"):
+        st.RotaryEmbedding(LLAMA3, max_positions=0)
+    with pytest.raises(MemoryError, match=r"max_positions=1099511627776"):
+        st.RotaryEmbedding(LLAMA3, max_positions=2**40)
 
 
 # --------------------------------------------------------------------------- patch()
@@ -634,19 +744,92 @@ def test_import_sinpe_never_imports_torch():
     warnings.filterwarnings("default")
 
 
+def _tiny_model(name):
+    transformers = pytest.importorskip("transformers")
+    config, _ = _tiny(name)
+    config.pad_token_id = 0
+    cls = {
+        "llama": transformers.LlamaForCausalLM,
+        "qwen2": transformers.Qwen2ForCausalLM,
+        "gemma3": transformers.Gemma3ForCausalLM,
+        "phi3": transformers.Phi3ForCausalLM,
+    }[name]
+    torch.manual_seed(0)
+    return cls(config).eval()
+
+
+def _compiles(model, tokens, positions, fullgraph) -> bool:
+    try:
+        with torch.no_grad():
+            torch.compile(model, fullgraph=fullgraph)(tokens, position_ids=positions)
+    except Exception:
+        return False
+    finally:
+        torch._dynamo.reset()
+    return True
+
+
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's own, inside compile
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_a_patched_model_runs_under_torch_compile():
-    transformers = pytest.importorskip("transformers")
-    config, _ = _tiny("llama")
-    torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(config).eval()
-    st.patch(model)
-    tokens, positions = torch.randint(0, 64, (1, 16)), torch.arange(16)[None] + 100000
+@pytest.mark.parametrize("name", ["llama", "qwen2", "gemma3", "phi3"])
+def test_a_patched_model_compiles_wherever_the_unpatched_does(name):
+    """Llama-3.1, a YaRN family (Qwen2), Gemma-3 (a RoPE per layer type) and Phi-3
+    (LongRoPE: both factor sets held, picked per call on the device, as transformers'
+    torch.where does): the unpatched models compile with fullgraph=True, and so do the
+    patched ones, with 0 graph breaks, their logits eager's at positions 0-63 and near
+    100,000 (past the trained length of some: max_positions= is the way)."""
+    model = _tiny_model(name)
+    tokens = torch.randint(0, 64, (1, 64), generator=torch.Generator().manual_seed(1))
+    near, far = torch.arange(64)[None], torch.arange(100_000, 100_064)[None]
+    assert _compiles(model, tokens, near, fullgraph=True)
+    report = st.patch(model, max_positions=2**17)  # past the trained length of some
+    rotary = model.model.rotary_emb
+    assert report == ["model.rotary_emb"] and rotary.max_positions == 2**17
+    assert report.table_bytes == rotary.table_bytes > 0
+    explained = torch._dynamo.explain(model)(tokens, position_ids=far)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    torch._dynamo.reset()
+    compiled = torch.compile(model, fullgraph=True)
     with torch.no_grad():
-        eager = model(tokens, position_ids=positions).logits
-        compiled = torch.compile(model)(tokens, position_ids=positions).logits
-    assert (compiled - eager).abs().max() < 1e-5
+        for positions in (near, far):
+            eager = model(tokens, position_ids=positions).logits
+            assert (compiled(tokens, position_ids=positions).logits - eager).abs().max() < 1e-5
+    torch._dynamo.reset()
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_an_exported_patched_model_holds_no_host_sync():
+    """torch.export of a patched Llama-3.1: its graph holds no aten._local_scalar_dense (a
+    host read of a tensor value: what a CUDA graph cannot capture) and runs as eager."""
+    model = _tiny_model("llama")
+    st.patch(model)
+    tokens, positions = torch.randint(0, 64, (1, 16)), torch.arange(16)[None] + 100_000
+    exported = torch.export.export(
+        model, (tokens,), {"position_ids": positions, "use_cache": False}
+    )
+    graph = str(exported.graph)
+    assert "_local_scalar_dense" not in graph and "_assert_async" in graph
+    with torch.no_grad():
+        want = model(tokens, position_ids=positions, use_cache=False).logits
+        got = exported.module()(tokens, position_ids=positions, use_cache=False).logits
+    assert (got - want).abs().max() < 1e-5
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_generate_with_a_static_cache_under_compile_gives_eagers_tokens():
+    model = _tiny_model("llama")
+    model.generation_config.pad_token_id = 0
+    st.patch(model)
+    tokens = torch.randint(2, 64, (1, 8), generator=torch.Generator().manual_seed(3))
+    options = dict(max_new_tokens=6, do_sample=False, cache_implementation="static")
+    eager = model.generate(tokens, **options)
+    model.forward = torch.compile(model.forward, fullgraph=True)
+    try:
+        assert torch.equal(model.generate(tokens, **options), eager)
+    finally:
+        torch._dynamo.reset()
 
 
 def test_a_family_without_a_record_needs_its_layout():

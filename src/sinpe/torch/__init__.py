@@ -17,12 +17,13 @@ except ImportError as exc:  # pragma: no cover - exercised where torch is absent
 
 from ._diffusers import FluxPosEmbed, grid_ids
 from ._patch import PatchReport, patch
-from ._rotary import GROWTH_ROWS, RotaryEmbedding
+from ._rotary import GROWTH_ROWS, MAX_POSITIONS, RotaryEmbedding
 from ._tensors import rope, rope_at, rope_cache
 
 __all__ = [
     "FluxPosEmbed",
     "GROWTH_ROWS",
+    "MAX_POSITIONS",
     "PatchReport",
     "RotaryEmbedding",
     "grid_ids",

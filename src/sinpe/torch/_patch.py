@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._front import checks as check
+from . import _rotary
 from ._rotary import RotaryEmbedding
 
 __all__ = ["PatchReport", "patch"]
@@ -47,14 +49,24 @@ _ALLOWED_ULPS = 4.0
 
 class PatchReport(list):
     """The names of the modules ``patch`` replaced, in order; ``left`` maps each rotary
-    module it left alone to why (which check failed, by how much)."""
+    module it left alone to why (which check failed, by how much); ``table_bytes``: the
+    memory the replacements' tables take."""
 
-    def __init__(self, replaced: Iterable[str] = (), left: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        replaced: Iterable[str] = (),
+        left: Mapping[str, str] | None = None,
+        table_bytes: int = 0,
+    ):
         super().__init__(replaced)
         self.left: dict[str, str] = dict(left or {})
+        self.table_bytes = table_bytes
 
     def __repr__(self) -> str:
-        return f"PatchReport(replaced={list(self)!r}, left={self.left!r})"
+        return (
+            f"PatchReport(replaced={list(self)!r}, left={self.left!r}, "
+            f"table_bytes={self.table_bytes})"
+        )
 
 
 def _buffers(module) -> dict:
@@ -259,22 +271,27 @@ def _label(layer_type) -> str:
 _LAYOUTS = ("half", "interleaved", "compact", "complex")
 
 
-def _candidates(module, buffers):
+def _candidates(module, buffers, max_positions):
     """The replacements built from the module's own config (for a family sinpe has no
     record of, one per layout: the probe tells which, if any, is the module's), or why there
-    is none."""
+    is none; their tables are made only for the one chosen."""
     config = getattr(module, "config", None)
     if config is None:
         return [], "it has no config attribute to read"
     device = next(iter(buffers.values())).device
     if device.type == "meta":
         return [], "it is on the meta device: its buffers hold no values to compare"
+    options = {"device": device, "max_positions": max_positions}
+    _rotary._CANDIDATES.on = True
     try:
-        return [RotaryEmbedding(config, device=device)], None
-    except (TypeError, ValueError) as exc:
-        if "layout=" not in str(exc):
-            return [], f"sinpe.rope_config refuses its config: {exc}"[:300]
-    return [RotaryEmbedding(config, device=device, layout=name) for name in _LAYOUTS], None
+        try:
+            return [RotaryEmbedding(config, **options)], None
+        except (TypeError, ValueError) as exc:
+            if "layout=" not in str(exc):
+                return [], f"sinpe.rope_config refuses its config: {exc}"[:300]
+        return [RotaryEmbedding(config, layout=name, **options) for name in _LAYOUTS], None
+    finally:
+        _rotary._CANDIDATES.on = False
 
 
 def _replace(model, old, new) -> None:
@@ -285,7 +302,15 @@ def _replace(model, old, new) -> None:
                 parent._modules[child_name] = new
 
 
-def patch(model: Any, *, warn: bool = True) -> PatchReport:
+def _model_dtype(model, default: torch.dtype) -> torch.dtype:
+    """The dtype the model computes in (its first floating parameter's)."""
+    for parameter in model.parameters():
+        if parameter.is_floating_point():
+            return parameter.dtype
+    return default
+
+
+def patch(model: Any, *, warn: bool = True, max_positions: int | None = None) -> PatchReport:
     """Replace every rotary module of a transformers ``model`` in place with an exact
     :class:`RotaryEmbedding`, each only after it is verified against the module it replaces.
 
@@ -297,16 +322,24 @@ def patch(model: Any, *, warn: bool = True) -> PatchReport:
         type>_inv_freq``) and its ``forward`` takes ``(x, position_ids[, layer_type])``.
     warn : bool, default True
         Warn (``RuntimeWarning``) naming each rotary module left alone and why.
+    max_positions : int, optional
+        The length of the replacements' tables (as :class:`RotaryEmbedding` takes it;
+        default: the trained length, at most 2**18). They are made once a module is chosen,
+        in the model's dtype, on its device.
 
     Returns
     -------
     PatchReport
         The names replaced (a list), with ``.left``: each module left alone and the check it
         failed (its config refused, an ``inv_freq`` entry, the attention factor, a probe
-        position's value, the output's layout, shape or dtype), with the numbers.
+        position's value, the output's layout, shape or dtype), with the numbers; and
+        ``.table_bytes``, the memory the replacements' tables take.
     """
+    if max_positions is not None:
+        max_positions = check.integer("max_positions", max_positions, 1)
     report = PatchReport()
     seen = set()
+    dtype = _model_dtype(model, torch.float32)
     for name, module in list(model.named_modules()):
         if isinstance(module, RotaryEmbedding) or id(module) in seen:
             continue
@@ -320,7 +353,7 @@ def patch(model: Any, *, warn: bool = True) -> PatchReport:
                 )
             continue
         seen.add(id(module))
-        candidates, why = _candidates(module, buffers)
+        candidates, why = _candidates(module, buffers, max_positions)
         chosen, reasons = None, []
         for candidate in candidates:
             why = _verify(module, candidate, buffers)
@@ -332,8 +365,11 @@ def patch(model: Any, *, warn: bool = True) -> PatchReport:
             report.left[name] = f"{type(module).__name__}: " + "; ".join(reasons or [str(why)])
             continue
         chosen.config = module.config
+        device = next(iter(buffers.values())).device
+        chosen._make_tables(chosen._fixed_dtype() or _rotary._NAMES.get(dtype, "float32"), device)
         _replace(model, module, chosen)
         report.append(name)
+        report.table_bytes += chosen.table_bytes
     if warn and report.left:
         warnings.warn(
             "sinpe.torch.patch left these rotary modules alone: "

@@ -1,7 +1,13 @@
 """``RotaryEmbedding``: an exact stand-in for a transformers 5.24 rotary-embedding module,
 built from the model's ``RopeSpec`` (its layout, its position axes, its output dtype), with
-transformers' per-call length rules. Tables are exact and compact, one per dtype, device and
-frequency set, grown on demand under a lock that a forked child gets fresh."""
+transformers' per-call length rules.
+
+Its forward is a lookup: each RoPE's compact cos/sin tables are made once, exactly, when the
+module is built (up to ``max_positions``), and held as non-persistent buffers, so that a
+compiled or CUDA-graph-captured model runs it with no host sync and no allocation that
+depends on the data; a dtype change remakes them exactly. Length-dependent rope types
+(dynamic, longrope) and fractional ids take the exact path of the positions asked for, as
+transformers' own modules sync there too."""
 
 from __future__ import annotations
 
@@ -14,14 +20,20 @@ import numpy as np
 import torch
 from torch import nn
 
+from .._front import checks as check
 from .._front.config import rope_config
 from .._front.spec import RopeSpec
 from ._tensors import numpy_dtype, tensor
 
-__all__ = ["GROWTH_ROWS", "RotaryEmbedding"]
+__all__ = ["GROWTH_ROWS", "MAX_POSITIONS", "RotaryEmbedding"]
 
-GROWTH_ROWS = 1 << 20  # a table grows to at least this many rows before ids go direct
+GROWTH_ROWS = 1 << 20  # a length-dependent RoPE's table grows to this before ids go direct
+# the default table length: the trained length, at most this (Llama-4 Scout's 10.5M
+# positions would be 5 GiB per dtype); max_positions= sets another
+MAX_POSITIONS = 1 << 18
+NO_LENGTH_POSITIONS = 8192  # the default for a config without max_position_embeddings
 _LAYERS: weakref.WeakSet = weakref.WeakSet()  # every _Layer alive, for the fork handler
+_CANDIDATES = threading.local()  # .on: patch() builds candidates, whose tables wait
 
 
 def _after_fork_in_child() -> None:
@@ -36,10 +48,25 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def _two_sets(spec: RopeSpec) -> tuple:
+    """``((None, L + 1), L)`` when the values take one set of frequencies up to length ``L``
+    and one other set past it (longrope), found from the spec's length keys alone; ``((),
+    0)`` when they take more (dynamic)."""
+    key = spec.length_key
+    first, last = key(1), key(2**53)
+    lo, hi = 1, 2**53
+    while hi - lo > 1:  # the last length of the first set
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if key(mid) == first else (lo, mid)
+    if all(key(n) == last for n in (hi, hi + 1, 2 * hi, 2**40)):
+        return (None, hi), lo
+    return (), 0
+
+
 class _Layer:
-    """One RoPE (a config's, or one layer type's): its exact compact tables by length key,
-    dtype and device, each covering positions ``0 .. n - 1``, and transformers'
-    ``dynamic_rope_update`` state."""
+    """One RoPE (a config's, or one layer type's): for a length-dependent one, its exact
+    compact tables by length key, dtype and device, each covering positions ``0 .. n - 1``,
+    and transformers' ``dynamic_rope_update`` state; the gather every lookup runs."""
 
     def __init__(self, spec: RopeSpec):
         if spec.scaling is None or spec.head_dim is None:
@@ -52,6 +79,15 @@ class _Layer:
         self.n_axes = spec.n_axes
         self.axial = spec.n_axes > 1 and spec.scaling["rope_type"] == "axial"
         self.axes = None if spec.axes is None else torch.tensor(spec.axes)
+        self.length_dependent = spec.length_dependent()  # dynamic, longrope
+        # the lengths whose frequencies the lookup holds: one set; two where the values
+        # switch once, past the trained length (longrope's short and long factors, picked per
+        # call on the device, as transformers' torch.where does); none where they change
+        # with every length (dynamic: the exact path)
+        self.lengths: tuple = (None,)
+        self.switch = 0  # the last length of the first set (two sets)
+        if self.length_dependent:
+            self.lengths, self.switch = _two_sets(spec)
         # transformers' dynamic_rope_update state: the length dynamic was last grown to
         self.max_seq_len_cached: int | None = self.original
         self.dynamic_length: int | None = None  # None: the original frequencies
@@ -142,6 +178,20 @@ class _Layer:
             return tensor(cos, device), tensor(sin, device)
         table_cos, table_sin = self.table(length, dtype, device, hi + 1)
         index = ids.to(device=device, dtype=torch.long)
+        axes = None if self.axes is None else self.axes.to(device)
+        return self.gather(table_cos, table_sin, index, axes)
+
+    def static_table(self, n: int, dtype: np.dtype, length=None):
+        """Exact compact ``(cos, sin)`` CPU tensors of positions ``0 .. n - 1`` for the
+        frequencies of ``length`` (one of ``lengths``)."""
+        p = self._text_positions(np.arange(n, dtype=np.float64))
+        cos, sin = self.compact(p, length, dtype)
+        return tensor(cos), tensor(sin)
+
+    def gather(self, table_cos, table_sin, index: torch.Tensor, axes):
+        """Compact ``(cos, sin)`` rows of ``index`` (text ``(...)``; M-RoPE ``(3, ...)``; a
+        grid ``(..., 2)``), each ``rows + (h,)``, recomposed across axes (``axes``: each
+        column's axis, on the tables' device)."""
         if self.n_axes == 1:
             rows = index.shape
             index = index.reshape(-1)
@@ -152,13 +202,11 @@ class _Layer:
         per_axis = index.movedim(-1, 0) if self.axial else index  # (axes, rows...)
         rows = per_axis.shape[1:]
         per_row = per_axis.reshape(self.n_axes, -1)
-        axes = self.axes.to(device)  # type: ignore[union-attr,unused-ignore]  # multi-axis: set
-        cos = sin = None
-        for a in range(self.n_axes):
-            c = torch.index_select(table_cos, 0, per_row[a])
-            s = torch.index_select(table_sin, 0, per_row[a])
-            cos = c if cos is None else torch.where(axes == a, c, cos)
-            sin = s if sin is None else torch.where(axes == a, s, sin)
+        cos = torch.index_select(table_cos, 0, per_row[0])
+        sin = torch.index_select(table_sin, 0, per_row[0])
+        for a in range(1, self.n_axes):  # each column from its own axis's row
+            cos = torch.where(axes == a, torch.index_select(table_cos, 0, per_row[a]), cos)
+            sin = torch.where(axes == a, torch.index_select(table_sin, 0, per_row[a]), sin)
         return cos.reshape(*rows, self.h), sin.reshape(*rows, self.h)
 
 
@@ -180,31 +228,46 @@ _TORCH = {
     "float16": torch.float16,
     "bfloat16": torch.bfloat16,
 }
+_NAMES = {dtype: name for name, dtype in _TORCH.items()}
 
 
 class RotaryEmbedding(nn.Module):
     """An exact stand-in for a transformers 5.24 rotary-embedding module.
 
-    ``RotaryEmbedding(config, *, layer_type=None, device=None)``: ``config`` as
-    :func:`sinpe.rope_config` takes it (a path, a mapping, a transformers config) or a
-    ``RopeSpec``; ``layout`` (``"half"``, ``"interleaved"``, ``"compact"``, ``"complex"``)
-    overrides the family's, and is needed where sinpe has no record of the model's family.
-    It returns what the model's own module returns, in the model's layout
-    (``spec.layout``: rotate-half, interleaved (Cohere), compact (gpt-oss) or complex
-    ``freqs_cis`` (Llama 4, DeepSeek-V2)) and dtype (``x.dtype``, or the module's own:
-    OLMo's float32, ``freqs_cis``'s complex64), each value the exact one rounded once; a
-    config sinpe cannot read exactly is refused, never approximated.
+    ``RotaryEmbedding(config, *, layer_type=None, device=None, layout=None,
+    max_positions=None)``: ``config`` as :func:`sinpe.rope_config` takes it (a path, a
+    mapping, a transformers config) or a ``RopeSpec``; ``layout`` (``"half"``,
+    ``"interleaved"``, ``"compact"``, ``"complex"``) overrides the family's, and is needed
+    where sinpe has no record of the model's family. It returns what the model's own module
+    returns, in the model's layout (``spec.layout``: rotate-half, interleaved (Cohere),
+    compact (gpt-oss) or complex ``freqs_cis`` (Llama 4, DeepSeek-V2)) and dtype
+    (``x.dtype``, or the module's own: OLMo's float32, ``freqs_cis``'s complex64), each value
+    the exact one rounded once; a config sinpe cannot read exactly is refused, never
+    approximated.
 
-    Values come from exact tables made once per dtype and device, up to
-    ``max_position_embeddings`` positions, and grown (doubling) when a larger position
-    arrives, up to ``max(2 * max_position_embeddings, 2**20)`` rows: they hold ``positions x
-    head_dim/2 x 2`` values each, and never more than twice the largest position seen. Ids
-    beyond that cap (up to 2**53) are computed as asked, the same bits a table would hold,
-    in memory that follows the number of ids. A forked child gets fresh locks. ``dynamic``
-    and ``longrope`` follow transformers' ``dynamic_rope_update`` per call. The tables are
-    not buffers: checkpoints never touch them and ``model.to(dtype)`` cannot cast them;
-    ``inv_freq`` (and ``original_inv_freq``; per layer type ``<type>_inv_freq``) are
-    non-persistent float32 buffers, as transformers'. ``clear()`` frees the tables.
+    **Tables.** Each RoPE's compact cos/sin tables for positions ``0 .. max_positions - 1``
+    are made when the module is built, on ``device``, exactly, and held as non-persistent
+    buffers: ``.to(device)`` moves them, ``state_dict`` holds none of them, and a dtype
+    change (``.half()``, ``.to(torch.bfloat16)``) remakes them exactly in the new dtype
+    (casting would round twice). ``max_positions`` defaults to the config's
+    ``max_position_embeddings``, at most ``MAX_POSITIONS`` (2**18; 8192 without one); they
+    hold ``2 x max_positions x head_dim/2 x itemsize`` bytes per RoPE (``table_bytes``;
+    Llama-3.1 in float32: 64 MiB), refused before any work past the process's memory
+    limit. A forward whose ``x`` has another dtype (autocast) makes that dtype's tables once.
+
+    **Forward** is a lookup (``index_select``), then the model's layout: no host sync and no
+    allocation that depends on the values, so ``torch.compile(fullgraph=True)``,
+    ``torch.export`` and CUDA graphs take it. A negative id, or one at or past
+    ``max_positions``, is never wrapped or clamped: on the CPU in eager mode it is computed
+    exactly (ids up to 2**53); compiled, exported or on a GPU it raises through a
+    device-side assertion (``torch._assert_async``), naming ``max_positions=`` as the way out.
+    Length-dependent rope types (``dynamic``, ``longrope``) follow transformers'
+    ``dynamic_rope_update`` per call, and fractional (float) ids are computed exactly: both
+    read the ids' largest value, as transformers' own modules do, so they run eagerly (a
+    graph break under ``torch.compile``; ``fullgraph=True`` refuses them, as it refuses
+    transformers' own dynamic modules). A forked child gets fresh locks. ``inv_freq`` (and
+    ``original_inv_freq``; per layer type ``<type>_inv_freq``) are non-persistent float32
+    buffers, as transformers'. ``clear()`` frees the tables (remade on the next eager call).
     """
 
     def __init__(
@@ -214,11 +277,14 @@ class RotaryEmbedding(nn.Module):
         layer_type: str | None = None,
         device: Any = None,
         layout: str | None = None,
+        max_positions: int | None = None,
     ) -> None:
         super().__init__()
         spec = config if isinstance(config, RopeSpec) else rope_config(config)
         if layer_type is not None:
             spec = spec.layer(layer_type)
+        if max_positions is not None:
+            max_positions = check.integer("max_positions", max_positions, 1)
         self.spec = spec
         self.config = config
         self._layers = {}
@@ -252,6 +318,91 @@ class RotaryEmbedding(nn.Module):
             w = torch.tensor(layer.inv_freq, dtype=torch.float32, device=device)
             self.register_buffer(f"{prefix}inv_freq", w, persistent=False)
             self.register_buffer(f"{prefix}original_inv_freq", w.clone(), persistent=False)
+            if layer.axes is not None:
+                axes = layer.axes.to(device=device)
+                self.register_buffer(f"{prefix}column_axes", axes, persistent=False)
+        # the table length of each RoPE whose values do not depend on the length
+        self.max_positions = max_positions or min(
+            spec.max_position_embeddings or NO_LENGTH_POSITIONS, MAX_POSITIONS
+        )
+        self._static = [name for name, layer in self._layers.items() if layer.lengths]
+        self._table_names: frozenset = frozenset()  # the table buffers held now
+        if not getattr(_CANDIDATES, "on", False):  # patch() makes them once it has chosen
+            self._make_tables(self._fixed_dtype() or "float32", device)
+
+    # ------------------------------------------------------------------ tables
+
+    def _fixed_dtype(self) -> str | None:
+        """The tables' dtype when the output's does not follow ``x`` (None: it does)."""
+        if self.layout == "complex":
+            return "float32"  # freqs_cis of float32 angles: complex64
+        return None if self.output_dtype == "x" else self.output_dtype
+
+    def _table_name(self, layer_type, dtype: str, part: str, long: bool = False) -> str:
+        """A table buffer's name: ``[<layer type>_]<cos|sin>[_long]_<dtype>``."""
+        prefix = "" if layer_type is None else f"{layer_type}_"
+        return f"{prefix}{part}{'_long' if long else ''}_{dtype}"
+
+    @property
+    def table_bytes(self) -> int:
+        """The bytes the tables held now take (every RoPE, every dtype)."""
+        return sum(getattr(self, name).nbytes for name in self._table_names)
+
+    def _make_tables(self, dtype: str, device) -> None:
+        """Each length-independent RoPE's exact compact tables in ``dtype``, on ``device``,
+        registered as non-persistent buffers (their memory checked first)."""
+        if not self._static or any(
+            self._table_name(name, dtype, "cos") in self._table_names for name in self._static
+        ):
+            return
+        n = self.max_positions
+        itemsize = np.dtype(numpy_dtype(dtype)).itemsize
+        nbytes = sum(
+            2 * n * layer.h * itemsize * len(layer.lengths)
+            for layer in (self._layers[name] for name in self._static)
+        )
+        check.reserve(
+            2 * nbytes,  # the NumPy tables and the tensors moved from them
+            f"sinpe.torch's {dtype} tables of {n} positions (max_positions={n})",
+        )
+        names = set(self._table_names)
+        for name in self._static:
+            layer = self._layers[name]
+            for length in layer.lengths:
+                cos, sin = layer.static_table(n, numpy_dtype(dtype), length)
+                for part, values in (("cos", cos), ("sin", sin)):
+                    buffer_name = self._table_name(name, dtype, part, long=length is not None)
+                    self.register_buffer(buffer_name, values.to(device), persistent=False)
+                    names.add(buffer_name)
+        self._table_names = frozenset(names)
+
+    def _drop_tables(self, dtype: str | None = None) -> None:
+        for buffer_name in self._table_names:
+            if dtype is None or buffer_name.endswith(f"_{dtype}"):
+                del self._buffers[buffer_name]
+        self._table_names = frozenset(name for name in self._table_names if name in self._buffers)
+
+    def _apply(self, fn, recurse=True):
+        """``.to()``, ``.cuda()``, ``.half()``...: the buffers move; a table whose dtype a
+        cast changed is made again, exactly, in the new dtype (its own when the module's
+        output dtype is fixed), never rounded from the old one."""
+        result = super()._apply(fn, recurse)
+        for dtype in sorted({name.rsplit("_", 1)[1] for name in self._table_names}):
+            sample = getattr(self, self._table_name(self._static[0], dtype, "cos"))
+            cast = _NAMES.get(sample.dtype)
+            if cast != dtype:
+                target = self._fixed_dtype() or (cast if cast is not None else dtype)
+                self._drop_tables(dtype)
+                self._make_tables(target, sample.device)
+        return result
+
+    def clear(self) -> None:
+        """Free every table (made again, exactly, on the next eager call)."""
+        for layer in self._layers.values():
+            layer.tables = {}
+        self._drop_tables()
+
+    # ------------------------------------------------------------------ forward
 
     def _layer(self, layer_type) -> _Layer:
         if self.layer_types is not None:
@@ -263,15 +414,15 @@ class RotaryEmbedding(nn.Module):
             raise ValueError("this RoPE has one table for every layer: pass no layer_type")
         return self._layers[layer_type]
 
-    def _dtype(self, x: torch.Tensor) -> np.dtype:
-        if self.layout == "complex":
-            return np.dtype(np.float32)  # freqs_cis of float32 angles: complex64
-        if self.output_dtype != "x":
-            return numpy_dtype(_TORCH.get(self.output_dtype, torch.float32))
-        return numpy_dtype(x.dtype)
+    def _dtype(self, x: torch.Tensor) -> str:
+        """The tables' dtype for ``x`` (a name: no NumPy inside a compiled forward)."""
+        fixed = self._fixed_dtype()
+        if fixed is not None:
+            return fixed
+        if x.dtype not in _NAMES:
+            raise TypeError(f"x must be float64, float32, float16 or bfloat16, got {x.dtype}")
+        return _NAMES[x.dtype]
 
-    # torch.compile runs around it, not through it: the tables are NumPy and the kernel's
-    @torch.compiler.disable
     def forward(
         self, x: torch.Tensor, position_ids: torch.Tensor, layer_type: str | None = None
     ) -> Any:
@@ -283,7 +434,8 @@ class RotaryEmbedding(nn.Module):
             Only its dtype and device are read (as transformers' modules do).
         position_ids : torch.Tensor
             ``(batch, seq)`` token ids; M-RoPE ``(3, batch, seq)`` (2-D ids are text, as
-            there); a vision grid ``(N, 2)``. Integers (floats: fractional positions, exact).
+            there); a vision grid ``(N, 2)``. Integers (floats: fractional positions, exact,
+            eager only).
         layer_type : str, optional
             For per-layer configs (Gemma 3/4, OLMo-3): the layer type, as their modules take.
 
@@ -294,8 +446,60 @@ class RotaryEmbedding(nn.Module):
             dtype, on ``x``'s device; a complex ``freqs_cis`` for complex-layout models.
         """
         layer = self._layer(layer_type)
-        cos, sin = layer.values(position_ids, self._dtype(x), x.device)
+        dtype = self._dtype(x)
+        if not layer.lengths or position_ids.is_floating_point():
+            cos, sin = self._exact(layer, position_ids, dtype, x.device)
+        else:
+            cos, sin = self._lookup(layer, layer_type, position_ids, dtype, x.device)
         return _layout(cos, sin, self.layout)
+
+    @torch.compiler.disable  # reads the ids' values, as transformers' dynamic modules do
+    def _exact(self, layer: _Layer, position_ids, dtype: str, device):
+        return layer.values(position_ids, numpy_dtype(dtype), device)
+
+    def _lookup(self, layer: _Layer, layer_type, position_ids, dtype: str, device):
+        """The rows of the tables: no host sync (but the CPU's free range check in eager
+        mode), no allocation that depends on the values."""
+        ids = layer._ids(position_ids)
+        cos_name = self._table_name(layer_type, dtype, "cos")
+        if cos_name not in self._table_names:
+            if torch.compiler.is_compiling():
+                raise RuntimeError(
+                    f"sinpe.torch: no {dtype} table was made: run the module once without "
+                    f"compiling with x of {dtype}, or .to({dtype}) it, before compiling"
+                )
+            self._table_for(dtype, device)
+        table_cos = getattr(self, cos_name)
+        table_sin = getattr(self, self._table_name(layer_type, dtype, "sin"))
+        n = table_cos.shape[0]
+        index = ids.to(device=table_cos.device, dtype=torch.long)
+        if not torch.compiler.is_compiling() and index.device.type == "cpu":
+            if index.numel() and (int(index.min()) < 0 or int(index.max()) >= n):
+                return layer.values(position_ids, numpy_dtype(dtype), device, direct=True)
+        else:  # checked on the device, never wrapped or clamped
+            torch._assert_async(
+                ((index >= 0) & (index < n)).all(),
+                f"sinpe.torch: a position id is negative or at least max_positions={n}: "
+                "build the module (or patch) with a larger max_positions=",
+            )
+        axes = None
+        if layer.n_axes > 1:
+            axes = getattr(self, f"{'' if layer_type is None else layer_type + '_'}column_axes")
+        cos, sin = layer.gather(table_cos, table_sin, index, axes)
+        if len(layer.lengths) == 2:  # the long factors past the trained length, per call
+            long_cos = getattr(self, self._table_name(layer_type, dtype, "cos", long=True))
+            long_sin = getattr(self, self._table_name(layer_type, dtype, "sin", long=True))
+            cos_long, sin_long = layer.gather(long_cos, long_sin, index, axes)
+            past = index.max() + 1 > layer.switch  # a tensor: no host sync
+            cos, sin = torch.where(past, cos_long, cos), torch.where(past, sin_long, sin)
+        return cos.to(device), sin.to(device)
+
+    def _table_for(self, dtype: str, device) -> None:
+        """Eager mode: make ``dtype``'s tables (once), beside the tables held now."""
+        with next(iter(self._layers.values())).lock:  # fork-safe: the layers' handler
+            held = next(iter(self._table_names), None)
+            where = getattr(self, held).device if held is not None else device
+            self._make_tables(dtype, where)
 
     def probe(
         self, x: torch.Tensor, position_ids: torch.Tensor, layer_type: str | None = None
@@ -305,22 +509,20 @@ class RotaryEmbedding(nn.Module):
         layer = self._layer(layer_type)
         state = (layer.max_seq_len_cached, layer.dynamic_length)
         try:
-            cos, sin = layer.values(position_ids, self._dtype(x), x.device, direct=True)
+            dtype = numpy_dtype(self._dtype(x))
+            cos, sin = layer.values(position_ids, dtype, x.device, direct=True)
         finally:
             layer.max_seq_len_cached, layer.dynamic_length = state
         return _layout(cos, sin, self.layout)
 
-    def clear(self) -> None:
-        """Free every table (they are made again on the next call)."""
-        for layer in self._layers.values():
-            layer.tables = {}
-
     def extra_repr(self) -> str:
         spec = self.spec
         if spec.layer_types:
-            return f"layer_types={spec.layer_types}, layout={self.layout!r}"
-        return (
-            f"head_dim={spec.head_dim}, base={spec.base:g}, "
-            f"rope_type={dict(spec.scaling or {}).get('rope_type')!r}"
-            f", layout={self.layout!r}"
-        )
+            head = f"layer_types={spec.layer_types}, layout={self.layout!r}"
+        else:
+            head = (
+                f"head_dim={spec.head_dim}, base={spec.base:g}, "
+                f"rope_type={dict(spec.scaling or {}).get('rope_type')!r}"
+                f", layout={self.layout!r}"
+            )
+        return f"{head}, max_positions={self.max_positions}"
