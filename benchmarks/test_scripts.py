@@ -109,5 +109,23 @@ def test_torch_modules_script_runs(capsys):
     except ImportError:
         assert "nothing measured" in out
         return
-    for what in ("forward (1, 8192)", "cache 131072 x 128", "peak memory", "logit change"):
+    for what in ("forward (1, 8192)", "131072 x 128 float32 tables", "peak memory", "logit change"):
         assert what in out
+
+
+def test_torch_compiled_script_runs(capsys):
+    """Without torch and transformers it says so; with them it prints every row."""
+    import torch_compiled
+
+    assert torch_compiled.main(["--rounds", "3"]) in (0, 1)
+    out = capsys.readouterr().out
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError:
+        assert "nothing measured" in out
+        return
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "us |" in line]
+    assert len(rows) == 4, out
+    for row in rows:
+        assert float(row.split("**")[1]) > 0

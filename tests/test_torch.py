@@ -810,6 +810,8 @@ def test_an_exported_patched_model_holds_no_host_sync():
     )
     graph = str(exported.graph)
     assert "_local_scalar_dense" not in graph and "_assert_async" in graph
+    unbacked = [str(s) for s in exported.range_constraints if str(s).startswith("u")]
+    assert not unbacked, unbacked  # no data-dependent size
     with torch.no_grad():
         want = model(tokens, position_ids=positions, use_cache=False).logits
         got = exported.module()(tokens, position_ids=positions, use_cache=False).logits
@@ -893,28 +895,54 @@ def _tiny_omni_thinker(sections):
     return model, tokens, ids
 
 
-@pytest.mark.parametrize(
-    "sections, reason",
-    [
-        (None, r"on \(3, batch, seq\) ids, output shape \(2, 67, 128\) where sinpe's is \(3, "),
-        ([32, 16, 16], "refuses its config: the config has mrope_section"),
-    ],
-)
-def test_patch_leaves_a_module_recomposing_mrope_in_its_forward_alone(sections, reason):
+@pytest.mark.parametrize("sections", [None, [32, 16, 16]])
+def test_patch_replaces_qwen25_omni_recomposing_mrope_exactly(sections):
     """Qwen2.5-Omni's text rotary module takes (3, batch, seq) ids and recomposes the three
-    axes inside forward: on 2-D ids it looks like a plain RoPE, so patch() probes the
-    model's own id form too (three different axes) and, finding that sinpe's answer has
-    another shape, leaves the module alone, saying so; the model computes as before.
-    With mrope_section in its config, sinpe refuses the config itself."""
+    axes inside forward (contiguous sections, [16, 24, 24] when the config has none): sinpe
+    reads that from its family record, patch() verifies it on the model's own id forms, and
+    the replacement gives spec.rope_at(ids) bit for bit, ids past 100,000 included; the
+    model's logits, on the ids its get_rope_index makes around an image, within 1e-6."""
     model, tokens, ids = _tiny_omni_thinker(sections)
     assert not torch.equal(ids[0], ids[1]) and not torch.equal(ids[1], ids[2])
+    with torch.no_grad():
+        before = model(tokens, position_ids=ids).logits
+    report = st.patch(model, warn=False)
+    assert report == ["model.language_model.rotary_emb"], report.left
+    assert list(report.left) == ["model.visual.rotary_pos_emb"]  # a vision tower sinpe refuses
     rotary = model.model.language_model.rotary_emb
+    spec = rotary.spec
+    assert spec.scaling["mrope_section"] == tuple(sections or (16, 24, 24))
+    x = torch.zeros(1, 1, 4)
+    for positions in (ids, ids + 100_000):
+        cos, sin = rotary(x, positions)
+        want = spec.rope_at(positions.numpy(), dtype="float32")
+        assert np.array_equal(cos.numpy(), want[0]) and np.array_equal(sin.numpy(), want[1])
+    with torch.no_grad():
+        assert (model(tokens, position_ids=ids).logits - before).abs().max() <= 1e-6
+
+
+def test_patch_leaves_a_module_recomposing_mrope_it_cannot_verify_alone():
+    """The same module on a model_type sinpe has no record of: on 2-D ids it looks like a
+    plain RoPE, so patch() probes the model's own id form too (three different axes) and,
+    finding that each layout's answer has another shape or other values, leaves it alone,
+    saying so; the model computes as before."""
+    model, tokens, ids = _tiny_omni_thinker(None)
+    rotary = model.model.language_model.rotary_emb
+
+    class Unknown:  # its config, under a model_type sinpe has no record of
+        def __init__(self, data):
+            self.data = data
+
+        def to_dict(self):
+            return dict(self.data)
+
+    rotary.config = Unknown({**rotary.config.to_dict(), "model_type": "somebody_new"})
     with torch.no_grad():
         before = model(tokens, position_ids=ids).logits
     with pytest.warns(RuntimeWarning, match="rotary_emb"):
         report = st.patch(model)
     why = report.left["model.language_model.rotary_emb"]
-    assert re.search(reason, why), why
+    assert re.search(r"as half: on \(3, batch, seq\) ids, output shape \(2, 67, 128\)", why), why
     assert model.model.language_model.rotary_emb is rotary
     with torch.no_grad():
         assert torch.equal(model(tokens, position_ids=ids).logits, before)

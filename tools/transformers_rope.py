@@ -405,6 +405,34 @@ def variants(config):
     }
 
 
+def configs_within(config) -> list:
+    """The config, then its sub-configs breadth first, each level's ``text_config`` first
+    (a composite's text model; a thinker's text_config inside thinker_config, as Qwen2.5-Omni
+    nests it)."""
+    found, queue = [], [config]
+    while queue:
+        current = queue.pop(0)
+        found.append(current)
+        keys = sorted(
+            getattr(current, "sub_configs", None) or {}, key=lambda k: (k != "text_config", k)
+        )
+        for key in keys:
+            sub = getattr(current, key, None)
+            if hasattr(sub, "to_dict") and all(sub is not f for f in found + queue):
+                queue.append(sub)
+    return found
+
+
+def candidate_configs(config) -> list:
+    """The configs a rotary class is tried on, in order: ``config``, then a text model's
+    config (model_type ``*_text``) among its sub-configs, then the others
+    (:func:`configs_within`): where several build the module (Qwen2.5-Omni's thinker and
+    talker), the text model's is the one recorded."""
+    candidates = configs_within(config)
+    texts = [c for c in candidates[1:] if str(getattr(c, "model_type", "")).endswith("_text")]
+    return [candidates[0], *texts, *(c for c in candidates[1:] if all(c is not t for t in texts))]
+
+
 def record(module_name: str, class_name: str, cls) -> dict:
     """What one rotary class does with its configuration class's defaults and variants."""
     import torch  # noqa: F401  (transformers' modules need it)
@@ -423,11 +451,9 @@ def record(module_name: str, class_name: str, cls) -> dict:
     if not takes_position_ids(cls):
         entry["status"] = "forward does not take (x, position_ids[, layer_type])"
         return entry
-    # the annotated class, else its text sub-config (a composite's annotation, a text module)
-    candidates = [config]
-    text = getattr(config, "text_config", None)
-    if text is not None and hasattr(text, "to_dict"):
-        candidates.append(text)
+    # the annotated class, else a sub-config of it (a composite's text_config; a thinker's
+    # text_config inside thinker_config, as Qwen2.5-Omni nests it)
+    candidates = candidate_configs(config)
     found = None
     for candidate in candidates:
         found = probe_module(cls, candidate, is_vision(class_name, candidate))
