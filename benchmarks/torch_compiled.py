@@ -19,22 +19,16 @@ import sys
 import time
 import warnings
 
-LLAMA31 = dict(
+from torch_modules import LLAMA31
+
+TINY = dict(  # Llama-3.1's RoPE (torch_modules.LLAMA31), a tiny model's sizes
+    LLAMA31,
     hidden_size=64,
     num_attention_heads=4,
     num_key_value_heads=2,
     num_hidden_layers=2,
     intermediate_size=128,
     vocab_size=100,
-    max_position_embeddings=131072,
-    rope_theta=500000.0,
-    rope_scaling={
-        "rope_type": "llama3",
-        "factor": 8.0,
-        "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0,
-        "original_max_position_embeddings": 8192,
-    },
 )
 
 
@@ -74,7 +68,7 @@ def main(argv=None):
     if device.type == "cpu":
         torch.set_num_threads(1)
     torch.manual_seed(0)
-    unpatched = transformers.LlamaForCausalLM(transformers.LlamaConfig(**LLAMA31)).eval()
+    unpatched = transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY)).eval()
     unpatched = unpatched.to(device)
     patched = copy.deepcopy(unpatched)
     report = st.patch(patched)

@@ -478,17 +478,20 @@ def test_max_positions_sets_the_table_and_its_memory_is_checked_first():
 # --------------------------------------------------------------------------- patch()
 
 
+TINY = dict(  # a tiny random model's sizes
+    hidden_size=64,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    num_hidden_layers=2,
+    intermediate_size=64,
+    vocab_size=64,
+)
+
+
 def _tiny(name):
     """A tiny random config and the transformers rotary module of one family."""
     transformers = pytest.importorskip("transformers")
-    common = dict(
-        hidden_size=64,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        num_hidden_layers=2,
-        intermediate_size=64,
-        vocab_size=64,
-    )
+    common = TINY
     if name == "llama":
         config = transformers.LlamaConfig(
             **common,
@@ -869,12 +872,11 @@ def _tiny_omni_thinker(sections):
     from transformers.models.qwen2_5_omni import modeling_qwen2_5_omni as omni
 
     rope = {"rope_type": "default", "rope_theta": 1e6}
-    text = dict(
+    text = dict(  # head_dim 128: the module's own default sections [16, 24, 24]
+        TINY,
         hidden_size=256,
         num_attention_heads=2,
         num_key_value_heads=1,
-        intermediate_size=64,
-        num_hidden_layers=2,
         vocab_size=256,
         rope_parameters=rope if sections is None else {**rope, "mrope_section": sections},
     )
