@@ -554,9 +554,9 @@ def _plot(args) -> int:
 
     api.sinusoidal_positional_encoding(0, args.d_model)  # checks the arguments, builds nothing
     positions = sampled_positions(args.seq_len, args.d_model)  # a few thousand pixels' worth
+    path = output_path(args.output, ".png")  # the arguments first, then the extra
     if _without_matplotlib("sinpe plot"):
         return 1
-    path = output_path(args.output, ".png")
     table = api.encode(positions, args.d_model)
     title = f"sinusoidal positional encoding, {args.seq_len:,} x {args.d_model:,}"
     write_atomically(
