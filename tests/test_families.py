@@ -4,6 +4,7 @@ against the exact values recomposed as transformers does (mpmath + a float64 tra
 engine cache formats, and the errors of bad configs."""
 
 import json
+import math
 import os
 import pickle
 import subprocess
@@ -590,3 +591,13 @@ def test_the_command_line_prints_and_writes_every_layer_type(tmp_path):
 
 
 # sinpe check: tests/test_check.py
+
+
+def test_the_softmax_scale_of_the_mla_families():
+    """DeepSeek-V3's attention multiplies its softmax scale by yarn_get_mscale(40, 1.0)**2
+    (transformers' yarn_apply_mscale); Llama's by nothing; without mscale_all_dim, nothing."""
+    deepseek = sinpe.rope_config(CONFIGS / "deepseek-v3.json")
+    assert deepseek.softmax_scale == (0.1 * 1.0 * math.log(40) + 1.0) ** 2
+    assert sinpe.rope_config(CONFIGS / "llama-3.1-8b.json").softmax_scale == 1.0
+    linear = {"model_type": "deepseek_v3", "rope_scaling": {"type": "linear", "factor": 2.0}}
+    assert sinpe.rope_config(linear).softmax_scale == 1.0

@@ -291,3 +291,41 @@ def test_tiny_models_of_30_families_keep_their_logits(logits):
         theirs = float((before[1].double() - exact[1]).abs().max())
         assert mine <= max(theirs, 2 * floor), (model_type, mine, theirs, floor)
     assert checked >= 30, checked
+
+
+# --------------------------------------------------------------------------- softmax scale
+
+
+def test_the_softmax_scale_is_transformers_yarn_apply_mscale():
+    """Every family whose modeling module defines yarn_apply_mscale (the MLA families) has
+    the rule, and spec.softmax_scale is that function's multiplier, on the class defaults
+    and on a yarn mapping with mscale_all_dim; every other family's is 1."""
+    import importlib
+
+    import sinpe
+
+    yarn = {
+        "rope_type": "yarn",
+        "factor": 40.0,
+        "mscale": 1.0,
+        "mscale_all_dim": 0.707,
+        "original_max_position_embeddings": 4096,
+    }
+    checked = 0
+    for entry in DATA["classes"]:
+        if entry["status"] != "ok" or not entry.get("primary") or entry["vision"]:
+            continue
+        module = importlib.import_module(entry["module"])
+        applies = callable(getattr(module, "yarn_apply_mscale", None))
+        assert FAMILIES[entry["model_type"]].softmax_mscale == applies, entry["class"]
+        if not applies:
+            continue
+        config_cls = harness._config_class_of(entry)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for config in (config_cls(), config_cls(rope_parameters=dict(yarn))):
+                want = module.yarn_apply_mscale(config.rope_parameters, 1.0)
+                got = sinpe.rope_config(config).softmax_scale
+                assert got == pytest.approx(want, rel=1e-12), (entry["class"], got, want)
+                checked += 1
+    assert checked >= 2 * 14, checked

@@ -820,10 +820,14 @@ def _fill(config_cls, config) -> dict:
 
 def _source_rules(cls) -> dict:
     """What the class's own default RoPE reads, from its source: whether it applies
-    partial_rotary_factor (and its default there), and its head-dimension rule."""
+    partial_rotary_factor (and its default there), and its head-dimension rule; and whether
+    its model's attention multiplies the softmax scale by yarn's mscale squared (its module
+    defines yarn_apply_mscale: the MLA families)."""
     import re
 
     rules = {}
+    if callable(getattr(sys.modules[cls.__module__], "yarn_apply_mscale", None)):
+        rules["softmax_mscale"] = True
     compute = getattr(cls, "compute_default_rope_parameters", None)
     if compute is None:
         return rules

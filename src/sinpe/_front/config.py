@@ -462,8 +462,21 @@ def _spec(reader: _Reader, params: dict, layer_type: str | None, own: bool) -> R
         family.layout if reader.known else None,
         rotary.axes,
         family.output_dtype,
-        rotary,
+        _softmax_scale(family, scaling, parsed.mapping()),
+        _rotary=rotary,
     )
+
+
+def _softmax_scale(family, given: dict, parsed: Mapping) -> float:
+    """transformers' ``yarn_apply_mscale``: for a scaled rope type with a nonzero
+    ``mscale_all_dim``, the softmax scale times ``yarn_get_mscale(factor, mscale_all_dim)**2``
+    (``0.1 * m * ln(factor) + 1``, 1 for a factor up to 1), in the families that apply it."""
+    mscale_all_dim = given.get("mscale_all_dim") or 0
+    if not family.softmax_mscale or given.get("rope_type") == "default" or not mscale_all_dim:
+        return 1.0
+    factor = float(given.get("factor") or parsed.get("factor") or 1.0)
+    mscale = 1.0 if factor <= 1 else 0.1 * float(mscale_all_dim) * math.log(factor) + 1.0
+    return mscale * mscale
 
 
 def rope_config(config: Config, *, layer_type: str | None = None) -> RopeSpec:
@@ -524,7 +537,6 @@ def rope_config(config: Config, *, layer_type: str | None = None) -> RopeSpec:
         reader.family.layout if reader.known else None,
         None,
         reader.family.output_dtype,
-        None,
-        layers,
+        _layers=layers,
     )
     return spec if layer_type is None else spec.layer(layer_type)

@@ -68,6 +68,9 @@ class Family(NamedTuple):
     # fails on it: refused)
     legacy: Any = "all"
     reads_types: bool = True  # the module reads rope_type (ESM's always rotates the default)
+    # the attention multiplies its softmax scale by yarn_get_mscale(factor, mscale_all_dim)**2
+    # for a scaled rope type (transformers' yarn_apply_mscale: DeepSeek-V2/V3, MiniCPM3, ...)
+    softmax_mscale: bool = False
     # a layer type's own head-dimension key (Gemma 4: full_attention -> global_head_dim)
     layer_head_dims: Mapping = _EMPTY
     # a layer type's own base key in a config without a mapping (Gemma 3's legacy format)

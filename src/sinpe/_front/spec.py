@@ -89,6 +89,12 @@ class RopeSpec:
     output_dtype : str
         The dtype of the model module's output: ``"x"`` (its input's, as most), or a dtype
         name (OLMo's modules return float32; ``freqs_cis`` is complex64).
+    softmax_scale : float
+        What the model's attention multiplies its softmax scale (``head_dim ** -0.5``) by:
+        ``yarn_get_mscale(factor, mscale_all_dim) ** 2`` for a scaled rope type in the
+        families whose attention applies transformers' ``yarn_apply_mscale`` (DeepSeek-V2,
+        V3 and V3.2, MiniCPM3, Mistral-4, LongCat-Flash, GLM-4-MoE-Lite, HY-V4, ...); 1.0
+        elsewhere. An engine that rotates with this spec must apply it too.
     """
 
     head_dim: int | None
@@ -101,6 +107,7 @@ class RopeSpec:
     layout: str | None = "half"
     axes: tuple | None = None
     output_dtype: str = "x"
+    softmax_scale: float = 1.0
     _rotary: Rotary | None = field(default=None, repr=False, compare=False)
     _layers: Mapping | None = field(default=None, repr=False, compare=False)
 
