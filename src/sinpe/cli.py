@@ -643,7 +643,7 @@ def _info(args) -> int:
         print(f"instruction set: n/a (backend {api.BACKEND}: NumPy's own loops)")
     else:
         reason = kernel.ISA_REASON
-        if kernel.ISA != kernel.CPU_ISA:
+        if not reason.startswith("the best"):  # forced: say what the best would be
             reason += f"; this CPU and build run up to {kernel.CPU_ISA}"
         if kernel.EMULATED and "emulated" not in reason:
             reason += ", emulated"
