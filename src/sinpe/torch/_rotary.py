@@ -193,9 +193,11 @@ class _Layer:
         grid ``(..., 2)``), each ``rows + (h,)``, recomposed across axes (``axes``: each
         column's axis, on the tables' device)."""
         if self.n_axes == 1:
+            if torch.compiler.is_compiling():  # one fused kernel with what follows
+                return table_cos[index], table_sin[index]
             rows = index.shape
             index = index.reshape(-1)
-            # index_select: several times faster than advanced indexing on the CPU
+            # index_select: several times faster than advanced indexing on the CPU, eagerly
             cos = torch.index_select(table_cos, 0, index).reshape(*rows, self.h)
             sin = torch.index_select(table_sin, 0, index).reshape(*rows, self.h)
             return cos, sin
@@ -259,8 +261,10 @@ class RotaryEmbedding(nn.Module):
     allocation that depends on the values, so ``torch.compile(fullgraph=True)``,
     ``torch.export`` and CUDA graphs take it. A negative id, or one at or past
     ``max_positions``, is never wrapped or clamped: on the CPU in eager mode it is computed
-    exactly (ids up to 2**53); compiled, exported or on a GPU it raises through a
-    device-side assertion (``torch._assert_async``), naming ``max_positions=`` as the way out.
+    exactly (ids up to 2**53); compiled, exported or on a GPU it raises in the gather's own
+    bounds check, on the device (Inductor's indirect-indexing check, CUDA's device-side
+    assert; a negative id is first sent past the end, where a compiled gather would wrap
+    it): build with a larger ``max_positions=``.
     Length-dependent rope types (``dynamic``, ``longrope``) follow transformers'
     ``dynamic_rope_update`` per call, and fractional (float) ids are computed exactly: both
     read the ids' largest value, as transformers' own modules do, so they run eagerly (a
@@ -476,12 +480,10 @@ class RotaryEmbedding(nn.Module):
         if not torch.compiler.is_compiling() and index.device.type == "cpu":
             if index.numel() and (int(index.min()) < 0 or int(index.max()) >= n):
                 return layer.values(position_ids, numpy_dtype(dtype), device, direct=True)
-        else:  # checked on the device, never wrapped or clamped
-            torch._assert_async(
-                ((index >= 0) & (index < n)).all(),
-                f"sinpe.torch: a position id is negative or at least max_positions={n}: "
-                "build the module (or patch) with a larger max_positions=",
-            )
+        else:  # checked on the device by the gather itself (Inductor's and CUDA's bounds
+            # checks: an id at or past max_positions raises); a negative id is sent past the
+            # end so that it raises too, where the compiled gather would wrap it
+            index = torch.where(index < 0, n, index)
         axes = None
         if layer.n_axes > 1:
             axes = getattr(self, f"{'' if layer_type is None else layer_type + '_'}column_axes")
