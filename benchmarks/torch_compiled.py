@@ -19,17 +19,7 @@ import sys
 import time
 import warnings
 
-from torch_modules import LLAMA31
-
-TINY = dict(  # Llama-3.1's RoPE (torch_modules.LLAMA31), a tiny model's sizes
-    LLAMA31,
-    hidden_size=64,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    num_hidden_layers=2,
-    intermediate_size=128,
-    vocab_size=100,
-)
+from torch_modules import TINY  # Llama-3.1's RoPE, a tiny model's sizes
 
 
 def timed(torch, fn, device, repeat):

@@ -33,6 +33,17 @@ LLAMA31 = dict(
 )
 
 
+TINY = dict(  # Llama-3.1's RoPE, a tiny random model's sizes
+    LLAMA31,
+    hidden_size=64,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    num_hidden_layers=2,
+    intermediate_size=128,
+    vocab_size=100,
+)
+
+
 def timed(fn, *args):
     start = time.perf_counter()
     fn(*args)
@@ -126,15 +137,7 @@ def main(argv=None):
             f"{worst * 1e3:.1f} ms ({slowest}) | | <= 50 ms {'ok' if ok else 'MISSED'} |"
         )
     torch.manual_seed(0)
-    tiny = transformers.LlamaConfig(
-        hidden_size=64,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        num_hidden_layers=2,
-        intermediate_size=128,
-        vocab_size=100,
-        **{k: v for k, v in LLAMA31.items() if k not in ("hidden_size", "num_attention_heads")},
-    )
+    tiny = transformers.LlamaConfig(**TINY)
     model = transformers.LlamaForCausalLM(tiny).eval()
     tokens = torch.randint(0, 100, (1, 64))
     spans = {"0-63": torch.arange(64)[None], "100,000-100,063": torch.arange(64)[None] + 100000}
