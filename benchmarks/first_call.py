@@ -32,7 +32,7 @@ import sys, time
 sys.path.insert(0, {here!r})
 import numpy as np
 import sinpe
-from sinpe._front.bench import textbook
+from sinpe.cli.bench import textbook
 from peers import torch_tutorial
 torch_build = torch_tutorial() if {torch} else None
 n, d = {n}, {d}

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from peers import GIL_SHAPE, two_tables_serial, two_tables_threaded  # noqa: E402
 
 import sinpe  # noqa: E402
-from sinpe._front.threads import usable_cores  # noqa: E402
+from sinpe._tables.threads import usable_cores  # noqa: E402
 
 
 def seconds(fn):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from sinpe import sinusoidal_positional_encoding
-from sinpe._front.bench import ones, textbook  # noqa: F401  (re-exported peers)
+from sinpe.cli.bench import ones, textbook  # noqa: F401  (re-exported peers)
 
 # (seq_len, d_model, dtype, threads) - the shapes of the performance targets.
 SHAPES = [

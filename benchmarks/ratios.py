@@ -28,8 +28,8 @@ from peers import ones, sinpe_cython, sinpe_numpy, textbook  # noqa: E402
 import sinpe  # noqa: E402
 
 THREADED = sinpe.THREAD_RUNTIME != "none"
-from sinpe._front.bench import timed  # noqa: E402
-from sinpe._front.threads import usable_cores  # noqa: E402
+from sinpe._tables.threads import usable_cores  # noqa: E402
+from sinpe.cli.bench import timed  # noqa: E402
 
 # (seq_len, d_model, dtype, threads, target ratio vs np.ones)
 TARGETS = [
@@ -147,7 +147,7 @@ CHECK_SHAPES = ((2048, 512), (8192, 1024))
 
 def check_cases():
     """(seq_len, d_model, dtype, backend) of the correct-rounding table's rows."""
-    from sinpe._front.checks import bfloat16
+    from sinpe._tables.checks import bfloat16
 
     dtypes = ["float32", "float16"] + (["bfloat16"] if bfloat16() is not None else [])
     cases = [(n, d, dt, "cython") for n, d in CHECK_SHAPES for dt in dtypes]
@@ -156,8 +156,8 @@ def check_cases():
 
 def measure_check(rounds):
     from sinpe import _twin
-    from sinpe._front import backends
-    from sinpe._front.checks import bfloat16
+    from sinpe._tables import backends
+    from sinpe._tables.checks import bfloat16
 
     kernel = backends.kernel
     rows = []
@@ -197,7 +197,7 @@ def measure_check(rounds):
 # (label, numerator, denominator, target) on one thread; each a function of the round number
 # (the new-width row takes a width no earlier round or set used)
 def _isa_rows():
-    from sinpe._front.checks import bfloat16
+    from sinpe._tables.checks import bfloat16
 
     def table(n, d, dtype):
         return lambda r: sinpe_cython(n, d, dtype, threads=1)
@@ -260,7 +260,7 @@ def _isa_rows():
 def measure_isa(rounds, isas):
     """{isa: [(label, target, paired ratios)]}: every row on every set, sets alternating
     within each round."""
-    from sinpe._front import backends
+    from sinpe._tables import backends
 
     kernel = backends.kernel
     before = kernel.ISA
@@ -303,7 +303,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if sinpe.BACKEND != "cython":
         sys.exit("ratios.py measures the compiled kernel; it is not built here")
-    from sinpe._front import backends
+    from sinpe._tables import backends
 
     kernel = backends.kernel
     if args.isa is None:

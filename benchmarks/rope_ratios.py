@@ -38,7 +38,7 @@ from ratios import cpu_name, scaling_probe  # noqa: E402
 import sinpe  # noqa: E402
 
 THREADED = sinpe.THREAD_RUNTIME != "none"
-from sinpe._front.bench import timed  # noqa: E402
+from sinpe.cli.bench import timed  # noqa: E402
 
 N, HEAD_DIM = ROPE_SHAPE
 DRIFT_POSITIONS = [100, 8191, 32767, 131071, 2**20]

@@ -12,7 +12,7 @@ import pytest
 from peers import diffusers_timesteps, textbook_at
 
 import sinpe
-from sinpe._front import backends
+from sinpe._tables import backends
 
 needs_kernel = pytest.mark.skipif("cython" not in backends.BACKENDS, reason="kernel not built")
 ROUNDS = 30

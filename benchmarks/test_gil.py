@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from peers import GIL_SHAPE, two_tables_serial, two_tables_threaded
 
-from sinpe._front import backends
+from sinpe._tables import backends
 
 pytestmark = pytest.mark.skipif("cython" not in backends.BACKENDS, reason="kernel not built")
 

@@ -10,7 +10,7 @@ import pytest
 from peers import LLAMA31_ROPE, ROPE_SHAPE, ones, ones_pair, sinpe_rope, torch_llama_rope
 
 import sinpe
-from sinpe._front import backends
+from sinpe._tables import backends
 
 needs_kernel = pytest.mark.skipif("cython" not in backends.BACKENDS, reason="kernel not built")
 N, HEAD_DIM = ROPE_SHAPE

@@ -4,8 +4,8 @@ exit codes are not judged here: CI machines are noisy; read them on a quiet mach
 import pytest
 
 import sinpe
-from sinpe._front import backends
-from sinpe._front.threads import usable_cores
+from sinpe._tables import backends
+from sinpe._tables.threads import usable_cores
 
 THREADED = sinpe.THREAD_RUNTIME != "none"
 

@@ -7,7 +7,7 @@ pytest benchmarks/ --benchmark-disable         # run each once (CI: they cannot 
 import pytest
 from peers import SHAPES, ones, shape_id, sinpe_cython, sinpe_numpy, textbook, torch_tutorial
 
-from sinpe._front import backends
+from sinpe._tables import backends
 
 needs_kernel = pytest.mark.skipif("cython" not in backends.BACKENDS, reason="kernel not built")
 shapes = pytest.mark.parametrize("shape", SHAPES, ids=shape_id)

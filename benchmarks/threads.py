@@ -24,8 +24,8 @@ from contextlib import contextmanager
 import numpy as np
 
 import sinpe
-from sinpe._front.bench import timed
-from sinpe._front.threads import usable_cores
+from sinpe._tables.threads import usable_cores
+from sinpe.cli.bench import timed
 
 LLAMA = {
     "rope_type": "llama3",

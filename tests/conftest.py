@@ -1,6 +1,6 @@
 import pytest
 
-from sinpe._front import backends
+from sinpe._tables import backends
 
 AVAILABLE_BACKENDS = sorted(backends.BACKENDS)
 

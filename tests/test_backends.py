@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 import sinpe
 from sinpe import conventions
 from sinpe import sinusoidal_positional_encoding as pe
-from sinpe._front import backends, plan
-from sinpe._front.checks import bfloat16
+from sinpe._tables import backends, plan
+from sinpe._tables.checks import bfloat16
 
 pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
 
@@ -98,7 +98,7 @@ def run_python(code, **env):
 
 FILLER_TRACE = """
 import math, sinpe
-from sinpe._front import backends as b
+from sinpe._tables import backends as b
 ran = []
 for name, module in list(b.BACKENDS.items()):
     module.fill = lambda *a, _f=module.fill, _n=name: ran.append(_n) or _f(*a)
@@ -173,7 +173,7 @@ def test_instruction_set_is_the_one_built_for():
 
 
 def _debug_plan():
-    filler = sinpe._front.tables._table_filler(backends.kernel, conventions.VASWANI, 8, 10000.0)
+    filler = sinpe._tables.tables._table_filler(backends.kernel, conventions.VASWANI, 8, 10000.0)
     anchors = plan.exact_values(backends.kernel, np.array([0.0]), filler.frequencies)
     return filler, anchors
 

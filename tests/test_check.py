@@ -204,8 +204,8 @@ def test_a_cos_without_its_sin_is_refused_then_read_with_sin(tmp_path):
 def test_layouts_that_fit_equally_are_both_named():
     spec = sinpe.rope_config(LLAMA)
     cos, sin = spec.rope(1)  # row 0: every layout reads the same
-    from sinpe._front.cache_files import Stored
-    from sinpe._front.check_cache import compare
+    from sinpe._check.compare import compare
+    from sinpe._check.files import Stored
 
     report = compare(spec, [Stored(cos, "float64", "cos"), Stored(sin, "float64", "sin")])
     assert report.verdict == "match" and "interleaved fits equally" in report.note
@@ -333,7 +333,7 @@ def test_float8_safetensors_are_read(tmp_path):
 
 def test_float8_bits_decode_as_ml_dtypes_does():
     ml_dtypes = pytest.importorskip("ml_dtypes")
-    from sinpe._front.check_cache import _decode
+    from sinpe._check.compare import _decode
 
     bits = np.arange(256, dtype=np.uint8)
     for name in ("float8_e4m3fn", "float8_e5m2"):
@@ -525,8 +525,8 @@ def test_check_plot_starts_where_errors_exist(tmp_path):
     result = check(tmp_path / "c.npz", LLAMA, "--plot", tmp_path / "e")
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "e.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    from sinpe._front.cache_files import Stored
-    from sinpe._front.check_cache import compare
+    from sinpe._check.compare import compare
+    from sinpe._check.files import Stored
 
     spec = sinpe.rope_config(LLAMA)
     report = compare(spec, [Stored(cos, "float32", "cos"), Stored(sin, "float32", "sin")])

@@ -343,7 +343,7 @@ def test_a_symlink_is_followed_and_a_hard_link_broken(tmp_path):
 
 def test_a_directory_that_cannot_take_the_rename_is_named(tmp_path, monkeypatch, capsys):
     from sinpe import cli
-    from sinpe._front import output
+    from sinpe.cli import output
 
     path = tmp_path / "t.npy"
     np.save(path, np.ones(3))
@@ -416,7 +416,7 @@ def test_an_exception_at_any_line_of_the_write_leaves_no_temporary_file(tmp_path
     thread the signal reached: holding it back in one thread is not enough). Raise at every
     line the write runs, one run each, until a run completes: no run leaves a .part file,
     and the old file is intact whenever the write did not finish."""
-    from sinpe._front.output import write_atomically
+    from sinpe.cli.output import write_atomically
 
     path = tmp_path / "t.npy"
     path.write_bytes(b"old")
@@ -524,7 +524,7 @@ def test_a_large_file_is_announced_before_it_is_written():
 
 def test_bench_prints_quartiles_and_warns_of_a_spread(monkeypatch, capsys):
     from sinpe import cli
-    from sinpe._front import bench
+    from sinpe.cli import bench
 
     times = iter(np.random.default_rng(0).uniform(1e-4, 3e-4, 10_000))
     monkeypatch.setattr(bench, "timed", lambda *a, **k: next(times))
@@ -538,7 +538,7 @@ def test_bench_prints_quartiles_and_warns_of_a_spread(monkeypatch, capsys):
 def test_a_signal_a_library_turns_into_another_error_still_ends_the_write(tmp_path, signum):
     """NumPy's tofile, interrupted inside its own isinstance check, raises a TypeError in the
     signal's place: the write still ends as the signal asks, with no temporary file left."""
-    from sinpe._front import output
+    from sinpe.cli import output
 
     path = tmp_path / "t.npy"
     np.save(path, np.ones(3))
@@ -595,7 +595,7 @@ def test_plot_of_any_size_draws_sampled_rows_in_bounded_memory(tmp_path, seq_len
 
 
 def test_plot_samples_rows_evenly_and_refuses_only_what_cannot_be_drawn():
-    from sinpe.plot import MAX_D_MODEL, MAX_ROWS, sampled_positions
+    from sinpe.cli.plot import MAX_D_MODEL, MAX_ROWS, sampled_positions
 
     assert sampled_positions(10, 8).tolist() == list(range(10))
     rows = sampled_positions(100_000, 4096)
@@ -693,7 +693,7 @@ def test_a_wrong_environment_variable_is_one_line_and_exit_2(name, value, allowe
 
 def test_the_environment_rule_knows_the_kernels_instruction_sets():
     from sinpe import _environment
-    from sinpe._front import backends
+    from sinpe._tables import backends
 
     if backends.kernel is None:
         pytest.skip("no compiled kernel")
@@ -760,7 +760,7 @@ def test_an_empty_config_is_said_to_be_empty(tmp_path):
 
 def test_a_missing_file_is_a_file_not_found_error_and_a_value_error(tmp_path):
     """`except FileNotFoundError` catches it, and so does the old `except ValueError`."""
-    from sinpe._front.cache_files import load
+    from sinpe._check.files import load
 
     for call in (lambda p: sinpe.rope_config(p), lambda p: load(p)):
         path = str(tmp_path / "nosuch.json")

@@ -18,8 +18,8 @@ import pytest
 
 import sinpe
 from sinpe import _twin
-from sinpe._front import backends
-from sinpe._front.checks import bfloat16
+from sinpe._tables import backends
+from sinpe._tables.checks import bfloat16
 
 pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
 

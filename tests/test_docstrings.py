@@ -14,8 +14,6 @@ import sinpe
 
 def _modules() -> list:
     names = {m.name for m in pkgutil.walk_packages(sinpe.__path__, "sinpe.")}
-    front = importlib.import_module("sinpe._front")
-    names |= {f"sinpe._front.{m.name}" for m in pkgutil.iter_modules(front.__path__)}
     return sorted(["sinpe"] + [n for n in names if not n.endswith("__main__")])
 
 

@@ -15,7 +15,7 @@ import pytest
 from oracle import CTX
 
 import sinpe
-from sinpe._front import backends, plan
+from sinpe._tables import backends, plan
 from sinpe._twin import dd, turns
 from sinpe._twin import frequencies as twin_frequencies
 
@@ -168,7 +168,7 @@ def test_threaded_evaluation_matches_serial():
 def test_frequencies_are_correctly_rounded(count, base, numerator, denominator, scale):
     """Computed in float64 only, yet the nearest double to the exact value on these grids
     (the contract is 1 ulp; the error before the one rounding is below 2**-89)."""
-    from sinpe._front.frequencies import frequency_vector
+    from sinpe._tables.frequencies import frequency_vector
 
     w = frequency_vector(count, base, numerator, denominator, scale)
     for i in range(count):

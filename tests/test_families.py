@@ -18,7 +18,7 @@ import pytest
 import references as ref
 
 import sinpe
-from sinpe._front import backends
+from sinpe._tables import backends
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 
@@ -340,7 +340,7 @@ def test_tables_within_the_bound_of_the_exact_recomposed_values(backend, name):
 
 
 @pytest.mark.parametrize("name", [n for n in SPECS if SPECS[n].scaling.get("mrope_section")])
-@pytest.mark.parametrize("layout", sinpe._front.rope.LAYOUTS)
+@pytest.mark.parametrize("layout", sinpe._rope.rope.LAYOUTS)
 def test_mrope_text_positions_are_the_plain_table_bit_for_bit(name, layout):
     """Text tokens have the same position on every axis: rope(n) is that table, rope_at of
     the broadcast positions the same bits, in every layout, on both backends alike."""
@@ -550,7 +550,7 @@ def test_config_files_are_read_with_care(tmp_path):
         sinpe.rope_config(tmp_path / "bad.json")
     big = tmp_path / "big.json"
     with open(big, "wb") as handle:
-        handle.truncate(sinpe._front.config.MAX_CONFIG_BYTES + 1)
+        handle.truncate(sinpe._rope.config.MAX_CONFIG_BYTES + 1)
     with pytest.raises(ValueError, match="larger than 16 MiB"):
         sinpe.rope_config(big)
     with pytest.raises(TypeError, match="path to a config.json"):

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import sinpe
 from sinpe import conventions
 from sinpe import sinusoidal_positional_encoding as pe
-from sinpe._front import backends, plan
-from sinpe._front.checks import bfloat16
+from sinpe._tables import backends, plan
+from sinpe._tables.checks import bfloat16
 from sinpe._twin.constants import FREQUENCY_BLOCK, GRID_SPAN
 
 pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
@@ -221,10 +221,10 @@ def test_backends_agree_on_generated_layouts(seed, h, planes, factor, dtype):
 def test_the_grid_span_is_the_anchor_spacing():
     """The anchors, 1024 positions apart, are the only exact evaluations a long table
     needs besides the grid: a table of 3 * 1024 + 1 rows from 0 reads four anchors."""
-    filler = sinpe._front.tables._table_filler(backends.DEFAULT, conventions.VASWANI, 8, 1e4)
+    filler = sinpe._tables.tables._table_filler(backends.DEFAULT, conventions.VASWANI, 8, 1e4)
     sinpe.clear_cache()
     pe(3 * GRID_SPAN + 1, 8)
-    kept = [key for key in sinpe._front.cache._CACHE._entries if key[0] == "anchors"]
+    kept = [key for key in sinpe._tables.cache._CACHE._entries if key[0] == "anchors"]
     assert [key[2] for key in kept] == [4]
     assert filler.grid.shape == (80, 2, 4)
 

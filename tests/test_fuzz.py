@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import sinpe
 from sinpe import compat, conventions
-from sinpe._front import tables
+from sinpe._tables import tables
 
 HUGE = [2**40, 2**53 - 1, 2**53, 2**63 - 1, 2**63, 2**64, 2**1000, -(2**63), -(2**1000)]
 HOSTILE = [

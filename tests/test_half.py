@@ -15,8 +15,8 @@ import oracle
 import pytest
 
 import sinpe
-from sinpe._front import backends
-from sinpe._front.checks import bfloat16
+from sinpe._tables import backends
+from sinpe._tables.checks import bfloat16
 from sinpe._twin import half as _half
 
 pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import sinpe
-from sinpe._front import backends, plan
-from sinpe._front.checks import bfloat16
+from sinpe._tables import backends, plan
+from sinpe._tables.checks import bfloat16
 
 kernel = backends.kernel
 pytestmark = [

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import sinpe
-from sinpe._front import backends, checks
-from sinpe._front.rope import MAX_HEAD_DIM
+from sinpe._rope.rope import MAX_HEAD_DIM
+from sinpe._tables import backends, checks
 from sinpe._twin import frequencies as twin_frequencies
 
 pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them

@@ -19,7 +19,7 @@ import oracle
 import pytest
 
 import sinpe
-from sinpe import rope_scaling
+from sinpe._rope import rope_types as rope_scaling
 
 ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -421,3 +421,53 @@ def test_given_frequencies_are_cached_by_their_bytes():
     second = sinpe.rope(3, 4, inv_freq=w)
     assert not np.array_equal(first[0], second[0])
     assert np.array_equal(second[0], sinpe.rope(3, 4, inv_freq=[1.0, 0.5])[0])
+
+
+def test_the_public_module_reexports_the_records():
+    """``sinpe.rope_scaling`` (public) is the records' module as before the house moved: the
+    same objects, the public ``__module__`` that pickles name."""
+    import sinpe.rope_scaling as public
+
+    assert public.__all__ == rope_scaling.__all__
+    for name in public.__all__:
+        assert getattr(public, name) is getattr(rope_scaling, name)
+    for cls in (public.Key, public.RopeScaling, public.RopeType):
+        assert cls.__module__ == "sinpe.rope_scaling"
+    assert sinpe.RopeSpec.__module__ == "sinpe"
+
+
+def test_pickles_made_by_0_4_0_still_load():
+    """A ``RopeSpec`` pickled by sinpe 0.4.0 (it names ``sinpe._front.spec``) loads and equals
+    the spec read today; so does a whole ``RotaryEmbedding`` saved by ``torch.save``, whose
+    output keeps its bits."""
+    import pickle
+
+    data = Path(__file__).parent / "data"
+    spec = pickle.loads((data / "rope_spec_0.4.0.pkl").read_bytes())
+    llama3 = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+    fresh = sinpe.rope_config(
+        {
+            "model_type": "llama",
+            "hidden_size": 64,
+            "num_attention_heads": 2,
+            "max_position_embeddings": 64,
+            "rope_parameters": {
+                "rope_type": "llama3",
+                "rope_theta": 10000.0,
+                "original_max_position_embeddings": 32,
+                **llama3,
+            },
+        }
+    )
+    assert isinstance(spec, sinpe.RopeSpec)
+    assert spec == fresh
+    positions = np.array([0, 1, 63, 10**6])
+    for old, new in zip(spec.rope_at(positions), fresh.rope_at(positions)):
+        assert np.array_equal(old, new)
+    torch = pytest.importorskip("torch")
+    module = torch.load(data / "rotary_0.4.0.pt", weights_only=False)
+    assert module.spec == fresh
+    cos, sin = module(torch.zeros(1), torch.tensor([[0, 5, 63]]))
+    cos64, sin64 = fresh.rope_at(np.array([0, 5, 63]))
+    assert np.array_equal(cos[0].numpy(), cos64.astype(np.float32))
+    assert np.array_equal(sin[0].numpy(), sin64.astype(np.float32))

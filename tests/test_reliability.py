@@ -12,7 +12,7 @@ import pytest
 
 import sinpe
 from sinpe import conventions
-from sinpe._front import backends, tables
+from sinpe._tables import backends, tables
 
 needs_kernel = pytest.mark.skipif("cython" not in backends.BACKENDS, reason="kernel not built")
 
@@ -121,7 +121,9 @@ def test_caches_hold_only_read_only_arrays():
     sinpe.sinusoidal_positional_encoding(100, 16)
     sinpe.rope(50, 16)
     kept = [
-        a for entry in sinpe._front.cache._CACHE._entries.values() for a in _cached_arrays(entry[0])
+        a
+        for entry in sinpe._tables.cache._CACHE._entries.values()
+        for a in _cached_arrays(entry[0])
     ]
     assert len(kept) >= 8
     for array in kept:
@@ -137,7 +139,7 @@ def test_caches_hold_only_read_only_arrays():
 def test_cached_tables_start_where_the_kernel_expects_them():
     """64-byte aligned (no AVX2 load splits a cache line) at a fixed page offset (the kernel
     places each thread's anchor product at its fine rows' offset); odd widths included."""
-    from sinpe._front.plan import TABLE_PLACEMENT
+    from sinpe._tables.plan import TABLE_PLACEMENT
 
     assert TABLE_PLACEMENT % 64 == 0
     for d_model in (1, 2, 128, 7, 512, 33):
@@ -237,13 +239,13 @@ def test_nothing_global_changes_after_import():
 
     modules = [
         importlib.import_module(f"sinpe.{m}")
-        for m in ("_front.tables", "_front.plan", "_front.rope", "_twin.exact", "_twin.fill")
-        + ("_twin.frequencies", "conventions", "rope_scaling")
+        for m in ("_tables.tables", "_tables.plan", "_rope.rope", "_twin.exact", "_twin.fill")
+        + ("_twin.frequencies", "conventions", "_rope.rope_types")
     ]
     modules.append(sinpe)
 
     # bounded caches of their own: the conventions' tokens and the keys already warned of
-    caches = {("sinpe.conventions", "_TOKENS"), ("sinpe.rope_scaling", "_WARNED")}
+    caches = {("sinpe.conventions", "_TOKENS"), ("sinpe._rope.rope_types", "_WARNED")}
 
     def snapshot():
         state = {}

@@ -10,8 +10,8 @@ import pytest
 import references as ref
 
 import sinpe
-from sinpe._front import backends
-from sinpe._front.rope import LAYOUTS
+from sinpe._rope.rope import LAYOUTS
+from sinpe._tables import backends
 
 LLAMA31 = {
     "rope_type": "llama3",

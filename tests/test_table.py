@@ -7,7 +7,7 @@ import pytest
 
 import sinpe
 from sinpe import sinusoidal_positional_encoding as pe
-from sinpe._front import backends
+from sinpe._tables import backends
 
 pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
 

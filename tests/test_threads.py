@@ -16,7 +16,7 @@ import pytest
 from subprocesses import FORK_STRESS, FORKS, fork_counts, run_script
 
 import sinpe
-from sinpe._front import backends
+from sinpe._tables import backends
 
 pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
 
@@ -34,7 +34,7 @@ needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
 DIGESTS = """
 import hashlib, os, threading, numpy as np, sinpe
-from sinpe._front.backends import BACKENDS
+from sinpe._tables.backends import BACKENDS
 def os_threads():
     return len(os.listdir("/proc/self/task")) if os.path.exists("/proc/self/task") else 0
 def digest(threads=None):

@@ -15,7 +15,7 @@ import references as ref
 torch = pytest.importorskip("torch")
 import sinpe  # noqa: E402
 import sinpe.torch as st  # noqa: E402
-from sinpe._front.checks import bfloat16  # noqa: E402
+from sinpe._tables.checks import bfloat16  # noqa: E402
 
 LLAMA3 = {
     "model_type": "llama",

@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 import sinpe.torch as st  # noqa: E402
-from sinpe._front.families import FAMILIES  # noqa: E402
+from sinpe._rope.families import FAMILIES  # noqa: E402
 
 ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "tools"))

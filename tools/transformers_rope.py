@@ -7,7 +7,7 @@ Run by hand in a throwaway virtual environment (transformers is never a dependen
     python3.11 -m venv /tmp/tf && /tmp/tf/bin/pip install transformers==5.24.0 torch==2.13.0
     /tmp/tf/bin/pip install .      # sinpe, for --compare
     /tmp/tf/bin/python tools/transformers_rope.py --write tests/data/transformers_rope.json \
-        --defaults src/sinpe/_front/family_defaults.py
+        --defaults src/sinpe/_rope/family_defaults.py
     /tmp/tf/bin/python tools/transformers_rope.py --published tests/data/configs/*.json
 
 Every class named ``...RotaryEmbedding`` defined in a ``transformers.models.*.modeling_*``

@@ -5,11 +5,11 @@ from . import _environment
 _environment.start()  # the sinpe command: a wrong variable is one line and exit 2
 
 from . import conventions, rope_scaling  # noqa: E402
-from ._front.config import rope_config  # noqa: E402
-from ._front.grid import encode_2d, encode_grid  # noqa: E402
-from ._front.rope import rope, rope_at, rope_cache, rope_frequencies  # noqa: E402
-from ._front.spec import RopeSpec  # noqa: E402
-from ._front.tables import (  # noqa: E402
+from ._rope.config import rope_config  # noqa: E402
+from ._rope.rope import rope, rope_at, rope_cache, rope_frequencies  # noqa: E402
+from ._rope.spec import RopeSpec  # noqa: E402
+from ._tables.grid import encode_2d, encode_grid  # noqa: E402
+from ._tables.tables import (  # noqa: E402
     BACKEND,
     cache_info,
     clear_cache,
@@ -19,8 +19,8 @@ from ._front.tables import (  # noqa: E402
     shift_matrix,
     sinusoidal_positional_encoding,
 )
-from ._front.threads import RUNTIME as THREAD_RUNTIME  # noqa: E402
-from ._front.threads import thread_limit  # noqa: E402
+from ._tables.threads import RUNTIME as THREAD_RUNTIME  # noqa: E402
+from ._tables.threads import thread_limit  # noqa: E402
 from ._version import __version__  # noqa: E402
 
 

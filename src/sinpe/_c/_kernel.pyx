@@ -16,7 +16,7 @@ the work in the C headers beside this file. Glue only:
 - ``correctly_rounded(p, w, factor, dtype)``, ``undecided()``: the correctly rounding
   evaluator of narrow values (``correct.h``) and how many it could not decide.
 
-Arguments are trusted: ``sinpe._front`` builds the plans and checks every array (shape,
+Arguments are trusted: ``sinpe._tables`` builds the plans and checks every array (shape,
 dtype, C order, writable). Everything is read and written through raw pointers (acquiring a
 typed memoryview costs ~1 us per call, a quarter of a small table's time); debug builds
 (``SINPE_DEBUG_BUILD=1``) check every argument those pointers depend on.

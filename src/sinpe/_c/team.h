@@ -67,7 +67,7 @@ typedef int (*sinpe_check_fn)(void);
 #endif
 
 /* The limit threadpoolctl sets (process-wide; 0: none), through sinpe's registered
-   controller (sinpe._front.threads), by name from the loaded module. */
+   controller (sinpe._tables.threads), by name from the loaded module. */
 static long sinpe__threadpool_limit = 0;
 SINPE_EXPORT int sinpe_threadpool_get_num_threads(void);
 SINPE_EXPORT void sinpe_threadpool_set_num_threads(int n);

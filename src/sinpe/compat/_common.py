@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .._front.types import TensorOrArray
+from .._tables.types import TensorOrArray
 
 OUTPUT_TYPES = ("np", "pt")
 
@@ -54,7 +54,7 @@ def import_torch(why: str) -> Any:
 
 def embed_dim(name: str, value: object, multiple: int) -> int:
     """A width the original accepts: an int (not bool), >= 0, a multiple of ``multiple``."""
-    from .._front.checks import integer
+    from .._tables.checks import integer
 
     value = integer(name, value, 0)
     if value % multiple:

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .._front import checks as check
-from .._front.tables import encode
+from .._tables import checks as check
+from .._tables.tables import encode
 from ..conventions import Convention
 from ._common import as_array
 

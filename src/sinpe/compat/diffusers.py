@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from .. import conventions
-from .._front import checks as check
-from .._front.grid import encode_grid
-from .._front.rope import rope_blocks
-from .._front.tables import encode
-from .._front.types import ArrayLike, Tensor, TensorOrArray, TorchDType
+from .._rope.rope import rope_blocks
+from .._tables import checks as check
+from .._tables.grid import encode_grid
+from .._tables.tables import encode
+from .._tables.types import ArrayLike, Tensor, TensorOrArray, TorchDType
 from ._common import as_array, hand_over, import_torch, is_tensor, truth
 from ._common import embed_dim as _embed_dim
 from ._common import output_type as _output_type

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._front import checks as check
-from .._front.tables import sinusoidal_positional_encoding
-from .._front.types import Tensor
+from .._tables import checks as check
+from .._tables.tables import sinusoidal_positional_encoding
+from .._tables.types import Tensor
 from ._common import import_torch
 
 __all__ = ["get_embedding"]

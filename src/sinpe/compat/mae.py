@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._front import checks as check
-from .._front.grid import encode_grid
-from .._front.types import ArrayLike
+from .._tables import checks as check
+from .._tables.grid import encode_grid
+from .._tables.types import ArrayLike
 from ._common import embed_dim as _embed_dim
 from ._common import truth
 from ._points import point_blocks

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._front import checks as check
-from .._front.tables import encode, sinusoidal_positional_encoding
+from .._tables import checks as check
+from .._tables.tables import encode, sinusoidal_positional_encoding
 from ..conventions import Convention
 
 __all__ = ["get_timing_signal_1d"]

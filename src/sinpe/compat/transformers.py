@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .._front import checks as check
-from .._front.tables import sinusoidal_positional_encoding
-from .._front.types import DTypeLike, Tensor
+from .._tables import checks as check
+from .._tables.tables import sinusoidal_positional_encoding
+from .._tables.types import DTypeLike, Tensor
 from ._common import is_tensor
 
 __all__ = ["create_sinusoidal_embeddings", "marian_sinusoidal_weight"]

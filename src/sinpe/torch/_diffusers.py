@@ -7,8 +7,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._front import checks as check
-from .._front.rope import rope_blocks
+from .._rope.rope import rope_blocks
+from .._tables import checks as check
 from ._tensors import tensor
 
 __all__ = ["FluxPosEmbed", "grid_ids"]

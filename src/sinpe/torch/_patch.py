@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._front import checks as check
+from .._tables import checks as check
 from . import _rotary
 from ._rotary import RotaryEmbedding
 

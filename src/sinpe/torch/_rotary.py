@@ -20,9 +20,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._front import checks as check
-from .._front.config import rope_config
-from .._front.spec import RopeSpec
+from .._rope.config import rope_config
+from .._rope.spec import RopeSpec
+from .._tables import checks as check
 from ._tensors import numpy_dtype, tensor
 
 __all__ = ["GROWTH_ROWS", "MAX_POSITIONS", "RotaryEmbedding"]

@@ -8,9 +8,9 @@ from typing import Any, Union
 import numpy as np
 import torch
 
-from .._front import checks as check
-from .._front import rope as _rope
-from .._front import rotary as rot
+from .._rope import rope as _rope
+from .._rope import rotary as rot
+from .._tables import checks as check
 
 __all__ = ["numpy_dtype", "rope", "rope_at", "rope_cache", "tensor"]
 

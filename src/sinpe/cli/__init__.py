@@ -9,19 +9,19 @@ import sys
 
 import numpy as np
 
-from . import __version__, _environment, conventions
-from ._front import backends
-from ._front import rope as _rope
-from ._front import tables as api
-from ._front.cache_files import DEFAULT_MAX_BYTES, DTYPE_MEMBER
-from ._front.cache_files import load as load_cache
-from ._front.check_cache import LAYOUTS as CHECK_LAYOUTS
-from ._front.check_cache import compare as compare_cache
-from ._front.checks import bfloat16
-from ._front.config import rope_config
-from ._front.output import output_path, write_atomically
-from ._front.threads import RUNTIME as THREAD_RUNTIME
-from ._front.threads import thread_limit, usable_cores
+from .. import __version__, _environment, conventions
+from .._check.compare import LAYOUTS as CHECK_LAYOUTS
+from .._check.compare import compare as compare_cache
+from .._check.files import DEFAULT_MAX_BYTES, DTYPE_MEMBER
+from .._check.files import load as load_cache
+from .._rope import rope as _rope
+from .._rope.config import rope_config
+from .._tables import backends
+from .._tables import tables as api
+from .._tables.checks import bfloat16
+from .._tables.threads import RUNTIME as THREAD_RUNTIME
+from .._tables.threads import thread_limit, usable_cores
+from .output import output_path, write_atomically
 
 _THREAD_VARIABLES = ("SINPE_NUM_THREADS", "OMP_NUM_THREADS")
 
@@ -346,7 +346,7 @@ def _shown(value) -> str:
 
 def _full_width(config, spec) -> int | None:
     """The rotary width without the config's ``partial_rotary_factor`` (an explanation)."""
-    from ._front.config import _load
+    from .._rope.config import _load
 
     try:
         data = _load(config)
@@ -573,7 +573,7 @@ SPREAD_WARNING = 0.20  # an interquartile range above this fraction of the media
 def _bench(args) -> int:
     import statistics
 
-    from ._front.bench import ones, textbook, timed
+    from .bench import ones, textbook, timed
 
     shapes = [(128, 64), (2048, 512)] if args.quick else [(128, 64), (2048, 512), (8192, 1024)]
     rounds = 5 if args.quick else 9

@@ -11,12 +11,12 @@ import math
 import os
 from collections.abc import Mapping
 
-from .. import rope_scaling
-from . import checks
+from .._tables import checks
+from .._tables.types import Config
+from . import rope_types as rope_scaling
 from . import rotary as rot
 from .families import ALIASES, COMPOSITE, FAMILIES, Family
 from .spec import Frozen, RopeSpec
-from .types import Config
 
 __all__ = ["RopeSpec", "rope_config", "MAX_CONFIG_BYTES"]
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import cache
-from . import checks as check
+from .._tables import cache
+from .._tables import checks as check
+from .._tables.backends import get as get_backend
+from .._tables.checks import F64
+from .._tables.plan import fill_at, fill_run, make_filler
+from .._tables.types import ArrayLike, DTypeLike, Positions, Scaling
 from . import rotary as rot
-from .backends import get as get_backend
-from .checks import F64
-from .plan import fill_at, fill_run, make_filler
 from .rotary import MAX_HEAD_DIM, Rotary, check_factor, rope_layout
-from .types import ArrayLike, DTypeLike, Positions, Scaling
 
 __all__ = [
     "rope",

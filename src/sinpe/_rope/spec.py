@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import checks as check
+from .._tables import checks as check
+from .._tables.checks import F64
+from .._tables.types import DTypeLike, Positions
 from . import rope as _rope
 from . import rotary as rot
-from .checks import F64
 from .rotary import Rotary
-from .types import DTypeLike, Positions
 
 __all__ = ["RopeSpec", "Frozen", "OUTPUT_LAYOUTS"]
 
@@ -208,3 +208,6 @@ class RopeSpec:
         """Whether the values change with the current length (``dynamic``, ``longrope``)."""
         rotary = self._one()
         return rot.length_of(rotary, None) != rot.length_of(rotary, 2**53)
+
+
+RopeSpec.__module__ = "sinpe"  # its public home: pickles name sinpe.RopeSpec

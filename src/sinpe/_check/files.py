@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import checks
+from .._tables import checks
 
 __all__ = ["DEFAULT_MAX_BYTES", "NARROW", "Stored", "load"]
 

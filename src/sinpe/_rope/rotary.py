@@ -16,11 +16,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..rope_scaling import RopeScaling, inverse_frequencies, length_key, parse, powers
-from . import cache
-from . import checks as check
-from .plan import Layout, Place, Segment, make_filler
-from .tables import MAX_FREQUENCY
+from .._tables import cache
+from .._tables import checks as check
+from .._tables.plan import Layout, Place, Segment, make_filler
+from .._tables.tables import MAX_FREQUENCY
+from .rope_types import RopeScaling, inverse_frequencies, length_key, parse, powers
 
 __all__ = [
     "FORMATS",

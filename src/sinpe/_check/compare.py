@@ -25,11 +25,11 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ..rope_scaling import parse
-from . import rope as _rope
-from . import rotary as rot
-from .cache_files import NARROW, Stored
-from .checks import F64
+from .._rope import rope as _rope
+from .._rope import rotary as rot
+from .._rope.rope_types import parse
+from .._tables.checks import F64
+from .files import NARROW, Stored
 
 __all__ = ["LAYOUTS", "Report", "compare", "views"]
 
