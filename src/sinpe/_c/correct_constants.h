@@ -61,4 +61,35 @@ static const double sinpe__inv_factorial[30][2] = {
     {0x1.0a18a2635085dp-98, 0x1.b9e2e28e1aa54p-153},
     {0x1.259f98b4358adp-103, 0x1.eaf8c39dd9bc5p-157},
 };
+/* The guard of the narrow types (fill.h, "Narrow types", sinpe__set_guard; twin:
+   _twin/correct_constants.py). */
+/* D, the bits a float64 mantissa has beyond float32's: 52 - 23 fraction bits.
+   With keep = ~(2^D - 1) and half = 2^(D - 1), h = (v & keep) | half (v's low D
+   bits replaced by 1 0 ... 0) is the one halfway point of v's binade nearer than
+   half a step (fill.h). */
+#define SINPE__GUARD_DROP_F32 29
+/* D for float16: 52 - 10 fraction bits (F16_MANTISSA). */
+#define SINPE__GUARD_DROP_F16 42
+/* D for bfloat16: 52 - 7 fraction bits (BF16_MANTISSA). */
+#define SINPE__GUARD_DROP_BF16 45
+/* 1.25e-15: g = 1.25e-15 max(1, |factor|) bounds the distance of the filler's
+   float64 value v to the exact one: fill.h's bound ("Bound": |value - factor
+   exact| < 1e-15 max(1, factor)), taken as 1.25e-15 max(1, factor). RN(v) is the
+   exact value's rounding unless a halfway point of the type lies within g of v. */
+#define SINPE__GUARD_ERROR 0x1.6849b86a12b9bp-50
+/* 1.001: B, the least power of two above 1.001 g (so above g, with 0.1% to spare),
+   is the bound of the test: every value with |v - h| <= B is recomputed. In a
+   binade whose step is at most 2B that holds always (tiny values, zeros); in the
+   others the step is at least 4B, so the halfway points of the binades below and
+   above lie further than g (fill.h). */
+#define SINPE__GUARD_MARGIN 0x1.004189374bc6ap+0
+/* 2.001, float16 only: kappa = B / (2.001 g), so kappa |v| <= B also flags
+   |v| <= 2.001 g, values which may round to either zero (fill.h; docs/method.md:
+   "|v| <= 2g is recomputed too"). */
+#define SINPE__GUARD_ZERO_MARGIN 0x1.0020c49ba5e35p+1
+/* 2^-14, float16 only: its smallest normal (2^F16_MIN_EXPONENT). float16's
+   subnormal step 2^-24 is not its binade's: the exact test counts |v| < 2^-14 as
+   |v| + 2^-14 (whose binade has float16's subnormal step), and the rows' test, by
+   kappa' = B / 2^-14, counts every |v| < 2^-14 as within (fill.h). */
+#define SINPE__GUARD_F16_SHIFT 0x1.0000000000000p-14
 #endif /* SINPE_CORRECT_CONSTANTS_H */

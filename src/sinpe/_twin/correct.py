@@ -18,6 +18,15 @@ from fractions import Fraction
 
 import numpy as np
 
+from .correct_constants import (
+    GUARD_DROP_BF16,
+    GUARD_DROP_F16,
+    GUARD_DROP_F32,
+    GUARD_ERROR,
+    GUARD_F16_SHIFT,
+    GUARD_MARGIN,
+    GUARD_ZERO_MARGIN,
+)
 from .exact_constants import INV_2PI, INV_2PI_BITS
 from .half import _FORMATS as _HALF_FORMATS
 
@@ -28,17 +37,20 @@ CHECKED = True  # the kernel's: narrow values correctly rounded; _set_checked(Fa
 # (fraction bits, smallest normal exponent, largest exponent) by dtype name
 _FORMATS = {"float32": (23, -126, 127), **_HALF_FORMATS}
 _MAX_BITS = 1024
+# the bits a float64 mantissa has beyond each type's (fill.h's D; generated, as the guard's)
+_DROP_BITS = {"float32": GUARD_DROP_F32, "float16": GUARD_DROP_F16, "bfloat16": GUARD_DROP_BF16}
 _undecided = 0
 
 
 def guard(dtype_name: str, factor: float) -> tuple[int, int, float, float, float]:
     """``sinpe__set_guard`` (fill.h): (keep mask, halfway bits, bound, kappa, float16 shift)."""
-    d = {"float32": 29, "float16": 42, "bfloat16": 45}[dtype_name]
-    g = 1.25e-15 * max(abs(factor), 1.0)
-    bound = math.ldexp(1.0, math.frexp(1.001 * g)[1])
+    d = _DROP_BITS[dtype_name]
+    g = GUARD_ERROR * max(abs(factor), 1.0)
+    bound = math.ldexp(1.0, math.frexp(GUARD_MARGIN * g)[1])
     f16 = dtype_name == "float16"
-    kappa = bound / (2.001 * g) if f16 else 0.0
-    return ~((1 << d) - 1) & (2**64 - 1), 1 << (d - 1), bound, kappa, 2.0**-14 if f16 else 0.0
+    kappa = bound / (GUARD_ZERO_MARGIN * g) if f16 else 0.0
+    shift = GUARD_F16_SHIFT if f16 else 0.0
+    return ~((1 << d) - 1) & (2**64 - 1), 1 << (d - 1), bound, kappa, shift
 
 
 def _distance(v: np.ndarray, keep: int, half: int, shift: float) -> np.ndarray:
