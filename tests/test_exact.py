@@ -139,19 +139,6 @@ def test_the_public_paths_use_the_evaluator_exactly():
     assert abs(shift[0, 1] - float(CTX.sin(CTX.mpf(p)))) <= 1e-15
 
 
-@needs_kernel
-def test_threaded_evaluation_matches_serial():
-    table = plan.prepare(sinpe.frequencies(64)).table
-    positions = np.arange(5000, dtype=np.float64) * 1.37e9
-    results = []
-    for module, threads in ((backends.kernel, 1), (backends.kernel, 2), (sinpe._twin, 1)):
-        out = np.empty((5000, 2, 32))
-        module.exact_cos_sin(positions, table, out, threads)
-        results.append(out)
-    assert np.array_equal(results[0], results[1])
-    assert np.array_equal(results[0], results[2])
-
-
 # --------------------------------------------------------------------------- frequencies
 
 
@@ -261,31 +248,6 @@ def test_compiled_frequencies_are_the_numpy_bits():
             assert np.array_equal(
                 part.view(np.uint64), twin[first : first + part.size].view(np.uint64)
             )
-
-
-@needs_kernel
-def test_compiled_frequency_table_is_the_numpy_bits():
-    """``turns.h`` and ``_twin/turns.py`` agree bit for bit over the whole
-    range of w (fast, tiny, huge, not finite), and mark for the big-integer path exactly the
-    columns the NumPy twin sends there: a few percent of 2**-760 .. 2**40 fail the certificate
-    or are tiny, so the marking itself is exercised."""
-    rng = np.random.default_rng(12)
-    w = np.concatenate(
-        [
-            2.0 ** rng.uniform(-760, 40, 50000) * rng.choice([-1.0, 1.0], 50000),
-            [0.0, -0.0, 5e-324, 2.0**-700, 2.0**-701, 2.0**32, np.nextafter(2.0**32, 0)],
-            [np.inf, -np.inf, np.nan, 1.0, -1.0],
-        ]
-    )
-    table = np.empty((turns.TABLE_ROWS, w.size))
-    exact = backends.kernel.prepare_frequency_table(w, table)
-    assert exact is not None and np.all(np.abs(w[exact]) < turns.FAST_W_LIMIT)
-    twin = np.empty((turns.TABLE_ROWS, w.size))
-    twin_exact = turns.prepare_frequency_table(w, twin)
-    assert np.array_equal(exact, twin_exact)
-    turns.exact_columns(table, exact)
-    turns.exact_columns(twin, twin_exact)
-    assert np.array_equal(table.view(np.uint64), twin.view(np.uint64))
 
 
 def test_frequency_constants_are_the_big_integer_ones():

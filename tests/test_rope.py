@@ -1,7 +1,6 @@
 """RoPE: each rope type against a transcription of transformers' formula (exact, mpmath),
 tables against mpmath at every scale, layouts, rope == rope_at bit for bit, bad input."""
 
-import itertools
 import math
 
 import numpy as np
@@ -11,7 +10,6 @@ import references as ref
 
 import sinpe
 from sinpe._rope.rope import LAYOUTS
-from sinpe._tables import backends
 
 LLAMA31 = {
     "rope_type": "llama3",
@@ -186,24 +184,6 @@ def test_rope_equals_rope_at_bit_for_bit(backend, offset, layout, dtype):
     for k in (0, 1):
         assert np.array_equal(table[k], at[k])
         assert np.array_equal(table[k][shuffled - offset], scattered[k])
-
-
-def test_backends_and_threads_agree():
-    if "cython" not in backends.BACKENDS:
-        pytest.skip("compiled kernel not built")
-    positions = np.concatenate([np.arange(3000.0), [0.5, 1e9 + 0.25, -7.0, 2.0**50]])
-    # yarn: attention factor != 1 (clamped and scaled); llama3: 1 (float32 skips the clamp)
-    cases = [(YARN, 1e6, 24), (LLAMA31, 500000.0, 40), (LLAMA31, 500000.0, 36)]
-    for (scaling, base, dim), layout, dtype in itertools.product(
-        cases, LAYOUTS, [np.float32, np.float64]
-    ):
-        kwargs = dict(scaling=scaling, base=base, layout=layout, dtype=dtype)
-        a = sinpe.rope_at(positions, dim, backend="cython", **kwargs)
-        b = sinpe.rope_at(positions, dim, backend="numpy", **kwargs)
-        c = sinpe.rope(9000, dim, threads=2, offset=3, **kwargs)
-        d = sinpe.rope(9000, dim, threads=1, offset=3, backend="numpy", **kwargs)
-        for k in (0, 1):
-            assert np.array_equal(a[k], b[k]) and np.array_equal(c[k], d[k])
 
 
 def test_position_ids_of_any_shape():

@@ -16,7 +16,7 @@ tests each C function against its pure-Python "slow" twin on generated inputs.
    rows, offsets crossing anchors, positions up to 2**53, frequencies past 2**32, factors
    other than 1, every output dtype, one and two threads) and their outputs compared bit
    for bit (a NaN is equal to itself as bits). The inputs of ``fill`` are built by the
-   front's own helpers (``_front.plan``), but every comparison calls the backends'
+   front's own helpers (``_tables.plan``), but every comparison calls the backends'
    functions themselves. ``correctly_rounded`` reaches the same bits by other operations
    (double-doubles in C, big integers in the twin): both are correct. A difference this
    file found is a strict expected failure, with its reason, until it is fixed.
@@ -43,10 +43,10 @@ from hypothesis import strategies as st
 
 import sinpe
 from sinpe import _twin
-from sinpe._front import backends, plan
-from sinpe._front.checks import bfloat16
-from sinpe._front.rotary import rope_layout
-from sinpe._front.tables import table_layout
+from sinpe._rope.rotary import rope_layout
+from sinpe._tables import backends, plan
+from sinpe._tables.checks import bfloat16
+from sinpe._tables.tables import table_layout
 from sinpe._twin import turns
 from sinpe._twin.constants import GRID_SPAN, GRID_SPAN_BITS
 
@@ -638,7 +638,7 @@ def random_layout(rng, h: int, planes: int, axes: int) -> plan.Layout:
 class Fill:
     """One ``(w, factor, layout)`` planned on both backends from the same arrays (the
     front's ``prepare`` and ``_grid``), and ``fill`` called on both with the same
-    arguments, built as ``_front.plan.fill_run`` and ``fill_at`` build them."""
+    arguments, built as ``_tables.plan.fill_run`` and ``fill_at`` build them."""
 
     def __init__(self, w, factor: float, layout: plan.Layout):
         self.layout = layout

@@ -11,7 +11,6 @@ evaluator's per-frequency constants): both give the same bits (tested), so
 
 from __future__ import annotations
 
-import importlib
 import os
 import warnings
 
@@ -22,7 +21,7 @@ __all__ = ["BACKEND", "BACKENDS", "DEFAULT", "KERNEL_ERROR", "NAMES", "get"]
 NAMES = ("auto", "cython", "numpy")
 
 try:
-    kernel = importlib.import_module("sinpe._c._kernel")
+    from .._c import _kernel as kernel
 except ImportError as exc:  # the build fell back to NumPy; tell the truth here too
     kernel = None  # type: ignore[assignment]
     KERNEL_ERROR = (
