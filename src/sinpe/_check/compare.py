@@ -27,7 +27,7 @@ import numpy as np
 
 from .._rope import rope as _rope
 from .._rope import rotary as rot
-from .._rope.rope_types import parse
+from .._rope.rope_types import is_plain, parse
 from .._tables.checks import F64
 from .files import NARROW, Stored
 
@@ -275,7 +275,7 @@ def _variants(rotary, full_width: int | None, given_offset: int):
     bases = [rotary.base] + [b for b in BASES if b != rotary.base]
     widths = [rotary.head_dim] + ([full_width] if full_width not in (None, rotary.head_dim) else [])
     for offset, base, width, scaled in itertools.product(offsets, bases, widths, (True, False)):
-        if not scaled and rotary.scaling.rope_type == "default":
+        if not scaled and is_plain(rotary.scaling.rope_type):
             continue
         try:
             scaling = rotary.scaling if scaled else parse(None, None, width)

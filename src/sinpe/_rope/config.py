@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from .._tables import checks
 from .._tables.types import Config
-from . import rope_types as rope_scaling
+from . import rope_types
 from . import rotary as rot
 from .families import ALIASES, COMPOSITE, FAMILIES, Family
 from .spec import Frozen, RopeSpec
@@ -305,7 +305,7 @@ def _mappings(reader: _Reader):
     if family.legacy == "all":  # every layer type takes it (its base from the class's fill)
         return True, {name: dict(raw) for name in layers}, True
     for name in family.legacy:  # the class updates these layers' defaults with it
-        layers[name] = {**(layers.get(name) or {"rope_type": "default"}), **raw}
+        layers[name] = {**(layers.get(name) or {"rope_type": rope_types.DEFAULT}), **raw}
     return True, layers, True
 
 
@@ -362,18 +362,15 @@ def _spec(reader: _Reader, params: dict, layer_type: str | None, own: bool) -> R
     resolved by the family's record."""
     family, model_type = reader.family, reader.model_type
     params = dict(params)
-    rope_type = params.pop("rope_type", None) or params.pop("type", None) or "default"
+    rope_type = params.pop("rope_type", None) or params.pop("type", None) or rope_types.DEFAULT
     params.pop("type", None)
     if not isinstance(rope_type, str):
         raise ValueError(f"rope_type must be a string, got {rope_type!r:.60}")
-    if rope_type == "su":
-        raise ValueError(
-            "rope_type 'su' is Phi-3's first name for 'longrope'; transformers 5.24 refuses it "
-            "(it never copies original_max_position_embeddings for it): write 'longrope'"
-        )
-    rope_type = rope_scaling.ALIASES.get(rope_type, rope_type)
+    if rope_type in rope_types.REFUSED:
+        raise ValueError(rope_types.REFUSED[rope_type])
+    rope_type = rope_types.ALIASES.get(rope_type, rope_type)
     rope_type = family.renames.get(rope_type, rope_type)
-    if not family.reads_types and rope_type != "default":
+    if not family.reads_types and not rope_types.is_plain(rope_type):
         raise ValueError(
             f"the config's rope mapping has rope_type {rope_type!r}, and model_type "
             f"{model_type!r}'s rotary module reads no rope type (it always rotates the default "
@@ -382,12 +379,7 @@ def _spec(reader: _Reader, params: dict, layer_type: str | None, own: bool) -> R
     for (name, key), target in family.type_rules.items():
         if rope_type == name and params.get(key):
             rope_type = target
-    record = rope_scaling.ROPE_TYPES.get(rope_type)
-    if record is None or not (record.public or rope_type in family.type_rules.values()):
-        raise ValueError(
-            f"unknown rope_type {rope_type!r:.60}; known types: "
-            + ", ".join(rope_scaling.PUBLIC_TYPES)
-        )
+    record = rope_types.lookup(rope_type, family.type_rules.values())
     theta = _theta(reader, params, layer_type, own)
     head_dim = _head_dim(reader, layer_type)
     partial = _partial(reader, params, layer_type, own, lambda: head_dim)
@@ -403,10 +395,10 @@ def _spec(reader: _Reader, params: dict, layer_type: str | None, own: bool) -> R
                 reader.need("max_position_embeddings")
             params[original] = max_position
     width = head_dim
-    in_default = rope_type in ("default", "axial", "ntk_alpha")
+    in_default = record.partial_as_default
     if in_default and partial is None and family.partial_in_default:
         partial = family.partial_default
-    if rope_type == "proportional":
+    if "partial_rotary_factor" in record.optional:  # a key of its own (proportional)
         params["partial_rotary_factor"] = 1.0 if partial is None else partial
     elif partial is not None and partial != 1:
         if in_default and not reader.known:
@@ -442,14 +434,11 @@ def _spec(reader: _Reader, params: dict, layer_type: str | None, own: bool) -> R
             "Qwen3-VL and Qwen3.5: interleaved); pass the mapping to sinpe.rope_at with "
             "mrope_interleaved set as your model does"
         )
-    needs_length = rope_type == "dynamic" or (
-        rope_type in ("yarn", "longrope") and params.get("factor") is None
-    )
-    if needs_length and max_position is None:
+    if record.needs_model_length(params) and max_position is None:
         reader.need("max_position_embeddings")
     scaling = {"rope_type": rope_type, **params}
     family_keys = frozenset(record.required) if not record.public else frozenset()
-    parsed = rope_scaling.parse(scaling, max_position, width, family_keys=family_keys)
+    parsed = rope_types.parse(scaling, max_position, width, family_keys=family_keys)
     rotary = rot.from_scaling(width, theta, parsed)
     return RopeSpec(
         width,
@@ -472,7 +461,11 @@ def _softmax_scale(family, given: dict, parsed: Mapping) -> float:
     ``mscale_all_dim``, the softmax scale times ``yarn_get_mscale(factor, mscale_all_dim)**2``
     (``0.1 * m * ln(factor) + 1``, 1 for a factor up to 1), in the families that apply it."""
     mscale_all_dim = given.get("mscale_all_dim") or 0
-    if not family.softmax_mscale or given.get("rope_type") == "default" or not mscale_all_dim:
+    if (
+        not family.softmax_mscale
+        or rope_types.is_plain(parsed.get("rope_type"))
+        or not mscale_all_dim
+    ):
         return 1.0
     factor = float(given.get("factor") or parsed.get("factor") or 1.0)
     mscale = 1.0 if factor <= 1 else 0.1 * float(mscale_all_dim) * math.log(factor) + 1.0

@@ -152,12 +152,13 @@ def _record(model_type: str) -> Family:
             "a vision tower's config, whose rotary module recomposes its (height, width) grid "
             "in a way sinpe does not build (of the vision towers, sinpe builds Pixtral's)"
         )
-    if fields.get("mrope") == "unknown":
-        fields["refused"] = (
-            "its rotary module recomposes M-RoPE sections in a way sinpe does not reproduce "
-            "(neither Qwen2-VL's contiguous nor Qwen3-VL's interleaved sections)"
+    record = Family(**fields)
+    if record.mrope == "unknown":
+        record = record._replace(
+            refused="its rotary module recomposes M-RoPE sections in a way sinpe does not "
+            "reproduce (neither Qwen2-VL's contiguous nor Qwen3-VL's interleaved sections)"
         )
-    return Family(**fields)
+    return record
 
 
 # Vision-language configs: the model_type of their text part (its text_config, or the top

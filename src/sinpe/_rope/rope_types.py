@@ -232,7 +232,19 @@ class RopeType(NamedTuple):
     rule ``(scaling, seq_len) -> factor``, what of the current length changes its values
     (``(scaling, seq_len) -> key``, ``None`` when nothing does), whether transformers copies
     ``max_position_embeddings`` into a missing ``original_max_position_embeddings``, and
-    whether a mapping may name it (the family types are reached through a family record)."""
+    whether a mapping may name it (the family types are reached through a family record).
+
+    The rest is what code elsewhere asks of a type, so that no file outside these records
+    tests a type's name: ``plain`` (the default type: the base's powers, nothing scaled),
+    ``axes`` (position axes its frequencies read: 2 for Pixtral's axial grid), ``zeros``
+    (``(scaling, head_dim) -> n``: trailing frequencies set to 0 on purpose), ``factor_needed``
+    (``factor`` must be given), ``factor_from_lengths`` (a missing ``factor`` is
+    ``max_position_embeddings / original_max_position_embeddings``), ``partial_as_default``
+    (a family's default partial rotary factor applies to it as to the default type) and
+    ``length_state``: how the current length changes the values, ``"grows"`` (dynamic: the
+    base re-derived once a call passes the trained length, kept until a shorter call resets
+    it, transformers' ``dynamic_rope_update``), ``"switches"`` (longrope: short factors up
+    to the trained length, long past it, per call) or ``None``."""
 
     name: str
     required: tuple
@@ -243,6 +255,29 @@ class RopeType(NamedTuple):
     copies_original: bool = False
     public: bool = True
     check: Callable | None = None  # cross-key checks, after each key is valid
+    plain: bool = False
+    axes: int = 1
+    zeros: Callable | None = None
+    factor_needed: bool = False
+    factor_from_lengths: bool = False
+    partial_as_default: bool = False
+    length_state: str | None = None
+
+    def needs_model_length(self, parameters: Mapping) -> bool:
+        """Whether ``max_position_embeddings`` is needed to evaluate ``parameters``."""
+        return "max_position_embeddings" in self.required or (
+            self.factor_from_lengths and parameters.get("factor") is None
+        )
+
+    def probe_lengths(self, original: int | None, cached: int | None) -> tuple:
+        """The lengths whose frequencies a module of this type may hold in its buffer, besides
+        the trained one (``None``): a dynamic module's last grown length (``cached``), a
+        longrope module's long factors (past ``original``)."""
+        if self.length_state == "grows" and cached:
+            return (int(cached),)
+        if self.length_state == "switches" and original is not None:
+            return (int(original) + 1,)
+        return ()
 
 
 def _dd(value) -> tuple[float, float]:
@@ -543,9 +578,18 @@ def _axial(s, head_dim, base, seq_len):
 _YARN_OPTIONAL = ("attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim")
 _ORIGINAL = "original_max_position_embeddings"
 TYPES: tuple[RopeType, ...] = (
-    RopeType("default", (), (), _default, _one, _no_length),
-    RopeType("linear", ("factor",), (), _linear, _one, _no_length),
-    RopeType("dynamic", ("factor", "max_position_embeddings"), (), _dynamic, _one, _dynamic_length),
+    RopeType("default", (), (), _default, _one, _no_length, plain=True, partial_as_default=True),
+    RopeType("linear", ("factor",), (), _linear, _one, _no_length, factor_needed=True),
+    RopeType(
+        "dynamic",
+        ("factor", "max_position_embeddings"),
+        (),
+        _dynamic,
+        _one,
+        _dynamic_length,
+        factor_needed=True,
+        length_state="grows",
+    ),
     RopeType(
         "yarn",
         ("factor", _ORIGINAL),
@@ -554,6 +598,7 @@ TYPES: tuple[RopeType, ...] = (
         _yarn_attention,
         _no_length,
         copies_original=True,
+        factor_from_lengths=True,
     ),
     RopeType(
         "longrope",
@@ -563,6 +608,8 @@ TYPES: tuple[RopeType, ...] = (
         _longrope_attention,
         _longrope_length,
         copies_original=True,
+        factor_from_lengths=True,
+        length_state="switches",
     ),
     RopeType(
         "llama3",
@@ -573,14 +620,30 @@ TYPES: tuple[RopeType, ...] = (
         _no_length,
         copies_original=True,
         check=_llama3_check,
+        factor_needed=True,
     ),
     RopeType(
-        "proportional", (), ("factor", "partial_rotary_factor"), _proportional, _one, _no_length
+        "proportional",
+        (),
+        ("factor", "partial_rotary_factor"),
+        _proportional,
+        _one,
+        _no_length,
+        zeros=_proportional_zeros,
     ),
     # Pixtral's 2-D RoPE: the default powers reordered, even ones for height, odd for width
-    RopeType("axial", (), (), _axial, _one, _no_length),
+    RopeType("axial", (), (), _axial, _one, _no_length, axes=2, partial_as_default=True),
     # family types (a family record sends a mapping here; see _rope/families.py)
-    RopeType("ntk_alpha", ("alpha",), ("factor",), _ntk_alpha, _one, _no_length, public=False),
+    RopeType(
+        "ntk_alpha",
+        ("alpha",),
+        ("factor",),
+        _ntk_alpha,
+        _one,
+        _no_length,
+        public=False,
+        partial_as_default=True,
+    ),
     RopeType(
         "longrope_mscale",
         ("short_factor", "long_factor", _ORIGINAL, "short_mscale", "long_mscale"),
@@ -590,6 +653,7 @@ TYPES: tuple[RopeType, ...] = (
         _longrope_length,
         copies_original=True,
         public=False,
+        length_state="switches",
     ),
 )
 # Their public home (pickles name it): sinpe.rope_scaling re-exports this module.
@@ -599,6 +663,34 @@ ROPE_TYPES: dict[str, RopeType] = {t.name: t for t in TYPES}
 PUBLIC_TYPES = tuple(sorted(t.name for t in TYPES if t.public))
 # every key some type reads: a mapping that carries one its type does not read is refused
 VALUE_KEYS = frozenset(k for t in TYPES for k in (*t.required, *t.optional)) | set(ANY_TYPE)
+
+
+DEFAULT = "default"  # the type of a mapping that names none
+# names transformers 5.24 refuses, and why (sinpe quotes it)
+REFUSED = {
+    "su": "rope_type 'su' is Phi-3's first name for 'longrope'; transformers 5.24 refuses it "
+    "(it never copies original_max_position_embeddings for it): write 'longrope'"
+}
+
+
+def lookup(name, family_types=()) -> RopeType:
+    """The record ``name`` (aliases already resolved) names: a public type, or one of
+    ``family_types`` (records or names) that a family record sends here; ``ValueError``
+    naming the known types otherwise."""
+    record = ROPE_TYPES.get(name) if isinstance(name, str) else None
+    allowed = {getattr(t, "name", t) for t in family_types}
+    if record is None or not (record.public or record.name in allowed):
+        raise ValueError(
+            f"unknown rope_type {name!r:.60}; known types: {', '.join(PUBLIC_TYPES)} "
+            "(and 'mrope', transformers' older name of the default type with mrope_section)"
+        )
+    return record
+
+
+def is_plain(name) -> bool:
+    """Whether ``name`` (resolved) is the default type (an unknown name is not)."""
+    record = ROPE_TYPES.get(name) if isinstance(name, str) else None
+    return record is not None and record.plain
 
 
 def length_key(scaling: RopeScaling, seq_len: int) -> Hashable:
@@ -655,15 +747,10 @@ def parse(
         scaling = {**scaling, "max_position_embeddings": max_position_embeddings}
     if not scaling:
         return RopeScaling("default", (), None)
-    name = scaling.get("rope_type", scaling.get("type", "default"))
+    name = scaling.get("rope_type", scaling.get("type", DEFAULT))
     if isinstance(name, str):
         name = ALIASES.get(name, name)
-    record = ROPE_TYPES.get(name) if isinstance(name, str) else None
-    if record is None or (not record.public and not family_keys):
-        raise ValueError(
-            f"unknown rope_type {name!r:.60}; known types: {', '.join(PUBLIC_TYPES)} "
-            "(and 'mrope', transformers' older name of the default type with mrope_section)"
-        )
+    record = lookup(name, TYPES if family_keys else ())
     reads = (*record.required, *record.optional, *ANY_TYPE, "max_position_embeddings")
     values = {}
     if record.copies_original and _ORIGINAL not in scaling and "max_position_embeddings" in scaling:
@@ -711,14 +798,14 @@ def parse(
         checked[key] = check_key(key, value)
     if "mrope_interleaved" in checked and "mrope_section" not in checked:
         raise ValueError("scaling['mrope_interleaved'] needs scaling['mrope_section']")
-    if name == "axial" and "mrope_section" in checked:
+    if record.axes > 1 and "mrope_section" in checked:
         raise ValueError(
             "rope_type 'axial' (two position axes) and mrope_section (three) do not combine"
         )
     for key in record.required:
         if checked.get(key) is None and KEYS[key].none_is_absent and key != "factor":
             raise ValueError(f"scaling[{key!r}] must be a number > 0 for rope_type {name!r}")
-    if name in ("linear", "dynamic", "llama3") and checked.get("factor") is None:
+    if record.factor_needed and checked.get("factor") is None:
         raise ValueError(f"scaling['factor'] must be a number > 0 for rope_type {name!r}")
     if record.check is not None:
         record.check(checked)
@@ -760,8 +847,8 @@ def inverse_frequencies(
     if not (np.isfinite(inv_freq).all() and math.isfinite(attention)):
         raise ValueError(_no_frequencies(scaling, base, "not finite"))
     rotated = inv_freq
-    if scaling.rope_type == "proportional":
-        rotated = inv_freq[: inv_freq.shape[0] - _proportional_zeros(scaling, head_dim)]
+    if record.zeros is not None:
+        rotated = inv_freq[: inv_freq.shape[0] - record.zeros(scaling, head_dim)]
     if rotated.size and not np.abs(rotated).min() >= MIN_FREQUENCY:
         smallest = float(np.abs(rotated).min())
         raise ValueError(

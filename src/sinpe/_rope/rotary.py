@@ -20,7 +20,16 @@ from .._tables import cache
 from .._tables import checks as check
 from .._tables.plan import Layout, Place, Segment, make_filler
 from .._tables.tables import MAX_FREQUENCY
-from .rope_types import RopeScaling, inverse_frequencies, length_key, parse, powers
+from .rope_types import (
+    DEFAULT,
+    ROPE_TYPES,
+    RopeScaling,
+    inverse_frequencies,
+    is_plain,
+    length_key,
+    parse,
+    powers,
+)
 
 __all__ = [
     "FORMATS",
@@ -99,7 +108,7 @@ def _axes(scaling: RopeScaling, h: int):
     sections = scaling.get("mrope_section")
     if sections is not None:
         return mrope_axes(sections, bool(scaling.get("mrope_interleaved")), h), 3, False
-    if scaling.rope_type == "axial":  # Pixtral: [even powers: height | odd powers: width]
+    if ROPE_TYPES[scaling.rope_type].axes == 2:  # Pixtral: [even: height | odd: width]
         return tuple([0] * ((h + 1) // 2) + [1] * (h // 2)), 2, True
     return None, 1, False
 
@@ -156,7 +165,7 @@ def resolve(
         if scaling is not None:
             keys = set(scaling) if hasattr(scaling, "keys") else {"?"}
             extra = keys - {*_MROPE_KEYS, "rope_type"} or (
-                {"rope_type"} if dict(scaling).get("rope_type", "default") != "default" else set()
+                set() if is_plain(dict(scaling).get("rope_type", DEFAULT)) else {"rope_type"}
             )
             if extra:
                 raise ValueError(
@@ -175,7 +184,7 @@ def resolve(
         )
     spec = parse(scaling, max_position_embeddings, head_dim)
     partial = spec.get("partial_rotary_factor")
-    if partial is not None and spec.rope_type != "proportional":
+    if partial is not None and "partial_rotary_factor" not in ROPE_TYPES[spec.rope_type].optional:
         width = int(head_dim * partial)
         raise ValueError(
             f"scaling carries partial_rotary_factor={partial!r}, but head_dim here is the rotary "

@@ -16,6 +16,7 @@ from .._check.files import DEFAULT_MAX_BYTES, DTYPE_MEMBER
 from .._check.files import load as load_cache
 from .._rope import rope as _rope
 from .._rope.config import rope_config
+from .._rope.rope_types import ROPE_TYPES
 from .._tables import backends
 from .._tables import tables as api
 from .._tables.checks import bfloat16
@@ -36,7 +37,7 @@ class _Help(argparse.HelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if "default" in text or action.default in (None, argparse.SUPPRESS):
+        if "default:" in text or action.default in (None, argparse.SUPPRESS):
             return text
         if action.default is False:
             return text + " (default: off)"
@@ -247,7 +248,7 @@ def _rope_command(args) -> int:
         raise ValueError(f"--offset must be >= 0, got {args.offset}")
     spec = rope_config(_config_argument(args))
     layers = _rope_layers(spec)
-    axial = [layer.scaling["rope_type"] == "axial" for layer in layers.values()]
+    axial = [ROPE_TYPES[layer.scaling["rope_type"]].axes > 1 for layer in layers.values()]
     if any(axial) and args.grid is None:
         raise ValueError(
             "rope_type 'axial' reads (height, width) positions, not a run of rows: pass "
@@ -375,7 +376,7 @@ def _check_spec(args):
         spec = spec.layer(args.layer_type)
     elif args.layer_type is not None:
         raise ValueError("--layer-type is for configs with a RoPE per layer type")
-    if spec.scaling["rope_type"] == "axial":
+    if ROPE_TYPES[spec.scaling["rope_type"]].axes > 1:
         raise ValueError("rope_type 'axial' has no run of positions to check a cache against")
     return spec, _full_width(config, spec)
 

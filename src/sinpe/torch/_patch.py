@@ -245,11 +245,8 @@ def _matching_frequencies(module, layer, prefix: str, buffer) -> np.ndarray:
     cached = getattr(module, f"{prefix}max_seq_len_cached", None)
     if cached is None:
         cached = getattr(module, "max_seq_len_cached", None)
-    if layer.kind == "dynamic" and cached:
-        lengths.append(int(cached))
-    if layer.kind in ("longrope", "longrope_mscale"):
-        original = layer.spec.scaling.get("original_max_position_embeddings")
-        lengths.append(int(original) + 1)
+    original = layer.spec.scaling.get("original_max_position_embeddings")
+    lengths.extend(layer.record.probe_lengths(original, cached))
     best = None
     for length in lengths:
         w = np.asarray(layer.spec.frequencies(length)[0], dtype=np.float64)
@@ -257,7 +254,8 @@ def _matching_frequencies(module, layer, prefix: str, buffer) -> np.ndarray:
             continue
         i, off, allowance, _ = _relative_ulps(buffer, w)
         if off - allowance <= _ALLOWED_ULPS:
-            if layer.kind == "dynamic" and length is not None and length > (layer.original or 0):
+            grows = layer.record.length_state == "grows"
+            if grows and length is not None and length > (layer.original or 0):
                 layer.max_seq_len_cached = layer.dynamic_length = length  # the module's state
             return w
         best = w if best is None else best

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from .._rope.config import rope_config
+from .._rope.rope_types import ROPE_TYPES
 from .._rope.spec import RopeSpec
 from .._tables import checks as check
 from ._tensors import numpy_dtype, tensor
@@ -77,7 +78,7 @@ class _Layer:
         self.inv_freq, self.attention_scaling = spec.frequencies()
         self.original = spec.max_position_embeddings
         self.n_axes = spec.n_axes
-        self.axial = spec.n_axes > 1 and spec.scaling["rope_type"] == "axial"
+        self.axial = self.record.axes > 1
         self.axes = None if spec.axes is None else torch.tensor(spec.axes)
         self.length_dependent = spec.length_dependent()  # dynamic, longrope
         # the lengths whose frequencies the lookup holds: one set; two where the values
@@ -98,6 +99,11 @@ class _Layer:
         # so that memory follows the number of ids, never the largest one
         self.growth_cap = max(2 * (self.original or 0), GROWTH_ROWS)
 
+    @property
+    def record(self):
+        """The rope type's record: what its length does to the values."""
+        return ROPE_TYPES[self.kind]
+
     def __getstate__(self):  # copies and pickles: a lock of their own
         state = dict(self.__dict__)
         del state["lock"]
@@ -112,7 +118,7 @@ class _Layer:
         """The length the frequencies are made for at this call, as transformers'
         ``dynamic_rope_update`` decides it (dynamic keeps state between calls; longrope
         picks its factors by this call's length; ``None``: the trained length)."""
-        if self.kind != "dynamic":
+        if self.record.length_state != "grows":
             return seq_len
         if seq_len > (self.max_seq_len_cached or 0):  # growth
             self.dynamic_length = seq_len
@@ -169,7 +175,7 @@ class _Layer:
         else:
             lo, hi = int(ids.min()), int(ids.max())  # the one host sync, as transformers'
         length = self.current_length(hi + 1)
-        rescaled = self.kind == "dynamic" and length is not None
+        rescaled = self.record.length_state == "grows" and length is not None
         if direct or rescaled or lo < 0 or ids.is_floating_point() or hi >= self.growth_cap:
             # fractional, negative or far positions, or dynamic's re-derived base: exact,
             # the rows asked for only (the same bits a table would hold)
