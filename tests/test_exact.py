@@ -15,9 +15,10 @@ import pytest
 from oracle import CTX
 
 import sinpe
+from sinpe._exactmath import dd
 from sinpe._tables import backends, plan
-from sinpe._twin import dd, turns
 from sinpe._twin import frequencies as twin_frequencies
+from sinpe._twin import turns
 
 pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
 

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 import sinpe
 from sinpe import conventions
 from sinpe import sinusoidal_positional_encoding as pe
+from sinpe._exactmath.constants import FREQUENCY_BLOCK, GRID_SPAN
 from sinpe._tables import backends, plan
 from sinpe._tables.checks import bfloat16
-from sinpe._twin.constants import FREQUENCY_BLOCK, GRID_SPAN
 
 pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
 

@@ -154,7 +154,7 @@ def test_the_kernel_runs_without_the_gil():
     call's output half written (its first row done, a later row of the same call not yet).
     Holding the GIL, the call would be atomic to Python: its output seen only before or after.
     An order of events, never a duration (a call too short to catch is simply made again)."""
-    from sinpe._twin.constants import ANCHOR_BYTES
+    from sinpe._exactmath.constants import ANCHOR_BYTES
 
     d_model = 8192  # 4096 frequencies: one block, each row's anchor evaluated by the filler
     rows = max(1024, ANCHOR_BYTES // (16 * d_model // 2))  # the rows of one kernel call

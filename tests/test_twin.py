@@ -43,12 +43,12 @@ from hypothesis import strategies as st
 
 import sinpe
 from sinpe import _twin
+from sinpe._exactmath.constants import GRID_SPAN, GRID_SPAN_BITS
 from sinpe._rope.rotary import rope_layout
 from sinpe._tables import backends, plan
 from sinpe._tables.checks import bfloat16
 from sinpe._tables.tables import table_layout
 from sinpe._twin import turns
-from sinpe._twin.constants import GRID_SPAN, GRID_SPAN_BITS
 
 pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
 

@@ -2,7 +2,7 @@
 the element kinds and half-precision formats, and the columns of a segment row.
 
     python tools/gen_constants.py          # rewrite src/sinpe/_c/constants.h and
-                                           # src/sinpe/_twin/constants.py
+                                           # src/sinpe/_exactmath/constants.py
     python tools/gen_constants.py --check  # exit 1 if either is out of date
 
 Each constant is defined once, here; the C header and the Python module are written from
@@ -87,7 +87,7 @@ def python_module() -> str:
 def main(check: bool) -> int:
     outputs = {
         PACKAGE / "_c" / "constants.h": c_header(),
-        PACKAGE / "_twin" / "constants.py": python_module(),
+        PACKAGE / "_exactmath" / "constants.py": python_module(),
     }
     stale = [
         path for path, text in outputs.items() if not path.exists() or path.read_text() != text

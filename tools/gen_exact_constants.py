@@ -6,7 +6,7 @@ as double-doubles.
     python tools/gen_exact_constants.py --check  # exit 1 if either is out of date
 
 It writes the generated block of ``src/sinpe/_c/exact.h`` and the whole of
-``src/sinpe/_twin/exact_constants.py``, so the C and NumPy backends carry the very same bits.
+``src/sinpe/_exactmath/exact_constants.py``, so the C and NumPy backends carry the very same bits.
 Everything is computed with mpmath at 2000 bits and rounded once to the nearest double (hi),
 then the remainder once more (lo).
 """
@@ -112,7 +112,7 @@ def main(check: bool) -> int:
     if len(re.findall(pattern, source, flags=re.S)) != 1:
         raise SystemExit(f"{header}: expected exactly one generated block")
     new_header = re.sub(pattern, lambda _: c_block, source, flags=re.S)
-    module = PACKAGE / "_twin" / "exact_constants.py"
+    module = PACKAGE / "_exactmath" / "exact_constants.py"
     stale = [
         path
         for path, text in ((header, new_header), (module, py_module))

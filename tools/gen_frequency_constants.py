@@ -1,12 +1,13 @@
-"""Generate the literal constants of src/sinpe/_twin/frequency_constants.py (mpmath only here).
+"""Generate the literal constants of src/sinpe/_exactmath/frequency_constants.py (mpmath only
+here).
 
     python tools/gen_frequency_constants.py          # rewrite both generated blocks
     python tools/gen_frequency_constants.py --check  # exit 1 if either block is stale
 
-It writes the same constants twice: as Python literals in ``src/sinpe/_twin/frequency_constants.py``
-and as C hexadecimal literals in ``src/sinpe/_c/frequencies.h`` (the compiled twin). Every
-constant is computed at 300 bits and rounded to nearest; ``repr`` and ``float.hex`` both
-round-trip exactly.
+It writes the same constants twice: as Python literals in
+``src/sinpe/_exactmath/frequency_constants.py`` and as C hexadecimal literals in
+``src/sinpe/_c/frequencies.h`` (the compiled twin). Every constant is computed at 300 bits
+and rounded to nearest; ``repr`` and ``float.hex`` both round-trip exactly.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "src" / "sinpe"
 # (file, first line of its generated block, last line)
 TARGETS = (
     (
-        PACKAGE / "_twin" / "frequency_constants.py",
+        PACKAGE / "_exactmath" / "frequency_constants.py",
         "# BEGIN GENERATED CONSTANTS (tools/gen_frequency_constants.py)\n",
         "# END GENERATED CONSTANTS\n",
     ),

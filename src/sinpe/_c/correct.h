@@ -13,7 +13,7 @@
       zero or its smallest subnormal anyway), sin x = x - x^3/6 and cos x = 1 - x^2/2, the
       dropped terms below 2^-80 x and 2^-160.
    2. Otherwise (Payne-Hanek) x / (2 pi) mod 1 from the 1344-bit floor(2^1344 / (2 pi)) of
-      correct_constants.h (the integer _twin/exact_constants.py holds): the L = 320 bits
+      correct_constants.h (the integer _exactmath/exact_constants.py holds): the L = 320 bits
       of 1/(2 pi) from 2^-k0, k0 = max(E, 0) + 1, times M (the bits above 2^-k0 add only
       integers to x/(2 pi)). The dropped bits add less than 2^(106 - FP) turns, FP =
       k0 + L - 1 - E >= 320 the binary point of the product: below 2^-214 turns. The

@@ -62,7 +62,7 @@ static const double sinpe__inv_factorial[30][2] = {
     {0x1.259f98b4358adp-103, 0x1.eaf8c39dd9bc5p-157},
 };
 /* The guard of the narrow types (fill.h, "Narrow types", sinpe__set_guard; twin:
-   _twin/correct_constants.py). */
+   _exactmath/correct_constants.py). */
 /* D, the bits a float64 mantissa has beyond float32's: 52 - 23 fraction bits.
    With keep = ~(2^D - 1) and half = 2^(D - 1), h = (v & keep) | half (v's low D
    bits replaced by 1 0 ... 0) is the one halfway point of v's binade nearer than

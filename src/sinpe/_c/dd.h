@@ -1,6 +1,6 @@
 /* Error-free transformations and double-double arithmetic shared by the evaluator
    (exact.h), its per-frequency constants (turns.h) and the frequency rule (frequencies.h).
-   Twin: _twin/dd.py, the same formulas with the same names (sinpe__two_sum <-> two_sum).
+   Twin: _exactmath/dd.py, the same formulas with the same names (sinpe__two_sum <-> two_sum).
    Each returns hi + lo with hi the rounded result and lo the exact rest (or, for the dd
    operations, a rest accurate to 2^-104 relative). IEEE double rounding is required: the
    header refuses -ffast-math and excess precision, and no FMA may contract a*b + c. */
@@ -78,20 +78,20 @@ static inline double sinpe__frac(double v)
     return fabs(v) < SINPE__TWO52 ? f : 0.0;
 }
 
-/* a * b = hi + lo exactly, splitting both (_twin/dd.py two_prod). */
+/* a * b = hi + lo exactly, splitting both (_exactmath/dd.py two_prod). */
 static inline sinpe__dd sinpe__two_prod_split(double a, double b)
 {
     return sinpe__two_prod(a, sinpe__split(a), b, sinpe__split(b));
 }
 
-/* (a_hi + a_lo) (b_hi + b_lo) as a normalised dd (_twin/dd.py dd_mul). */
+/* (a_hi + a_lo) (b_hi + b_lo) as a normalised dd (_exactmath/dd.py dd_mul). */
 static inline sinpe__dd sinpe__dd_mul(sinpe__dd a, sinpe__dd b)
 {
     sinpe__dd p = sinpe__two_prod_split(a.hi, b.hi);
     return sinpe__fast_two_sum(p.hi, p.lo + (a.hi * b.lo + a.lo * b.hi));
 }
 
-/* (a_hi + a_lo) + (b_hi + b_lo) as a normalised dd (_twin/dd.py dd_add). */
+/* (a_hi + a_lo) + (b_hi + b_lo) as a normalised dd (_exactmath/dd.py dd_add). */
 static inline sinpe__dd sinpe__dd_add(sinpe__dd a, sinpe__dd b)
 {
     sinpe__dd s = sinpe__two_sum(a.hi, b.hi);

@@ -33,11 +33,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._exactmath.dd import dd_add, dd_mul, fast_two_sum, two_prod_split, two_sum
+from .._exactmath.exact_constants import TWO_PI_HI, TWO_PI_LO
+from .._tables.backends import DEFAULT as _BACKEND
 from .._tables.frequencies import frequency_vector, power_vector_from_log
 from .._tables.types import Scaling
-from .._twin.dd import dd_add, dd_mul, fast_two_sum, two_prod_split, two_sum
-from .._twin.exact_constants import TWO_PI_HI, TWO_PI_LO
-from .._twin.frequencies import log_dd
 
 __all__ = [
     "KEYS",
@@ -297,7 +297,7 @@ def _dd_div(a_hi, a_lo, b_hi, b_lo):
 
 
 def _dd_log(value: float) -> tuple[float, float]:
-    return log_dd(float(value))
+    return _BACKEND.log_dd(float(value))
 
 
 def _dd_less(a, b) -> bool:
@@ -324,7 +324,7 @@ def _round_product(w: np.ndarray, g_hi: np.ndarray, g_lo: np.ndarray) -> np.ndar
     return product + (error + w * g_lo)
 
 
-_LOG_TWO_PI = dd_add(*log_dd(TWO_PI_HI), TWO_PI_LO / TWO_PI_HI, 0.0)  # type: ignore[call-arg]
+_LOG_TWO_PI = dd_add(*_BACKEND.log_dd(TWO_PI_HI), TWO_PI_LO / TWO_PI_HI, 0.0)  # type: ignore[call-arg]
 
 
 def powers(head_dim: int, base: float) -> np.ndarray:

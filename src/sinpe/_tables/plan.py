@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._twin.constants import (
+from .._exactmath.constants import (
     ANCHOR_BYTES,
     FREQUENCY_BLOCK,
     GRID_FINE,

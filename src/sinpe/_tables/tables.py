@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._twin.constants import FREQUENCY_BLOCK
+from .._exactmath.constants import FREQUENCY_BLOCK
 from ..conventions import ColumnMap, Convention
 from ..conventions import get as get_convention
 from . import cache

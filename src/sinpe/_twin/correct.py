@@ -18,7 +18,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .correct_constants import (
+from .._exactmath.correct_constants import (
     GUARD_DROP_BF16,
     GUARD_DROP_F16,
     GUARD_DROP_F32,
@@ -27,7 +27,7 @@ from .correct_constants import (
     GUARD_MARGIN,
     GUARD_ZERO_MARGIN,
 )
-from .exact_constants import INV_2PI, INV_2PI_BITS
+from .._exactmath.exact_constants import INV_2PI, INV_2PI_BITS
 from .half import _FORMATS as _HALF_FORMATS
 
 __all__ = ["correctly_rounded", "guard", "undecided", "unsure"]

@@ -23,9 +23,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .constants import TINY_ARGUMENT
-from .dd import fast_two_sum, frac, split, two_prod, two_sum
-from .exact_constants import TURN_TABLE_HEX, TWO_PI_HI, TWO_PI_HI_HI, TWO_PI_HI_LO, TWO_PI_LO
+from .._exactmath.constants import TINY_ARGUMENT
+from .._exactmath.dd import fast_two_sum, frac, split, two_prod, two_sum
+from .._exactmath.exact_constants import (
+    TURN_TABLE_HEX,
+    TWO_PI_HI,
+    TWO_PI_HI_HI,
+    TWO_PI_HI_LO,
+    TWO_PI_LO,
+)
 from .turns import (
     FAST_W_LIMIT,
     ROW_C0,

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import correct
-from .constants import (
+from .._exactmath.constants import (
     GRID_FINE,
     GRID_FINE_BITS,
     GRID_MID,
@@ -19,6 +18,7 @@ from .constants import (
     SEG_FIRST,
     SEG_SIN_PLANE,
 )
+from . import correct
 from .correct import correctly_rounded, unsure
 from .exact import exact_cos_sin
 from .half import round_into

@@ -55,8 +55,16 @@ import math
 
 import numpy as np
 
-from .dd import dd_add, dd_mul, fast_two_sum, product_error, split, two_prod_split, two_sum
-from .frequency_constants import (
+from .._exactmath.dd import (
+    dd_add,
+    dd_mul,
+    fast_two_sum,
+    product_error,
+    split,
+    two_prod_split,
+    two_sum,
+)
+from .._exactmath.frequency_constants import (
     _ATANH_HI,
     _ATANH_LO,
     _ATANH_TAIL,

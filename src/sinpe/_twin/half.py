@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .constants import (
+from .._exactmath.constants import (
     BF16_MANTISSA,
     BF16_MAX_EXPONENT,
     BF16_MIN_EXPONENT,

@@ -18,9 +18,9 @@ import numpy as np
 
 # Frequencies with |w| >= FAST_W_LIMIT use the slow exact path: below it the triple-double
 # w/(2*pi) carries enough bits for every |p| < 2**53.
-from .constants import FAST_W_LIMIT, FAST_W_MIN
-from .dd import SPLITTER, split
-from .exact_constants import INV_2PI, INV_2PI_BITS, INV_2PI_CHUNKS
+from .._exactmath.constants import FAST_W_LIMIT, FAST_W_MIN
+from .._exactmath.dd import SPLITTER, split
+from .._exactmath.exact_constants import INV_2PI, INV_2PI_BITS, INV_2PI_CHUNKS
 
 # Rows of the frequency table returned by prepare_frequency_table (SINPE_ROW_* in _exact.h).
 ROW_W, ROW_C0, ROW_C1, ROW_C2, ROW_C0_HI, ROW_C0_LO, ROW_C1_HI, ROW_C1_LO = range(8)
