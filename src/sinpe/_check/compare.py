@@ -25,6 +25,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from .._rope import formats
 from .._rope import rope as _rope
 from .._rope import rotary as rot
 from .._rope.rope_types import is_plain, parse
@@ -33,7 +34,7 @@ from .files import NARROW, Stored
 
 __all__ = ["LAYOUTS", "Report", "compare", "views"]
 
-LAYOUTS = ("half", "interleaved", "compact", "vllm", "complex", "pairs")
+LAYOUTS = formats.names("check")
 MATCH_ULPS = 8
 DRIFT_RATE = 2.0**-21  # the float32-angle envelope, per unit of A * p * max(w)
 BASES = (1e4, 5e5, 1e6)  # the bases an engine most often puts in by default

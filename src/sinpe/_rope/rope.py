@@ -12,6 +12,7 @@ from .._tables.backends import get as get_backend
 from .._tables.checks import F64
 from .._tables.plan import fill_at, fill_run, make_filler
 from .._tables.types import ArrayLike, DTypeLike, Positions, Scaling
+from . import formats
 from . import rotary as rot
 from .rotary import MAX_HEAD_DIM, Rotary, check_factor, rope_layout
 
@@ -30,7 +31,7 @@ __all__ = [
     "rope_layout",
 ]
 
-LAYOUTS = ("half", "interleaved", "compact")
+LAYOUTS = formats.names("rope")
 CACHE_FORMATS = ("vllm", "complex", "pairs")
 
 

@@ -18,8 +18,9 @@ import numpy as np
 
 from .._tables import cache
 from .._tables import checks as check
-from .._tables.plan import Layout, Place, Segment, make_filler
+from .._tables.plan import Layout, Segment, make_filler
 from .._tables.tables import MAX_FREQUENCY
+from . import formats
 from .rope_types import (
     DEFAULT,
     ROPE_TYPES,
@@ -309,17 +310,9 @@ def axis_positions(rotary: Rotary, positions: np.ndarray):
 def table_format(name: str, h: int):
     """A table format for ``h`` frequencies, in the filler's own vocabulary: row width,
     planes, and the ``Place`` of the cos and of the sin of frequency 0 .. h - 1 (plane,
-    column of frequency 0, columns from one frequency to the next, offset of a second copy)."""
-    if name == "half":  # [f0 .. f(h-1), f0 .. f(h-1)] in a cos table and a sin table
-        return 2 * h, 2, Place(0, 0, 1, h, h), Place(1, 0, 1, h, h)
-    if name == "interleaved":  # [f0, f0, f1, f1, ...]
-        return 2 * h, 2, Place(0, 0, 2, 1, h), Place(1, 0, 2, 1, h)
-    if name == "compact":  # [f0 .. f(h-1)]
-        return h, 2, Place(0, 0, 1, 0, h), Place(1, 0, 1, 0, h)
-    if name == "vllm":  # one table, [cos f0 .. f(h-1) | sin f0 .. f(h-1)]
-        return 2 * h, 1, Place(0, 0, 1, 0, h), Place(0, h, 1, 0, h)
-    # "complex", "pairs": one table, (cos, sin) of each frequency side by side
-    return 2 * h, 1, Place(0, 0, 2, 0, h), Place(0, 1, 2, 0, h)
+    column of frequency 0, columns from one frequency to the next, offset of a second copy):
+    the row of ``formats.FORMATS``."""
+    return formats.place(name, h)
 
 
 def _runs(axes: np.ndarray):

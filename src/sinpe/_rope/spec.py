@@ -12,6 +12,7 @@ import numpy as np
 from .._tables import checks as check
 from .._tables.checks import F64
 from .._tables.types import DTypeLike, Positions
+from . import formats
 from . import rope as _rope
 from . import rotary as rot
 from .rotary import Rotary
@@ -20,7 +21,7 @@ __all__ = ["RopeSpec", "Frozen", "OUTPUT_LAYOUTS"]
 
 # what a model's rotary module returns: cos/sin as cat(freqs, freqs) (rotate_half), each
 # value twice in place (Cohere), the frequencies once (gpt-oss), or complex freqs_cis (Llama 4)
-OUTPUT_LAYOUTS = ("half", "interleaved", "compact", "complex")
+OUTPUT_LAYOUTS = formats.names("spec")
 
 
 class Frozen(Mapping):

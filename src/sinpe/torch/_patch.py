@@ -266,7 +266,7 @@ def _label(layer_type) -> str:
     return "" if layer_type is None else f"{layer_type}: "
 
 
-_LAYOUTS = ("half", "interleaved", "compact", "complex")
+_LAYOUTS = _rotary._LAYOUTS
 
 
 def _candidates(module, buffers, max_positions):

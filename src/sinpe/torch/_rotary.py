@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .._rope import formats
 from .._rope.config import rope_config
 from .._rope.rope_types import ROPE_TYPES
 from .._rope.spec import RopeSpec
@@ -229,7 +230,7 @@ def _layout(cos: torch.Tensor, sin: torch.Tensor, layout: str):
     return cos, sin
 
 
-_LAYOUTS = ("half", "interleaved", "compact", "complex")
+_LAYOUTS = formats.names("torch")
 _TORCH = {
     "float32": torch.float32,
     "float64": torch.float64,
