@@ -9,6 +9,7 @@ import oracle
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from layouts import random_layout
 
 import sinpe
 from sinpe import conventions
@@ -137,37 +138,6 @@ def test_a_huge_width_asks_for_no_more_than_the_table(backend):
 # --------------------------------------------------------------------------- layouts as data
 
 
-def random_layout(rng, h, planes):
-    """A layout of random segments over h frequencies: every placement shape (contiguous,
-    doubled, cos/sin pairs, any step), unequal counts, one or two position axes."""
-    cuts = sorted(rng.choice(np.arange(1, h), size=min(h - 1, rng.integers(0, 3)), replace=False))
-    bounds = [0, *map(int, cuts), h]
-    segments, column = [], 0
-    for first, stop in zip(bounds[:-1], bounds[1:]):
-        count = stop - first
-        axis = int(rng.integers(0, 2))
-        shape = rng.choice(["contig", "dup", "pairs", "generic"])
-        n_cos = count - int(rng.integers(0, 2)) if shape == "generic" else count
-        if shape == "pairs":
-            plane = int(rng.integers(0, planes))
-            order = int(rng.integers(0, 2))
-            cos = plan.Place(plane, column + order, 2, 0, n_cos)
-            sin = plan.Place(plane, column + 1 - order, 2, 0, count)
-            column += 2 * count
-        else:
-            step = {"contig": 1, "dup": 2}.get(shape, int(rng.integers(1, 4)))
-            # a second copy: beside each value (dup) or after the whole run (the others)
-            dup = 1 if shape == "dup" else int(rng.integers(0, 2)) * step * count
-            span = step * (count - 1) + dup + 1
-            cos = plan.Place(int(rng.integers(0, planes)), column, step, dup, n_cos)
-            column += span
-            sin = plan.Place(int(rng.integers(0, planes)), column, step, dup, count)
-            column += span
-        segments.append(plan.Segment(first, count, axis, cos, sin))
-    pad = column if rng.random() < 0.3 else -1
-    return plan.Layout(column + (pad >= 0), planes, tuple(segments), pad)
-
-
 @needs_kernel
 @settings(max_examples=60, deadline=None)
 @given(
@@ -182,7 +152,7 @@ def test_backends_agree_on_generated_layouts(seed, h, planes, factor, dtype):
     for runs of positions and for two axes of arbitrary positions, and every value is
     factor * the exact cos/sin of its own axis's position (mpmath, a sample)."""
     rng = np.random.default_rng(seed)
-    layout = random_layout(rng, h, planes).check(h)
+    layout = random_layout(rng, h, planes, 2)
     w = sinpe.frequencies(2 * h)
     n = int(rng.integers(1, 60))
     positions = np.stack(

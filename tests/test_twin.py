@@ -40,6 +40,7 @@ import oracle
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from layouts import random_layout
 
 import sinpe
 from sinpe import _twin
@@ -374,15 +375,17 @@ def test_prepare_frequency_table_over_the_whole_range():
     assert np.all(np.abs(w[exact]) < turns.FAST_W_LIMIT)  # only fast-path columns go there
 
 
+def bases(low: float, high: float, *samples: float):
+    """Bases over ``[low, high]``, with the ones just above 1 and the published ones."""
+    published = [10000.0, 500000.0, 2.0, 0.5, *samples]
+    return st.one_of(
+        st.floats(low, high), st.floats(1.0, 2.0, exclude_min=True), st.sampled_from(published)
+    )
+
+
 @needs_kernel
 @settings(max_examples=300, deadline=None)
-@given(
-    base=st.one_of(
-        st.floats(5e-324, 1.7976931348623157e308),
-        st.floats(1.0, 2.0, exclude_min=True),
-        st.sampled_from([10000.0, 500000.0, 2.0, 1.0000001, 0.5, 1e300, 1e-300, 5e-324]),
-    )
-)
+@given(base=bases(5e-324, 1.7976931348623157e308, 1.0000001, 1e300, 1e-300, 5e-324))
 def test_log_dd_on_generated_bases(base):
     got, want = kernel.log_dd(base), _twin.log_dd(base)
     assert len(got) == len(want) == 2
@@ -423,11 +426,7 @@ def test_power_vector_on_edge_rules(rule):
 @needs_kernel
 @settings(max_examples=150, deadline=None)
 @given(
-    base=st.one_of(
-        st.floats(1e-300, 1e300),
-        st.floats(1.0, 2.0, exclude_min=True),
-        st.sampled_from([10000.0, 500000.0, 2.0, 0.5]),
-    ),
+    base=bases(1e-300, 1e300),
     numerator=st.integers(1, 4),
     denominator=st.one_of(st.integers(1, 5000).map(float), st.floats(1e-3, 1e4)),
     scale=st.one_of(st.sampled_from([1.0, -3.5, 5e-324, 1e-300, 1e308]), st.floats(-10, 10)),
@@ -600,39 +599,6 @@ def _small_plan_arguments():
     layout = table_layout(sinpe.conventions.VASWANI.column_map(4), 4)
     grid = plan._grid(_twin, frequencies)
     return grid, frequencies.table, layout.array(), 4, 1, -1, 1.0
-
-
-def random_layout(rng, h: int, planes: int, axes: int) -> plan.Layout:
-    """A layout of random segments over ``h`` frequencies: every placement shape the kernel
-    tells apart (contiguous, doubled, cos/sin pairs, any step), unequal counts, ``axes``
-    position axes, a zero column or not; ``h = 0``: a lone zero column."""
-    n_cuts = min(max(h - 1, 0), int(rng.integers(0, 3)))
-    cuts = sorted(rng.choice(np.arange(1, h), size=n_cuts, replace=False)) if n_cuts else []
-    bounds = [0, *map(int, cuts), h]
-    segments, column = [], 0
-    for first, stop in zip(bounds[:-1], bounds[1:]):
-        count = stop - first
-        if not count:
-            continue
-        axis = int(rng.integers(0, axes))
-        shape = rng.choice(["contig", "dup", "pairs", "generic"])
-        n_cos = count - int(rng.integers(0, 2)) if shape == "generic" else count
-        if shape == "pairs":
-            plane, order = int(rng.integers(0, planes)), int(rng.integers(0, 2))
-            cos = plan.Place(plane, column + order, 2, 0, n_cos)
-            sin = plan.Place(plane, column + 1 - order, 2, 0, count)
-            column += 2 * count
-        else:
-            step = {"contig": 1, "dup": 2}.get(str(shape), int(rng.integers(1, 4)))
-            dup = 1 if shape == "dup" else int(rng.integers(0, 2)) * step * count
-            span = step * (count - 1) + dup + 1
-            cos = plan.Place(int(rng.integers(0, planes)), column, step, dup, n_cos)
-            column += span
-            sin = plan.Place(int(rng.integers(0, planes)), column, step, dup, count)
-            column += span
-        segments.append(plan.Segment(first, count, axis, cos, sin))
-    pad = column if (h == 0 or rng.random() < 0.3) else -1
-    return plan.Layout(column + (pad >= 0), planes, tuple(segments), pad).check(h)
 
 
 class Fill:

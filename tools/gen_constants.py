@@ -84,22 +84,28 @@ def python_module() -> str:
     return "\n".join(lines)
 
 
-def main(check: bool) -> int:
-    outputs = {
-        PACKAGE / "_c" / "constants.h": c_header(),
-        PACKAGE / "_exactmath" / "constants.py": python_module(),
-    }
+def write_or_check(outputs: dict, check: bool, tool: str) -> int:
+    """Write the ``{path: text}`` outputs that differ, or with ``check`` only name them
+    (exit status 1): every generator's last step."""
     stale = [
         path for path, text in outputs.items() if not path.exists() or path.read_text() != text
     ]
     if check:
         for path in stale:
-            print(f"{path} is out of date: run python tools/gen_constants.py", file=sys.stderr)
+            print(f"{path} is out of date: run python tools/{tool}", file=sys.stderr)
         return 1 if stale else 0
     for path in stale:
         path.write_text(outputs[path])
         print(f"wrote {path}")
     return 0
+
+
+def main(check: bool) -> int:
+    outputs = {
+        PACKAGE / "_c" / "constants.h": c_header(),
+        PACKAGE / "_exactmath" / "constants.py": python_module(),
+    }
+    return write_or_check(outputs, check, "gen_constants.py")
 
 
 if __name__ == "__main__":

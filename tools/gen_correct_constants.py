@@ -18,7 +18,10 @@ import sys
 from pathlib import Path
 
 import mpmath
-from gen_constants import CONSTANTS  # tools/gen_constants.py: the half formats' fields
+from gen_constants import (  # tools/gen_constants.py: the half formats' fields
+    CONSTANTS,
+    write_or_check,
+)
 from mpmath import mpf
 
 INV_2PI_BITS = 1344
@@ -172,15 +175,7 @@ def python_module() -> str:
 
 def main() -> int:
     outputs = {HEADER: generate(), MODULE: python_module()}
-    stale = [p for p, text in outputs.items() if not p.exists() or p.read_text() != text]
-    if "--check" in sys.argv[1:]:
-        for path in stale:
-            print(f"{path} is out of date: run python tools/{Path(__file__).name}")
-        return 1 if stale else 0
-    for path in stale:
-        path.write_text(outputs[path])
-        print(f"wrote {path}")
-    return 0
+    return write_or_check(outputs, "--check" in sys.argv[1:], Path(__file__).name)
 
 
 if __name__ == "__main__":

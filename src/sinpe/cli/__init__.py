@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from .. import __version__, _environment, conventions
+from .. import _environment, conventions
 from .._check.compare import LAYOUTS as CHECK_LAYOUTS
 from .._check.compare import compare as compare_cache
 from .._check.files import DEFAULT_MAX_BYTES, DTYPE_MEMBER
@@ -22,6 +22,7 @@ from .._tables import tables as api
 from .._tables.checks import bfloat16
 from .._tables.threads import RUNTIME as THREAD_RUNTIME
 from .._tables.threads import thread_limit, usable_cores
+from .._version import __version__
 from .output import output_path, write_atomically
 
 _THREAD_VARIABLES = ("SINPE_NUM_THREADS", "OMP_NUM_THREADS")
