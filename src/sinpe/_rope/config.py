@@ -242,10 +242,14 @@ def _copy(mapping):
     }
 
 
-def _mappings(reader: _Reader):
-    """``(nested, mappings, own)``: the config's rope mapping placed per layer type where
-    the family has them (``{None: mapping}`` when flat), before any default is filled in;
-    ``own``: whether the config had a mapping (else the class's default is used)."""
+def _by_layer(mapping: Mapping) -> bool:
+    """Whether every value of ``mapping`` is a mapping or ``None`` (nested by layer type)."""
+    return all(isinstance(value, Mapping) or value is None for value in mapping.values())
+
+
+def _raw_mapping(reader: _Reader):
+    """The config's rope mapping as given (``rope_scaling``, else ``rope_parameters``), or
+    ``None``; refused where not an object, or where the class does not read rope_scaling."""
     text, family = reader.text, reader.family
     legacy = text.get("rope_scaling")
     if legacy is not None and not isinstance(legacy, Mapping):
@@ -267,18 +271,49 @@ def _mappings(reader: _Reader):
         raise ValueError(
             f"config key {reader.where}rope_parameters must be an object, got {raw!r:.60}"
         )
-    default = family.mapping
-    names = set(family.layer_types)
-    given = text.get("layer_types")
+    return raw
+
+
+def _layer_names(reader: _Reader, per_layer_default: bool) -> set:
+    """The layer types a nested mapping may name: the family's, the config's layer_types
+    (refused unless a list of strings) and, where it is nested, the class default's."""
+    names = set(reader.family.layer_types)
+    given = reader.text.get("layer_types")
     if given is not None:
         if not isinstance(given, (list, tuple)) or not all(isinstance(n, str) for n in given):
             raise ValueError(f"config key {reader.where}layer_types must be a list of strings")
         names |= set(given)
-    per_layer_default = bool(default) and all(
-        isinstance(value, Mapping) or value is None for value in default.values()
-    )
     if per_layer_default:
-        names |= set(default)
+        names |= set(reader.family.mapping)
+    return names
+
+
+def _flat_per_layer(reader: _Reader, raw: dict) -> dict:
+    """A flat (legacy) mapping in a config with a RoPE per layer type, placed as the class
+    places it (every layer type, or the ones it names); refused where it cannot read one."""
+    family = reader.family
+    if family.legacy is None:
+        raise ValueError(
+            f"the config has one flat rope mapping, but model_type {reader.model_type!r} has a "
+            f"RoPE per layer type ({', '.join(sorted(family.mapping))}) and transformers 5.24 "
+            "cannot read a flat one for it: write rope_parameters nested by layer type"
+        )
+    layers = _copy(family.mapping)
+    if family.legacy == "all":  # every layer type takes it (its base from the class's fill)
+        return {name: dict(raw) for name in layers}
+    for name in family.legacy:  # the class updates these layers' defaults with it
+        layers[name] = {**(layers.get(name) or {"rope_type": rope_types.DEFAULT}), **raw}
+    return layers
+
+
+def _mappings(reader: _Reader):
+    """``(nested, mappings, own)``: the config's rope mapping placed per layer type where
+    the family has them (``{None: mapping}`` when flat), before any default is filled in;
+    ``own``: whether the config had a mapping (else the class's default is used)."""
+    raw = _raw_mapping(reader)
+    default = reader.family.mapping
+    per_layer_default = bool(default) and _by_layer(default)
+    names = _layer_names(reader, per_layer_default)
     if not raw:
         mappings = _copy(default) if per_layer_default else {None: dict(default)}
         return per_layer_default, mappings, False
@@ -286,7 +321,7 @@ def _mappings(reader: _Reader):
     nested = [key for key in raw if key in names]
     if nested:
         return True, {key: raw[key] for key in nested}, True
-    if all(isinstance(value, Mapping) or value is None for value in raw.values()):
+    if _by_layer(raw):
         raise ValueError(
             f"config key {reader.where}rope_parameters is nested by layer type ("
             + ", ".join(map(str, raw))
@@ -294,19 +329,7 @@ def _mappings(reader: _Reader):
         )
     if not per_layer_default:
         return False, {None: raw}, True
-    # a flat (legacy) mapping in a config with a RoPE per layer type
-    if family.legacy is None:
-        raise ValueError(
-            f"the config has one flat rope mapping, but model_type {reader.model_type!r} has a "
-            f"RoPE per layer type ({', '.join(sorted(default))}) and transformers 5.24 cannot "
-            "read a flat one for it: write rope_parameters nested by layer type"
-        )
-    layers = _copy(default)
-    if family.legacy == "all":  # every layer type takes it (its base from the class's fill)
-        return True, {name: dict(raw) for name in layers}, True
-    for name in family.legacy:  # the class updates these layers' defaults with it
-        layers[name] = {**(layers.get(name) or {"rope_type": rope_types.DEFAULT}), **raw}
-    return True, layers, True
+    return True, _flat_per_layer(reader, raw), True
 
 
 def _from_config(reader: _Reader, key: str, layer_type, own: bool, missing: bool) -> bool:
@@ -360,8 +383,30 @@ def _partial(reader: _Reader, params: dict, layer_type, own: bool, head_dim_of):
 def _spec(reader: _Reader, params: dict, layer_type: str | None, own: bool) -> RopeSpec:
     """One RoPE (a flat mapping, or one layer type's) standardised as transformers does and
     resolved by the family's record."""
-    family, model_type = reader.family, reader.model_type
     params = dict(params)
+    rope_type, record = _rope_type(reader, params)
+    theta = _theta(reader, params, layer_type, own)
+    head_dim = _head_dim(reader, layer_type)
+    partial = _partial(reader, params, layer_type, own, lambda: head_dim)
+    max_position = reader.value("max_position_embeddings")
+    if max_position is not None:
+        max_position = reader.integer("max_position_embeddings", max_position)
+    _original_length(reader, params, record, max_position)
+    width = _rotary_width(reader, params, record, head_dim, partial)
+    _mrope_sections(reader, params)
+    if record.needs_model_length(params) and max_position is None:
+        reader.need("max_position_embeddings")
+    scaling = {"rope_type": rope_type, **params}
+    family_keys = frozenset(record.required) if not record.public else frozenset()
+    # parsed here, not in a helper: the stacklevel of parse's warning counts this frame
+    parsed = rope_types.parse(scaling, max_position, width, family_keys=family_keys)
+    return _build(reader, scaling, parsed, width, theta, max_position, layer_type)
+
+
+def _rope_type(reader: _Reader, params: dict) -> tuple[str, rope_types.RopeType]:
+    """The mapping's rope type (popped from ``params``) and its record: refused names, aliases,
+    the family's renames and type rules applied; refused where the family reads no type."""
+    family = reader.family
     rope_type = params.pop("rope_type", None) or params.pop("type", None) or rope_types.DEFAULT
     params.pop("type", None)
     if not isinstance(rope_type, str):
@@ -373,27 +418,32 @@ def _spec(reader: _Reader, params: dict, layer_type: str | None, own: bool) -> R
     if not family.reads_types and not rope_types.is_plain(rope_type):
         raise ValueError(
             f"the config's rope mapping has rope_type {rope_type!r}, and model_type "
-            f"{model_type!r}'s rotary module reads no rope type (it always rotates the default "
-            "frequencies): remove the mapping"
+            f"{reader.model_type!r}'s rotary module reads no rope type (it always rotates the "
+            "default frequencies): remove the mapping"
         )
     for (name, key), target in family.type_rules.items():
         if rope_type == name and params.get(key):
             rope_type = target
-    record = rope_types.lookup(rope_type, family.type_rules.values())
-    theta = _theta(reader, params, layer_type, own)
-    head_dim = _head_dim(reader, layer_type)
-    partial = _partial(reader, params, layer_type, own, lambda: head_dim)
-    max_position = reader.value("max_position_embeddings")
-    if max_position is not None:
-        max_position = reader.integer("max_position_embeddings", max_position)
+    return rope_type, rope_types.lookup(rope_type, family.type_rules.values())
+
+
+def _original_length(reader: _Reader, params: dict, record, max_position: int | None) -> None:
+    """Set ``original_max_position_embeddings`` in ``params`` where the type copies it: the
+    config class's own field, else the model's length where the mapping has none."""
     original = "original_max_position_embeddings"
     if record.copies_original:
-        if family.original_from_config and reader.value(original) is not None:
+        if reader.family.original_from_config and reader.value(original) is not None:
             params[original] = reader.value(original)  # the config class's own field wins
         elif original not in params:
             if max_position is None:
                 reader.need("max_position_embeddings")
             params[original] = max_position
+
+
+def _rotary_width(reader: _Reader, params: dict, record, head_dim: int, partial) -> int:
+    """The rotary width: ``head_dim`` times the partial rotary factor where the family applies
+    it (a key of its own in ``params`` for a type that reads it); refused unless even, >= 2."""
+    family = reader.family
     width = head_dim
     in_default = record.partial_as_default
     if in_default and partial is None and family.partial_in_default:
@@ -412,10 +462,17 @@ def _spec(reader: _Reader, params: dict, layer_type: str | None, own: bool) -> R
             width = int(head_dim * partial)
     if width % 2 or width < 2:
         raise ValueError(
-            f"model_type {model_type!r}: head dimension {head_dim} (partial_rotary_factor "
+            f"model_type {reader.model_type!r}: head dimension {head_dim} (partial_rotary_factor "
             f"{partial!r}) gives a rotary width of {width}: head_dim must be even, the rotary "
             "width at least 2"
         )
+    return width
+
+
+def _mrope_sections(reader: _Reader, params: dict) -> None:
+    """M-RoPE's keys in ``params`` by the family's rule (its sections, contiguous or
+    interleaved); refused where the family reads none, or is unknown."""
+    family = reader.family
     sections = params.pop("mrope_section", None)
     interleaved = params.pop("mrope_interleaved", None)
     if family.mrope is not None:
@@ -425,8 +482,8 @@ def _spec(reader: _Reader, params: dict, layer_type: str | None, own: bool) -> R
     elif sections is not None or interleaved is not None:
         if reader.known:
             raise ValueError(
-                f"the config has mrope_section, which model_type {model_type!r}'s rotary module "
-                "does not read (transformers ignores it there): remove it"
+                f"the config has mrope_section, which model_type {reader.model_type!r}'s rotary "
+                "module does not read (transformers ignores it there): remove it"
             )
         raise ValueError(
             "the config has mrope_section, and models recompose M-RoPE sections in "
@@ -434,11 +491,19 @@ def _spec(reader: _Reader, params: dict, layer_type: str | None, own: bool) -> R
             "Qwen3-VL and Qwen3.5: interleaved); pass the mapping to sinpe.rope_at with "
             "mrope_interleaved set as your model does"
         )
-    if record.needs_model_length(params) and max_position is None:
-        reader.need("max_position_embeddings")
-    scaling = {"rope_type": rope_type, **params}
-    family_keys = frozenset(record.required) if not record.public else frozenset()
-    parsed = rope_types.parse(scaling, max_position, width, family_keys=family_keys)
+
+
+def _build(
+    reader: _Reader,
+    scaling: dict,
+    parsed: rope_types.RopeScaling,
+    width: int,
+    theta: float,
+    max_position: int | None,
+    layer_type: str | None,
+) -> RopeSpec:
+    """The ``RopeSpec`` of a parsed mapping: its rotary module, layout and softmax scale."""
+    family = reader.family
     rotary = rot.from_scaling(width, theta, parsed)
     return RopeSpec(
         width,
@@ -447,7 +512,7 @@ def _spec(reader: _Reader, params: dict, layer_type: str | None, own: bool) -> R
         max_position,
         None,
         layer_type,
-        model_type,
+        reader.model_type,
         family.layout if reader.known else None,
         rotary.axes,
         family.output_dtype,

@@ -719,56 +719,100 @@ def parse(
         max_position_embeddings = number(
             "max_position_embeddings", max_position_embeddings, integer=True
         )
+    scaling, family_keys = _as_mapping(scaling, family_keys)
+    if max_position_embeddings is not None:
+        scaling = _with_model_length(scaling, max_position_embeddings)
+    if not scaling:
+        return RopeScaling("default", (), None)
+    name, record = _resolve(scaling, family_keys)
+    values = _copied_original(scaling, record)
+    _check_required(scaling, values, name, record)
+    read, unread = _split_keys(scaling, name, record, family_keys)
+    values.update(read)
+    if unread:  # warned from here: warn_ignored's stacklevel counts parse's frame
+        warn_ignored(name, sorted(unread))
+    checked = {key: _check_value(key, value, head_dim) for key, value in values.items()}
+    _cross_check(checked, name, record)
+    return RopeScaling(name, tuple(sorted(checked.items())), _rope_theta(scaling))
+
+
+def _as_mapping(scaling, family_keys: frozenset) -> tuple[Mapping, frozenset]:
+    """The input form as a mapping (``None``: empty; a ``RopeScaling``: its mapping, its family
+    type's keys added to ``family_keys``); ``TypeError`` for anything else."""
     if scaling is None:
-        scaling = {}
-    elif isinstance(scaling, RopeScaling):
+        return {}, family_keys
+    if isinstance(scaling, RopeScaling):
         if scaling.rope_type not in ROPE_TYPES:
             raise ValueError(
                 f"unknown rope_type {scaling.rope_type!r}; known types: {', '.join(PUBLIC_TYPES)}"
             )
         public = ROPE_TYPES[scaling.rope_type].public
-        scaling = scaling.mapping()  # checked again: a RopeScaling may be built by hand
+        mapping = scaling.mapping()  # checked again: a RopeScaling may be built by hand
         if not public:
-            family_keys = family_keys | set(ROPE_TYPES[scaling["rope_type"]].required)
-    elif not isinstance(scaling, Mapping):
+            family_keys = family_keys | set(ROPE_TYPES[mapping["rope_type"]].required)
+        return mapping, family_keys
+    if not isinstance(scaling, Mapping):
         raise TypeError(
             "scaling must be None or a mapping (a config's rope_scaling or rope_parameters), "
             f"got {type(scaling).__name__}"
         )
-    if max_position_embeddings is not None:
-        given = scaling.get("max_position_embeddings")
-        if given is not None and number("max_position_embeddings", given) != float(
-            max_position_embeddings
-        ):
-            raise ValueError(
-                f"max_position_embeddings={max_position_embeddings} disagrees with the scaling "
-                f"mapping's max_position_embeddings={given!r}: pass one of them, or the same value"
-            )
-        scaling = {**scaling, "max_position_embeddings": max_position_embeddings}
-    if not scaling:
-        return RopeScaling("default", (), None)
+    return scaling, family_keys
+
+
+def _with_model_length(scaling: Mapping, max_position_embeddings: int) -> dict:
+    """``scaling`` with the model config's length joined; refused where the mapping differs."""
+    given = scaling.get("max_position_embeddings")
+    if given is not None and number("max_position_embeddings", given) != float(
+        max_position_embeddings
+    ):
+        raise ValueError(
+            f"max_position_embeddings={max_position_embeddings} disagrees with the scaling "
+            f"mapping's max_position_embeddings={given!r}: pass one of them, or the same value"
+        )
+    return {**scaling, "max_position_embeddings": max_position_embeddings}
+
+
+def _resolve(scaling: Mapping, family_keys: frozenset) -> tuple[Any, RopeType]:
+    """The mapping's type name (``rope_type``, else ``type``, aliases resolved) and record."""
     name = scaling.get("rope_type", scaling.get("type", DEFAULT))
     if isinstance(name, str):
         name = ALIASES.get(name, name)
-    record = lookup(name, TYPES if family_keys else ())
-    reads = (*record.required, *record.optional, *ANY_TYPE, "max_position_embeddings")
-    values = {}
+    return name, lookup(name, TYPES if family_keys else ())
+
+
+def _copied_original(scaling: Mapping, record: RopeType) -> dict:
+    """The values transformers copies in: ``max_position_embeddings`` as a missing original."""
+    values: dict = {}
     if record.copies_original and _ORIGINAL not in scaling and "max_position_embeddings" in scaling:
         values[_ORIGINAL] = scaling["max_position_embeddings"]
+    return values
+
+
+# what a mapping that lacks a required key is told besides the key's name
+_MISSING_HINTS = {
+    _ORIGINAL: " (or max_position_embeddings, which transformers copies into it)",
+    "max_position_embeddings": (
+        " (transformers reads it from the model's config; add it to the mapping)"
+    ),
+}
+
+
+def _check_required(scaling: Mapping, values: dict, name, record: RopeType) -> None:
+    """Refuse a mapping that lacks one of its type's required keys (in the record's order)."""
     for key in record.required:
         if key not in scaling and key not in values:
-            hint = (
-                " (or max_position_embeddings, which transformers copies into it)"
-                if key == _ORIGINAL
-                else " (transformers reads it from the model's config; add it to the mapping)"
-                if key == "max_position_embeddings"
-                else ""
-            )
             raise ValueError(
-                f"scaling for rope_type {name!r} needs the key {key!r}{hint}; "
-                f"required: {', '.join(record.required)}"
+                f"scaling for rope_type {name!r} needs the key {key!r}"
+                f"{_MISSING_HINTS.get(key, '')}; required: {', '.join(record.required)}"
             )
-    unread = []
+
+
+def _split_keys(scaling: Mapping, name, record: RopeType, family_keys: frozenset):
+    """``(values, unread)``: the keys the type reads, and those no record reads; a key another
+    type or the family record reads is refused."""
+    reads = (*record.required, *record.optional, *ANY_TYPE, "max_position_embeddings")
+    values: dict = {}
+    unread: list = []
     for key, value in scaling.items():
         if key in reads:
             values[key] = value
@@ -780,22 +824,35 @@ def parse(
             )
         elif key not in NAMES:
             unread.append(str(key))
-    if unread:
-        warn_ignored(name, sorted(unread))
-    checked: dict = {}
-    for key, value in values.items():
-        spec = KEYS[key]
-        if value is None and spec.none_is_absent:
-            checked[key] = None  # transformers treats None as "not given"
-            continue
-        if key in ("short_factor", "long_factor") and head_dim is not None:
-            if not isinstance(value, (str, bytes)) and hasattr(value, "__len__"):
-                if len(value) != head_dim // 2:
-                    raise ValueError(
-                        f"scaling[{key!r}] must have head_dim/2 = {head_dim // 2} entries, "
-                        f"got {len(value)}"
-                    )
-        checked[key] = check_key(key, value)
+    return values, unread
+
+
+def _entry_count(key: str, value, head_dim: int) -> None:
+    """Refuse a factor list whose length is not ``head_dim // 2``, before its entries are read."""
+    if not isinstance(value, (str, bytes)) and hasattr(value, "__len__"):
+        if len(value) != head_dim // 2:
+            raise ValueError(
+                f"scaling[{key!r}] must have head_dim/2 = {head_dim // 2} entries, got {len(value)}"
+            )
+
+
+# checks a key's value passes before ``check_key`` where ``head_dim`` is known
+_HEAD_DIM_CHECKS: dict[str, Callable] = {"short_factor": _entry_count, "long_factor": _entry_count}
+
+
+def _check_value(key: str, value, head_dim: int | None):
+    """One key's value checked by its record (``None`` kept where it means "not given")."""
+    if value is None and KEYS[key].none_is_absent:
+        return None  # transformers treats None as "not given"
+    head_dim_check = _HEAD_DIM_CHECKS.get(key)
+    if head_dim_check is not None and head_dim is not None:
+        head_dim_check(key, value, head_dim)
+    return check_key(key, value)
+
+
+def _cross_check(checked: dict, name, record: RopeType) -> None:
+    """The checks across keys, once each key is valid: M-RoPE's, the required numbers, the
+    type's own (``record.check``)."""
     if "mrope_interleaved" in checked and "mrope_section" not in checked:
         raise ValueError("scaling['mrope_interleaved'] needs scaling['mrope_section']")
     if record.axes > 1 and "mrope_section" in checked:
@@ -809,10 +866,12 @@ def parse(
         raise ValueError(f"scaling['factor'] must be a number > 0 for rope_type {name!r}")
     if record.check is not None:
         record.check(checked)
+
+
+def _rope_theta(scaling: Mapping) -> float | None:
+    """The base the mapping fixes (``rope_theta``), checked, or ``None``."""
     theta = scaling.get("rope_theta")
-    if theta is not None:
-        theta = number("rope_theta", theta)
-    return RopeScaling(name, tuple(sorted(checked.items())), theta)
+    return None if theta is None else number("rope_theta", theta)
 
 
 def _readers(key: str) -> str:
