@@ -49,16 +49,30 @@ _EPS = {
 }
 
 
+_COS_ALONE = "cos alone"  # the layout of a cos without its sin: refused, never a verdict
+
+
 class View(NamedTuple):
     """One reading of the cache: its layout name, rows, the rotary width it implies, the
-    exact layout it compares with, and a reader of float64 ``(cos, sin)`` row blocks
-    (``sin`` is ``None`` for a cos without its sin)."""
+    exact layout it compares with, a reader of float64 ``(cos, sin)`` row blocks (``sin`` is
+    ``None`` for a cos without its sin), and how the layout is read (``""``: the one way)."""
 
     layout: str
     rows: int
     width: int
     kind: str
     read: Callable
+    reading: str = ""
+
+    @property
+    def label(self) -> str:
+        """The layout as reports name it: ``"pairs (half)"``, ``"half (stacked)"``, ``"vllm"``."""
+        return f"{self.layout} ({self.reading})" if self.reading else self.layout
+
+    @property
+    def alone(self) -> bool:
+        """Whether this reads a cos without its sin."""
+        return self.layout == _COS_ALONE
 
 
 class Explanation(NamedTuple):
@@ -172,12 +186,12 @@ def views(arrays: list) -> tuple[list, str]:
         return [View("complex", values.shape[0], 2 * values.shape[1], "compact", read)], dtype
     found = []
     if values.ndim == 3 and values.shape[0] == 2:  # np.stack([cos, sin])
-        found += _pair_views(values[0], values[1], dtype, " (stacked)")
+        found += _pair_views(values[0], values[1], dtype, "stacked")
     if values.ndim == 3 and values.shape[-1] == 2:  # (n, d, 2): cos, sin pairs
         n, c, _ = values.shape
         read = _reader([values], dtype, lambda a: (a[..., 0].copy(), a[..., 1].copy()))
         found.append(View("pairs", n, 2 * c, "compact", read))
-        found += [View(f"pairs ({k})", n, c, k, read) for k in ("half", "interleaved")]
+        found += [View("pairs", n, c, k, read, reading=k) for k in ("half", "interleaved")]
     if values.ndim == 2:
         n, c = values.shape
         if c % 2 == 0:
@@ -185,8 +199,8 @@ def views(arrays: list) -> tuple[list, str]:
             read = _reader([values], dtype, lambda a: (a[:, :h].copy(), a[:, h:].copy()))
             found.append(View("vllm", n, c, "compact", read))
         alone = _reader([values], dtype, lambda a: (a, None))
-        found += [View(f"cos alone ({k})", n, c, k, alone) for k in ("half", "interleaved")]
-        found.append(View("cos alone (compact)", n, 2 * c, "compact", alone))
+        found += [View(_COS_ALONE, n, c, k, alone, reading=k) for k in ("half", "interleaved")]
+        found.append(View(_COS_ALONE, n, 2 * c, "compact", alone, reading="compact"))
     if not found:
         raise ValueError(
             f"the cache's array {values.shape} is none of the forms read: (n, rot) vllm, "
@@ -195,7 +209,8 @@ def views(arrays: list) -> tuple[list, str]:
     return found, dtype
 
 
-def _pair_views(cos, sin, dtype: str, how: str) -> list:
+def _pair_views(cos, sin, dtype: str, reading: str) -> list:
+    """The half, interleaved and compact readings of two equal ``(n, d)`` tables."""
     if cos.shape != sin.shape or cos.ndim != 2:
         raise ValueError(
             f"cos {cos.shape} and sin {sin.shape} must be two equal (n, d) tables (a leading "
@@ -204,7 +219,7 @@ def _pair_views(cos, sin, dtype: str, how: str) -> list:
     n, c = cos.shape
     read = _reader([cos, sin], dtype, lambda a, b: (a, b))
     return [
-        View(k + how, n, w, k, read)
+        View(k, n, w, k, read, reading=reading)
         for k, w in (("half", c), ("interleaved", c), ("compact", 2 * c))
     ]
 
@@ -310,33 +325,89 @@ def compare(spec, arrays: list, offset: int = 0, layout: str | None = None, full
     length = offset + n
     inv_freq, factor = rot.frequencies(rotary, length)
     ulp = _ulp(dtype, factor)
-    if layout is not None:
-        found = [v for v in found if v.layout.split(" (")[0] == layout]
+    found = _of_layout(found, layout)
     fitting = [v for v in found if v.width == rotary.head_dim]
     wider = [v for v in found if full_width is not None and v.width == full_width]
     if not fitting and wider:  # the width without partial_rotary_factor: a mismatch, named
         found_width = _explain(spec, arrays, layout, offset, full_width, _sample(n), dtype, n)
-        return Report(
-            wider[0].layout, n, dtype, ulp / 2, ulp, [], math.inf, "mismatch", None,
-            (offset, math.inf, MATCH_ULPS * ulp), found_width, np.full(n, np.inf), "",
-        )  # fmt: skip
+        return _width_report(wider[0], n, dtype, ulp, offset, found_width)
     if not fitting:
-        shapes = ", ".join(str(a.shape) for a in arrays)
-        allowed = f"layout {layout!r}" if layout else f"any layout ({', '.join(LAYOUTS)})"
-        raise ValueError(
-            f"the cache's arrays {shapes} do not fit {allowed} of rotary dim {rotary.head_dim}"
-        )
+        raise _unfitting(arrays, layout, rotary.head_dim)
     rows = _sample(n)
-    positions = offset + rows
-
-    def judge(group):
-        return sorted(
-            (float(_row_errors(v, rotary, positions, rows, length).max()), k, v)
-            for k, v in enumerate(group)
+    best, tie = _choose(fitting, arrays, rotary, offset + rows, rows, length, ulp)
+    all_rows = np.arange(n, dtype=np.int64)
+    errors = _row_errors(best, rotary, offset + all_rows, all_rows, length)
+    all_positions = offset + all_rows
+    match_bound = MATCH_ULPS * ulp
+    verdict, drift, worst, envelope = _verdict(
+        errors, all_positions, match_bound, factor, float(inv_freq.max())
+    )
+    explanation: Explanation | None = None
+    if verdict == "mismatch":
+        explanation = _narrower(dtype, errors, envelope - match_bound, factor) or _explain(
+            spec, arrays, layout, offset, full_width, rows, dtype, n
         )
+    return Report(
+        layout=best.label,
+        rows=n,
+        dtype=dtype,
+        rounding=ulp / 2,
+        ulp=ulp,
+        decades=_decades(all_positions, errors),
+        largest=float(errors.max()),
+        verdict=verdict,
+        drift=drift,
+        worst=worst,
+        explanation=explanation,
+        errors=errors,
+        note=_tie_note(tie, verdict),
+    )
 
-    alone = judge([v for v in fitting if v.layout.startswith("cos alone")])
-    judged = judge([v for v in fitting if not v.layout.startswith("cos alone")])
+
+def _of_layout(found: list, layout: str | None) -> list:
+    """The views of layout ``layout`` (every view for None), however each is read."""
+    return found if layout is None else [v for v in found if v.layout == layout]
+
+
+def _unfitting(arrays: list, layout: str | None, width: int) -> ValueError:
+    """The error for a cache no view of which has the rotary width ``width``."""
+    shapes = ", ".join(str(a.shape) for a in arrays)
+    allowed = f"layout {layout!r}" if layout else f"any layout ({', '.join(LAYOUTS)})"
+    return ValueError(f"the cache's arrays {shapes} do not fit {allowed} of rotary dim {width}")
+
+
+def _width_report(view: View, n: int, dtype: str, ulp: float, offset: int, explanation) -> Report:
+    """The mismatch of a cache as wide as the config's width without partial_rotary_factor."""
+    return Report(
+        layout=view.label,
+        rows=n,
+        dtype=dtype,
+        rounding=ulp / 2,
+        ulp=ulp,
+        decades=[],
+        largest=math.inf,
+        verdict="mismatch",
+        drift=None,
+        worst=(offset, math.inf, MATCH_ULPS * ulp),
+        explanation=explanation,
+        errors=np.full(n, np.inf),
+        note="",
+    )
+
+
+def _judge(group: list, rotary, positions: np.ndarray, rows: np.ndarray, length: int) -> list:
+    """``(largest error on rows, index, view)`` of each view of ``group``, least error first."""
+    return sorted(
+        (float(_row_errors(v, rotary, positions, rows, length).max()), k, v)
+        for k, v in enumerate(group)
+    )
+
+
+def _choose(fitting: list, arrays: list, rotary, positions, rows, length: int, ulp: float):
+    """The view whose values the exact table explains best, and the views as near; a cache
+    that reads better as a cos without its sin than as vLLM's ``[cos | sin]`` is refused."""
+    alone = _judge([v for v in fitting if v.alone], rotary, positions, rows, length)
+    judged = _judge([v for v in fitting if not v.alone], rotary, positions, rows, length)
     if alone and (not judged or alone[0][0] < 0.5 * judged[0][0]):
         raise ValueError(
             f"the cache's one array {arrays[0].shape} reads as a cos table without its sin "
@@ -345,57 +416,34 @@ def compare(spec, arrays: list, offset: int = 0, layout: str | None = None, full
         )
     best_error, _, best = judged[0]
     tie = [v for e, _, v in judged[1:] if e <= best_error * 1.01 + MATCH_ULPS * ulp]
-    all_rows = np.arange(n, dtype=np.int64)
-    errors = _row_errors(best, rotary, offset + all_rows, all_rows, length)
-    all_positions = offset + all_rows
-    match_bound = MATCH_ULPS * ulp
-    envelope = match_bound + DRIFT_RATE * factor * all_positions * float(inv_freq.max())
+    return best, tie
+
+
+def _verdict(errors, positions, match_bound: float, factor: float, w_max: float) -> tuple:
+    """``(verdict, drift, worst, envelope)`` of each row's error at its position."""
+    envelope = match_bound + DRIFT_RATE * factor * positions * w_max
     outside = errors - match_bound
     worst_row = int(np.argmax(outside))
-    worst = (int(all_positions[worst_row]), float(errors[worst_row]), match_bound)
-    explanation: Explanation | None = None
-    drift = None
+    worst = (int(positions[worst_row]), float(errors[worst_row]), match_bound)
     if (errors <= match_bound).all():
-        verdict = "match"
-    elif (errors <= envelope).all():
-        verdict = "drift"
+        return "match", None, worst, envelope
+    if (errors <= envelope).all():
         over = outside > 0
-        rate = float((outside[over] / (factor * all_positions[over] * float(inv_freq.max()))).max())
-        drift = "float32" if rate > 2.0**-40 else "float64"
-    else:
-        verdict = "mismatch"
-        excess = errors - envelope
-        worst_row = int(np.argmax(excess))
-        worst = (
-            int(all_positions[worst_row]),
-            float(errors[worst_row]),
-            float(envelope[worst_row]),
-        )
-        explanation = _narrower(dtype, errors, envelope - match_bound, factor) or _explain(
-            spec, arrays, layout, offset, full_width, rows, dtype, n
-        )
-    note = ""
-    if tie:  # the same error either way: the verdict holds for each, and each is named
-        names = ", ".join(v.layout for v in tie)
-        if verdict == "mismatch":
-            note = f"{names} as near: {'neither' if len(tie) == 1 else 'none'} matches"
-        else:
-            note = f"{names} fit{'s' if len(tie) == 1 else ''} equally"
-    return Report(
-        best.layout,
-        n,
-        dtype,
-        ulp / 2,
-        ulp,
-        _decades(all_positions, errors),
-        float(errors.max()),
-        verdict,
-        drift,
-        worst,
-        explanation,
-        errors,
-        note,
-    )
+        rate = float((outside[over] / (factor * positions[over] * w_max)).max())
+        return "drift", "float32" if rate > 2.0**-40 else "float64", worst, envelope
+    worst_row = int(np.argmax(errors - envelope))
+    worst = (int(positions[worst_row]), float(errors[worst_row]), float(envelope[worst_row]))
+    return "mismatch", None, worst, envelope
+
+
+def _tie_note(tie: list, verdict: str) -> str:
+    """A word on the views as near as the one kept: the verdict holds for each, each named."""
+    if not tie:
+        return ""
+    names = ", ".join(v.label for v in tie)
+    if verdict == "mismatch":
+        return f"{names} as near: {'neither' if len(tie) == 1 else 'none'} matches"
+    return f"{names} fit{'s' if len(tie) == 1 else ''} equally"
 
 
 def _narrower(dtype: str, errors, drift, factor: float):
@@ -414,13 +462,11 @@ def _narrower(dtype: str, errors, drift, factor: float):
 def _explain(spec, arrays, layout, offset, full_width, rows, dtype, n) -> Explanation | None:
     """The explanation of a mismatch, from the finite set, that leaves the least error."""
     rotary = spec._one()
-    found, _ = views(arrays)
-    if layout is not None:
-        found = [v for v in found if v.layout.split(" (")[0] == layout]
+    found = _of_layout(views(arrays)[0], layout)
     best = None
     for start, base, width, scaling, variant in _variants(rotary, full_width, offset):
         for view in found:
-            if view.width != width or view.layout.startswith("cos alone"):
+            if view.width != width or view.alone:
                 continue
             try:
                 error = float(_row_errors(view, variant, start + rows, rows, start + n).max())
@@ -433,4 +479,4 @@ def _explain(spec, arrays, layout, offset, full_width, rows, dtype, n) -> Explan
     _, view, start, base, width, scaling, variant = best
     every = np.arange(n, dtype=np.int64)
     error = float(_row_errors(view, variant, start + every, every, start + n).max())
-    return Explanation(view.layout, start, base, width, scaling, error)
+    return Explanation(view.label, start, base, width, scaling, error)

@@ -308,6 +308,26 @@ def _model_dtype(model, default: torch.dtype) -> torch.dtype:
     return default
 
 
+def _chosen(module, buffers: dict, max_positions) -> tuple[RotaryEmbedding | None, str]:
+    """The first candidate that passes every check against ``module``, or why none does."""
+    candidates, why = _candidates(module, buffers, max_positions)
+    reasons = []
+    for candidate in candidates:
+        why = _verify(module, candidate, buffers)
+        if why is None:
+            return candidate, ""
+        reasons.append(f"as {candidate.layout}: {why}" if len(candidates) > 1 else why)
+    return None, f"{type(module).__name__}: " + "; ".join(reasons or [str(why)])
+
+
+def _install(model, module, chosen: RotaryEmbedding, buffers: dict, dtype: torch.dtype) -> None:
+    """``chosen`` takes ``module``'s config and place in ``model``, its tables made there."""
+    chosen.config = module.config
+    device = next(iter(buffers.values())).device
+    chosen._make_tables(chosen._fixed_dtype() or _rotary._NAMES.get(dtype, "float32"), device)
+    _replace(model, module, chosen)
+
+
 def patch(model: Any, *, warn: bool = True, max_positions: int | None = None) -> PatchReport:
     """Replace every rotary module of a transformers ``model`` in place with an exact
     :class:`RotaryEmbedding`, each only after it is verified against the module it replaces.
@@ -351,21 +371,11 @@ def patch(model: Any, *, warn: bool = True, max_positions: int | None = None) ->
                 )
             continue
         seen.add(id(module))
-        candidates, why = _candidates(module, buffers, max_positions)
-        chosen, reasons = None, []
-        for candidate in candidates:
-            why = _verify(module, candidate, buffers)
-            if why is None:
-                chosen = candidate
-                break
-            reasons.append(f"as {candidate.layout}: {why}" if len(candidates) > 1 else why)
+        chosen, why = _chosen(module, buffers, max_positions)
         if chosen is None:
-            report.left[name] = f"{type(module).__name__}: " + "; ".join(reasons or [str(why)])
+            report.left[name] = why
             continue
-        chosen.config = module.config
-        device = next(iter(buffers.values())).device
-        chosen._make_tables(chosen._fixed_dtype() or _rotary._NAMES.get(dtype, "float32"), device)
-        _replace(model, module, chosen)
+        _install(model, module, chosen, buffers, dtype)
         report.append(name)
         report.table_bytes += chosen.table_bytes
     if warn and report.left:
