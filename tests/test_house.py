@@ -152,10 +152,6 @@ MIRRORS = {("_twin/turns.py", "prepare_frequency_table")}
 NOT_YET_SPLIT = {
     ("cli/__init__.py", "_build_parser"): (134, 0),
     ("cli/__init__.py", "_rope_command"): (92, 30),
-    ("_rope/rope_types.py", "parse"): (98, 47),
-    ("_rope/config.py", "_spec"): (94, 38),
-    ("_rope/config.py", "_mappings"): (61, 24),
-    ("_check/compare.py", "compare"): (94, 18),
 }
 
 
