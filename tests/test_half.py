@@ -282,9 +282,3 @@ def test_bfloat16_without_ml_dtypes_says_how_to_install():
     )
     assert "pip install 'sinpe[bfloat16]'" in result.stdout, result.stderr
     assert sinpe.sinusoidal_positional_encoding(2, 4, dtype="float16").dtype == np.float16
-
-
-@pytest.mark.parametrize("dtype", [np.int32, np.complex128, "nope", object, np.longdouble])
-def test_unsupported_dtypes_name_the_supported_ones(dtype):
-    with pytest.raises(TypeError, match="float64, float32, float16 or bfloat16"):
-        sinpe.sinusoidal_positional_encoding(4, 4, dtype=dtype)

@@ -74,6 +74,13 @@ def test_a_request_larger_than_memory_is_refused_before_the_work(name):
     assert needed <= stated <= needed + checks.SCRATCH_BYTES + 2**20, message
 
 
+@pytest.mark.parametrize("shape", [(2**40, 2**30), (2**31, 2**31)], ids=str)
+def test_a_table_no_array_can_hold_is_refused_before_the_work(shape):
+    """Past NumPy's largest array (or memory): refused at once, as a ValueError or a
+    MemoryError, before anything is computed."""
+    refused_at_once(lambda: sinpe.sinusoidal_positional_encoding(*shape), (MemoryError, ValueError))
+
+
 def test_the_limit_is_the_smallest_of_memory_and_the_rlimits():
     limit, source = checks.memory_limit()
     physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
