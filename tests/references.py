@@ -183,6 +183,9 @@ def transformers_rope_parameters(scaling, dim, base, seq_len):
         inv = [1 / x for x in pos_freqs]
     elif kind == "linear":
         inv = [1 / x / mpf(p["factor"]) for x in pos_freqs]
+    elif kind == "ntk_alpha":  # HunYuan's compute_ntk_alpha_rope_parameters
+        new_base = base * mpf(p["alpha"]) ** (mpf(dim) / (dim - 2))
+        inv = [1 / new_base ** (mpf(i) / dim) for i in range(0, dim, 2)]
     elif kind == "dynamic":
         factor, limit = mpf(p["factor"]), p["max_position_embeddings"]
         length = limit if seq_len is None else max(seq_len, limit)

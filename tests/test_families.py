@@ -86,6 +86,16 @@ FLAT = {
     "phi-3.5-mini-instruct.autoconfig-dump.json": ("phi3", 96, 10000.0, None, 131072),
     "phi-2.json": ("phi", 32, 10000.0, {"rope_type": "default"}, 2048),
     "qwen3-next-80b-a3b-thinking.json": ("qwen3_next", 64, 1e7, {"rope_type": "default"}, 262144),
+    # "dynamic" with alpha: a fixed NTK-alpha base; its YaRN keys are read by nothing
+    "hunyuan-promptenhancer-7b.json": (
+        "hunyuan_v1_dense",
+        128,
+        10000.0,
+        {"rope_type": "ntk_alpha", "alpha": 1000.0, "factor": 1.0},
+        32768,
+    ),
+    # HYV4Config forces head_dim = qk_rope_head_dim (64) whatever the file says (256)
+    "hy-v4.head-dim-256.constructed.json": ("hy_v4", 64, 10000.0, {"rope_type": "default"}, 262144),
     "llama-3.1-8b.json": (
         "llama",
         128,
@@ -601,3 +611,43 @@ def test_the_softmax_scale_of_the_mla_families():
     assert sinpe.rope_config(CONFIGS / "llama-3.1-8b.json").softmax_scale == 1.0
     linear = {"model_type": "deepseek_v3", "rope_scaling": {"type": "linear", "factor": 2.0}}
     assert sinpe.rope_config(linear).softmax_scale == 1.0
+
+
+def test_keys_a_family_module_never_reads_are_accepted_and_listed():
+    """HunYuan's published "dynamic" mapping with alpha carries YaRN's keys; its module
+    (compute_ntk_alpha_rope_parameters) reads rope_theta, alpha and head_dim only, so they
+    cannot change a value: accepted, listed, and the frequencies are the NTK-alpha ones."""
+    spec = sinpe.rope_config(CONFIGS / "hunyuan-promptenhancer-7b.json")
+    assert spec.ignored_keys == ("beta_fast", "beta_slow", "mscale", "mscale_all_dim")
+    w, factor = spec.frequencies()
+    exact, _ = ref.transformers_rope_parameters(
+        {"rope_type": "ntk_alpha", "alpha": 1000}, 128, 1e4, None
+    )
+    exact = np.array([float(v) for v in exact])
+    assert factor == 1.0
+    assert np.all(np.abs(w - exact) <= 4 * np.spacing(exact))
+    # a family whose module has no such rule refuses the keys its type does not read
+    raw = json.loads((CONFIGS / "hunyuan-promptenhancer-7b.json").read_text())
+    raw["model_type"] = "llama"
+    with pytest.raises(ValueError, match="'alpha', which rope_type 'dynamic' does not read"):
+        sinpe.rope_config(raw)
+    assert sinpe.rope_config(CONFIGS / "llama-3.1-8b.json").ignored_keys == ()
+
+
+@pytest.mark.parametrize(
+    "name, config_class",
+    [
+        ("hunyuan-promptenhancer-7b.json", "HunYuanDenseV1Config"),
+        ("hy-v4.head-dim-256.constructed.json", "HYV4Config"),
+    ],
+)
+def test_raw_config_files_read_as_the_config_class_reads_them(name, config_class):
+    """The raw file, not the config object's post-init values: what the class makes of it
+    (transformers, where installed) is what rope_config reads."""
+    transformers = pytest.importorskip("transformers")
+    raw = json.loads((CONFIGS / name).read_text())
+    config = getattr(transformers, config_class)(
+        **{k: v for k, v in raw.items() if k != "model_type"}
+    )
+    spec = sinpe.rope_config(CONFIGS / name)
+    assert spec.head_dim == config.head_dim

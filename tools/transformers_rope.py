@@ -842,6 +842,21 @@ def _source_rules(cls) -> dict:
     return rules
 
 
+def _config_rules(config_cls) -> dict:
+    """What the configuration class's own ``__post_init__`` forces, from its source: MLA
+    configs point ``head_dim`` at ``qk_rope_head_dim`` whatever a config.json says (a config
+    object built from defaults shows the forced value, a published file may not)."""
+    import re
+
+    try:
+        source = inspect.getsource(config_cls)
+    except (OSError, TypeError):
+        return {}
+    if re.search(r"self\.head_dim\s*=\s*self\.qk_rope_head_dim\b", source):
+        return {"head_dim": "qk_rope_head_dim"}
+    return {}
+
+
 def _variant_rules(entry) -> dict:
     """Rules read off the recorded variants: the output layout, whether a scaled type in the
     mapping is read at all, where a legacy rope_scaling mapping goes, the M-RoPE
@@ -929,7 +944,11 @@ def family_records(entries) -> tuple[dict, dict]:
             "fill": _fill(config_cls, config),
             "overrides": _takes(classes[entry["class"]], config_cls, config, False),
             "fills": _takes(classes[entry["class"]], config_cls, config, True),
-            "rules": {**_source_rules(classes[entry["class"]]), **_variant_rules(entry)},
+            "rules": {
+                **_source_rules(classes[entry["class"]]),
+                **_config_rules(config_cls),
+                **_variant_rules(entry),
+            },
         }
         aliases = {
             k: v

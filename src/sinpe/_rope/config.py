@@ -6,6 +6,7 @@ only: every key that can change a value is applied as the record says, or refuse
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -217,10 +218,8 @@ def _head_dim(reader: _Reader, layer_type: str | None) -> int:
         found = _layer_head_dim(reader, layer_type)
         if found is not None:
             return found
-    if rule in ("qk_rope_head_dim", "qk_rope_head_dim_or_head_dim"):
-        if rule == "qk_rope_head_dim" or reader.given("head_dim") is None:
-            return reader.integer("qk_rope_head_dim", reader.need("qk_rope_head_dim"))
-        rule = "head_dim"
+    if rule == "qk_rope_head_dim":
+        return reader.integer("qk_rope_head_dim", reader.need("qk_rope_head_dim"))
     if rule == "head_dim":
         head_dim = reader.value("head_dim")
         if head_dim is not None:
@@ -396,11 +395,15 @@ def _spec(reader: _Reader, params: dict, layer_type: str | None, own: bool) -> R
     _mrope_sections(reader, params)
     if record.needs_model_length(params) and max_position is None:
         reader.need("max_position_embeddings")
+    ignored = tuple(k for k in reader.family.ignored_keys.get(rope_type, ()) if k in params)
+    for key in ignored:
+        del params[key]
     scaling = {"rope_type": rope_type, **params}
     family_keys = frozenset(record.required) if not record.public else frozenset()
     # parsed here, not in a helper: the stacklevel of parse's warning counts this frame
     parsed = rope_types.parse(scaling, max_position, width, family_keys=family_keys)
-    return _build(reader, scaling, parsed, width, theta, max_position, layer_type)
+    spec = _build(reader, scaling, parsed, width, theta, max_position, layer_type)
+    return dataclasses.replace(spec, ignored_keys=ignored) if ignored else spec
 
 
 def _rope_type(reader: _Reader, params: dict) -> tuple[str, rope_types.RopeType]:

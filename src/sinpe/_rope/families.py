@@ -27,8 +27,9 @@ __all__ = ["ALIASES", "COMPOSITE", "FAMILIES", "HEAD_DIM_RULES", "Family"]
 HEAD_DIM_RULES = (
     "head_dim",  # head_dim (or its alias), else hidden_size // num_attention_heads: the common rule
     "hidden",  # hidden_size // num_attention_heads, whatever head_dim says (Falcon's property)
-    "qk_rope_head_dim",  # qk_rope_head_dim, whatever head_dim says (DeepSeek-V2, MiniCPM3)
-    "qk_rope_head_dim_or_head_dim",  # head_dim where given, else qk_rope_head_dim (DeepSeek-V3)
+    # qk_rope_head_dim, whatever head_dim says: the MLA configs whose __post_init__ forces it
+    # (DeepSeek-V2/V3/V3.2, MiniCPM3, HY-V4, Kimi-Linear, ...; found in their source)
+    "qk_rope_head_dim",
     "attention_head_dim",  # attention_head_dim, else 2 * hidden_size // num_attention_heads: Zamba2
 )
 _EMPTY: Mapping = MappingProxyType({})
@@ -79,6 +80,8 @@ class Family(NamedTuple):
     # axial); family types: (rope_type, key) -> the type it becomes when the key is set
     renames: Mapping = _EMPTY
     type_rules: Mapping = _EMPTY
+    # type -> keys of its mapping the family's module never reads (accepted, listed in the spec)
+    ignored_keys: Mapping = _EMPTY
     # the config's own original_max_position_embeddings wins over the mapping's (Phi-3)
     original_from_config: bool = False
     # partial_rotary_factor = rotary_dim / head_dim where rotary_dim is given (MiniMax-M2)
@@ -89,7 +92,14 @@ class Family(NamedTuple):
     vision: bool = False  # a vision tower's config (refused unless its record says it is built)
 
 
-_ALPHA = MappingProxyType({("dynamic", "alpha"): "ntk_alpha"})
+# HunYuan's "dynamic" with alpha is a fixed NTK-alpha base (compute_ntk_alpha_rope_parameters
+# reads rope_theta, alpha and head_dim only: its checkpoints' YaRN keys change nothing)
+_HUNYUAN = dict(
+    type_rules=MappingProxyType({("dynamic", "alpha"): "ntk_alpha"}),
+    ignored_keys=MappingProxyType(
+        {"ntk_alpha": ("beta_fast", "beta_slow", "mscale", "mscale_all_dim")}
+    ),
+)
 # Gemma 3's legacy format: the sliding layers' base is rope_local_base_freq
 _LOCAL_BASE = MappingProxyType({"sliding_attention": "rope_local_base_freq"})
 # GPTNeoXConfig reads rotary_pct and rotary_emb_base only (their older names)
@@ -101,15 +111,11 @@ RULES: dict[str, dict] = {
     "phi3": dict(renames=MappingProxyType({"yarn": "longrope"}), original_from_config=True),
     # PhimoeRotaryEmbedding: attention factor short_mscale / long_mscale by the length
     "phimoe": dict(type_rules=MappingProxyType({("longrope", "short_mscale"): "longrope_mscale"})),
-    # HunYuan's "dynamic" with alpha is a fixed NTK-alpha base (compute_ntk_alpha_rope_parameters)
-    "hunyuan_v1_dense": dict(type_rules=_ALPHA),
-    "hunyuan_v1_moe": dict(type_rules=_ALPHA),
+    "hunyuan_v1_dense": _HUNYUAN,
+    "hunyuan_v1_moe": _HUNYUAN,
     "gpt_neox": _NEOX,
     "gpt_neox_japanese": _NEOX,
     "falcon": dict(head_dim="hidden"),  # FalconConfig.head_dim is a property
-    "deepseek_v2": dict(head_dim="qk_rope_head_dim"),
-    "deepseek_v3": dict(head_dim="qk_rope_head_dim_or_head_dim"),
-    "minicpm3": dict(head_dim="qk_rope_head_dim"),
     # PixtralVisionConfig's default rope type is axial; its tower is the one sinpe builds
     "pixtral": dict(renames=MappingProxyType({"default": "axial"}), vision=False),
     "gemma3_text": dict(layer_theta_keys=_LOCAL_BASE),

@@ -96,6 +96,10 @@ class RopeSpec:
         families whose attention applies transformers' ``yarn_apply_mscale`` (DeepSeek-V2,
         V3 and V3.2, MiniCPM3, Mistral-4, LongCat-Flash, GLM-4-MoE-Lite, HY-V4, ...); 1.0
         elsewhere. An engine that rotates with this spec must apply it too.
+    ignored_keys : tuple of str
+        Keys of the config's rope mapping that the family's rotary module provably never
+        reads for this type (HunYuan's checkpoints carry YaRN keys beside their NTK alpha):
+        accepted, and listed here, since they cannot change a value.
     """
 
     head_dim: int | None
@@ -109,6 +113,7 @@ class RopeSpec:
     axes: tuple | None = None
     output_dtype: str = "x"
     softmax_scale: float = 1.0
+    ignored_keys: tuple = ()
     _rotary: Rotary | None = field(default=None, repr=False, compare=False)
     _layers: Mapping | None = field(default=None, repr=False, compare=False)
 
