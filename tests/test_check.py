@@ -513,7 +513,7 @@ def test_every_exit_is_one_line(monkeypatch, capsys, error, code, line):
     def raising(args):
         raise error
 
-    monkeypatch.setattr(cli, "_info", raising)
+    monkeypatch.setattr(cli.info, "info_command", raising)
     assert cli.main(["info"]) == code
     assert capsys.readouterr().err == line
 
@@ -530,7 +530,7 @@ def test_check_plot_starts_where_errors_exist(tmp_path):
 
     spec = sinpe.rope_config(LLAMA)
     report = compare(spec, [Stored(cos, "float32", "cos"), Stored(sin, "float32", "sin")])
-    figure = cli.error_figure(report, 0, "c.npz")
+    figure = cli.plot.error_figure(report, 0, "c.npz")
     axes = figure.axes[0]
     assert axes.get_xscale() == axes.get_yscale() == "log" and axes.get_xlim()[0] == 1
     (line,) = [x for x in axes.get_lines() if x.get_label() == "cache"]

@@ -456,12 +456,12 @@ def test_an_exception_at_any_line_of_the_write_leaves_no_temporary_file(tmp_path
 
 
 def test_every_argument_has_help_and_says_its_default():
-    from sinpe import cli
+    from sinpe.cli import parser as cli_parser
 
-    parser = cli._build_parser()
+    parser = cli_parser.build_parser()
     (subcommands,) = [a for a in parser._actions if a.dest == "command"]
     for name, sub in subcommands.choices.items():
-        formatter = cli._Help(name)
+        formatter = cli_parser.HelpWithDefaults(name)
         for action in sub._actions:
             if action.dest == "help":
                 continue

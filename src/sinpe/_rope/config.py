@@ -19,7 +19,7 @@ from . import rotary as rot
 from .families import ALIASES, COMPOSITE, FAMILIES, Family
 from .spec import Frozen, RopeSpec
 
-__all__ = ["RopeSpec", "rope_config", "MAX_CONFIG_BYTES"]
+__all__ = ["RopeSpec", "rope_config", "load_config", "MAX_CONFIG_BYTES"]
 
 MAX_CONFIG_BYTES = 16 << 20  # a config.json is a few kB; a bigger file is not one
 _COMMON = Family()
@@ -51,7 +51,7 @@ def _integer(text: str):
     return int(text) if len(text) <= 400 else Digits(text)
 
 
-def _load(config) -> dict:
+def load_config(config) -> dict:
     """A config as a dict: a path to a JSON file, a mapping, or an object with to_dict()."""
     if isinstance(config, (str, os.PathLike)):
         path = os.fspath(config)
@@ -571,7 +571,7 @@ def rope_config(config: Config, *, layer_type: str | None = None) -> RopeSpec:
     >>> spec.head_dim, spec.base, dict(spec.scaling)
     (128, 500000.0, {'rope_type': 'default'})
     """
-    reader = _Reader(_load(config))
+    reader = _Reader(load_config(config))
     if reader.family.refused is not None:
         raise ValueError(f"model_type {reader.model_type!r}: {reader.family.refused}")
     nested, raw, own = _mappings(reader)

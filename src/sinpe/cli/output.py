@@ -10,6 +10,9 @@
   file gets the mode ``numpy.save`` would give it (``0666`` less the umask); a replaced file
   keeps its mode. The replacement needs a writable directory: without one, the write is
   refused naming the directory.
+- The size: a file over ``LARGE_FILE`` bytes is announced on stderr before it is written
+  (``announce``). The values: ``.npy`` and ``.npz`` have no bfloat16, so such an array is
+  written as its bit patterns (``savable``; ``BITS_NOTE`` says so).
 """
 
 from __future__ import annotations
@@ -20,10 +23,16 @@ import os
 import secrets
 import signal
 import stat
+import sys
 import tempfile
 import threading
 
-__all__ = ["output_path", "write_atomically"]
+import numpy as np
+
+__all__ = ["BITS_NOTE", "LARGE_FILE", "announce", "output_path", "savable", "write_atomically"]
+
+LARGE_FILE = 64 << 20  # a file larger than this is announced before it is written
+BITS_NOTE = " (bfloat16 as its bit patterns, uint16: .view(ml_dtypes.bfloat16) after loading)"
 
 
 def output_path(output: str, suffix: str) -> str:
@@ -179,3 +188,14 @@ def write_atomically(path: str, write) -> None:
             if made and not replaced:
                 with contextlib.suppress(OSError):
                     os.unlink(made[1])
+
+
+def savable(array: np.ndarray) -> np.ndarray:
+    """.npy/.npz have no bfloat16: such an array is written as its bit patterns (uint16)."""
+    return array.view(np.uint16) if array.dtype.name == "bfloat16" else array
+
+
+def announce(path: str, nbytes: int, why: str) -> None:
+    """Say on stderr that ``path`` is about to be written, when it is over ``LARGE_FILE``."""
+    if nbytes > LARGE_FILE:
+        print(f"writing {path}: {nbytes / 2**20:,.0f} MiB ({why})", file=sys.stderr, flush=True)

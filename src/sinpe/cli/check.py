@@ -1,0 +1,236 @@
+"""``sinpe check``: how far another engine's cos/sin cache is from the exact table, and why."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from .._check.compare import LAYOUTS as CHECK_LAYOUTS
+from .._check.compare import compare as compare_cache
+from .._check.files import DEFAULT_MAX_BYTES
+from .._check.files import load as load_cache
+from .._rope.config import load_config, rope_config
+from .._rope.rope_types import ROPE_TYPES
+from .arguments import SUFFIX_HELP, AddCommand, config_argument
+from .output import output_path
+from .plot import save_error_figure, without_matplotlib
+
+
+def add_check_arguments(command: AddCommand) -> None:
+    """The ``check`` subcommand and its arguments."""
+    check_parser = command(
+        "check", "how far another engine's cos/sin cache is from the exact table, and why"
+    )
+    check_parser.add_argument(
+        "cache", help=".npy, .npz (cos and sin, or one array), .pt, .safetensors (required)"
+    )
+    check_parser.add_argument(
+        "config",
+        nargs="?",
+        help="the model's config.json (or --config; one of them is required)",
+        metavar="CONFIG",
+    )
+    check_parser.add_argument(
+        "--config", dest="config_flag", metavar="CONFIG", help="the same (default: the argument)"
+    )
+    check_parser.add_argument(
+        "--sin",
+        metavar="FILE",
+        help="the sin table, when CACHE holds the cos alone (default: in CACHE)",
+    )
+    check_parser.add_argument("--offset", type=int, default=0, help="position of the first row")
+    check_parser.add_argument(
+        "--layer-type",
+        help="for per-layer configs (Gemma 3 and 4, OLMo-3): which layer's RoPE (required "
+        "there, refused elsewhere; default: none)",
+    )
+    check_parser.add_argument(
+        "--layout",
+        choices=CHECK_LAYOUTS,
+        help="the cache's layout (default: the one its values and the config explain)",
+    )
+    check_parser.add_argument(
+        "--max-error",
+        type=float,
+        help="exit 1 when the largest error exceeds it (default: the verdict decides)",
+    )
+    check_parser.add_argument(
+        "--max-bytes",
+        type=int,
+        default=DEFAULT_MAX_BYTES,
+        help="refuse a cache whose values (expanded) are larger, before reading them "
+        "(default: 16 GiB)",
+    )
+    check_parser.add_argument("--json", action="store_true", help="print one JSON object")
+    check_parser.add_argument(
+        "--plot",
+        metavar="FILE",
+        help=f"draw the error against the position{SUFFIX_HELP % '.png'} (default: no picture)",
+    )
+
+
+def check_command(args) -> int:
+    """``sinpe check``: the cache compared with the exact table, the report printed (text or
+    JSON), the picture drawn; exit 1 for a mismatch or an error over ``--max-error``."""
+    if args.offset < 0:
+        raise ValueError(f"--offset must be >= 0, got {args.offset}")
+    if args.max_error is not None and not args.max_error >= 0:
+        raise ValueError(f"--max-error must be a number >= 0, got {args.max_error}")
+    if args.max_bytes < 0:
+        raise ValueError(f"--max-bytes must be >= 0, got {args.max_bytes}")
+    if args.plot:
+        output_path(args.plot, ".png")  # a bad name is said before any work
+        if without_matplotlib("sinpe check --plot"):
+            return 1
+    spec, full_width = _check_spec(args)
+    arrays = load_cache(args.cache, layer_type=args.layer_type, max_bytes=args.max_bytes)
+    if args.sin is not None:
+        if len(arrays) != 1:
+            raise ValueError(f"--sin is for a CACHE holding the cos alone; {args.cache} has both")
+        (sin,) = load_cache(args.sin, layer_type=args.layer_type, max_bytes=args.max_bytes)
+        arrays = [arrays[0]._replace(name="cos"), sin._replace(name="sin")]
+    report = compare_cache(spec, arrays, args.offset, args.layout, full_width)
+    over = args.max_error is not None and report.largest > args.max_error
+    code = 1 if report.verdict == "mismatch" or over else 0
+    verdict = _VERDICTS[report.verdict].format(dtype=report.dtype, drift=report.drift)
+    if args.json:
+        print(json.dumps(_as_json(args, spec, report, verdict, code), indent=2))
+    else:
+        _print_report(args, spec, report, verdict, over)
+    if args.plot:
+        path = save_error_figure(report, args.offset, os.path.basename(args.cache), args.plot)
+        print(f"wrote {path}")
+    return code
+
+
+# --------------------------------------------------------------------------- the config
+
+
+def _check_spec(args):
+    """The RoPE the cache is checked against (``--layer-type``'s, for per-layer configs), and
+    its width without ``partial_rotary_factor``."""
+    config = config_argument(args)
+    spec = rope_config(config)
+    if spec.layer_types is not None:
+        if args.layer_type is None:
+            raise ValueError(
+                "the config has a RoPE per layer type: pass --layer-type, one of "
+                + ", ".join(spec.layer_types)
+            )
+        spec = spec.layer(args.layer_type)
+    elif args.layer_type is not None:
+        raise ValueError("--layer-type is for configs with a RoPE per layer type")
+    if ROPE_TYPES[spec.scaling["rope_type"]].axes > 1:
+        raise ValueError("rope_type 'axial' has no run of positions to check a cache against")
+    return spec, _full_width(config, spec)
+
+
+def _full_width(config, spec) -> int | None:
+    """The rotary width without the config's ``partial_rotary_factor`` (an explanation)."""
+    try:
+        data = load_config(config)
+    except (TypeError, ValueError):
+        return None
+    found = [data.get("partial_rotary_factor"), data.get("rotary_pct")]
+    for key in ("rope_parameters", "rope_scaling"):
+        if isinstance(data.get(key), dict):
+            found.append(data[key].get("partial_rotary_factor"))
+    for factor in found:
+        if isinstance(factor, (int, float)) and not isinstance(factor, bool) and 0 < factor < 1:
+            width = round(spec.head_dim / factor)
+            return width + width % 2
+    return None
+
+
+# --------------------------------------------------------------------------- the report
+
+
+_VERDICTS = {
+    "match": "matches the exact table at {dtype} rounding",
+    "drift": "drifts with the position: {drift} angles (an angle p * w formed in {drift} "
+    "errs in proportion to the position; the exact table's error stays at the dtype's rounding)",
+    "mismatch": "does not match this config",
+}
+
+
+def _explanation_text(report, spec, offset: int) -> str:
+    found = report.explanation
+    if found is None:
+        return "no explanation tried reads this cache"
+    if found.scaling.startswith("rounded to"):
+        return (
+            f"best explanation: the values are {found.scaling} (stored as {report.dtype}), "
+            "at this config and layout"
+        )
+    changes = []
+    if found.layout != report.layout:
+        changes.append(f"layout {found.layout}")
+    if found.offset != offset:
+        changes.append(f"offset {found.offset} (given {offset})")
+    if found.base != spec.base:
+        changes.append(f"base {found.base:g} (the config's is {spec.base:g})")
+    if found.width != spec.head_dim:
+        changes.append(f"rotary width {found.width} (the config's is {spec.head_dim})")
+    if found.scaling == "none":
+        changes.append(f"no scaling (the config's is {spec.scaling['rope_type']})")
+    if not changes:
+        return (
+            "no explanation tried fits better (layouts, offsets 0 and 1, bases 1e4, 5e5, 1e6, "
+            "the width without partial_rotary_factor, no scaling): the error stays "
+            f"{found.error:.3g}"
+        )
+    return f"best explanation: {', '.join(changes)}: leaves an error of {found.error:.3g}"
+
+
+def _as_json(args, spec, report, verdict: str, code: int) -> dict:
+    found = report.explanation
+    return {
+        "cache": args.cache,
+        "dtype": report.dtype,
+        "rounding_bound": report.rounding,
+        "layout": report.layout,
+        "rows": report.rows,
+        "offset": args.offset,
+        "rotary_dim": spec.head_dim,
+        "rope_type": spec.scaling["rope_type"],
+        "base": spec.base,
+        "decades": [{"first": a, "last": b, "error": e} for a, b, e in report.decades],
+        "largest_error": report.largest,
+        "verdict": report.verdict,
+        "verdict_text": verdict,
+        "drift": report.drift,
+        "worst": dict(zip(("position", "error", "allowed"), report.worst)),
+        "explanation": None if found is None else found._asdict(),
+        "max_error": args.max_error,
+        "exit_code": code,
+    }
+
+
+def _print_report(args, spec, report, verdict: str, over: bool) -> None:
+    equally = f" ({report.note})" if report.note else ""
+    print(
+        f"{args.cache}: {report.dtype} (rounding bound {report.rounding:.3g}), layout "
+        f"{report.layout}{equally}, {report.rows} rows from position {args.offset}"
+    )
+    print(
+        f"config: rotary dim {spec.head_dim}, rope_type {spec.scaling['rope_type']}, "
+        f"base {spec.base:g}"
+    )
+    if report.decades:
+        print("largest |cache - exact| by position:")
+    for first, last, error in report.decades:
+        print(f"  {first:>12,} .. {last:<12,} {error:.3g}")
+    if report.decades:
+        print(f"largest error {report.largest:.3g}")
+    print(f"verdict: {verdict}")
+    if report.verdict == "mismatch" and not report.decades:
+        print(f"  the cache's width does not fit the config's rotary dim {spec.head_dim}")
+        print(f"  {_explanation_text(report, spec, args.offset)}")
+    elif report.verdict == "mismatch":
+        position, error, allowed = report.worst
+        print(
+            f"  at position {position:,} the error is {error:.3g}, where {allowed:.3g} is allowed"
+        )
+        print(f"  {_explanation_text(report, spec, args.offset)}")
+    if over:
+        print(f"error {report.largest:.3g} exceeds --max-error {args.max_error:g}")

@@ -1,0 +1,63 @@
+"""The ``sinpe`` argument parser: usage errors in one line, every option's default in its help."""
+
+from __future__ import annotations
+
+import argparse
+
+from .._version import __version__
+from .bench import add_bench_arguments
+from .check import add_check_arguments
+from .info import add_info_arguments
+from .plot import add_plot_arguments
+from .rope import add_rope_arguments
+from .table import add_table_arguments
+
+# each subcommand's module adds its parser and arguments, in the order --help lists them
+_SUBCOMMANDS = (
+    add_table_arguments,
+    add_rope_arguments,
+    add_check_arguments,
+    add_plot_arguments,
+    add_bench_arguments,
+    add_info_arguments,
+)
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr and exit 2."""
+
+    def error(self, message):  # one line on stderr, exit 2: never usage noise or a traceback
+        self.exit(2, f"sinpe: error: {message}\n")
+
+
+class HelpWithDefaults(argparse.HelpFormatter):
+    """Each option's default, unless its help says it (``None`` defaults say what happens)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default:" in text or action.default in (None, argparse.SUPPRESS):
+            return text
+        if action.default is False:
+            return text + " (default: off)"
+        return text + " (default: %(default)s)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``sinpe`` and its subcommands; ``args.command`` names the one given."""
+    parser = Parser(prog="sinpe", description="Exact, fast sinusoidal positional encodings.")
+    parser.add_argument("--version", action="version", version=f"sinpe {__version__}")
+    sub = parser.add_subparsers(
+        dest="command", parser_class=Parser, required=True, metavar="COMMAND"
+    )
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name,
+            help=text,
+            description=text,
+            formatter_class=HelpWithDefaults,
+        )
+
+    for add_arguments in _SUBCOMMANDS:
+        add_arguments(command)
+    return parser
