@@ -14,8 +14,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 import sinpe
 from sinpe._rope import rope_types
 
@@ -145,14 +143,6 @@ def test_the_rope_type_check_sees_a_renamed_variable(tmp_path):
 
 MAX_LINES = 60
 MAX_BRANCHES = 20
-# _twin/ functions that mirror their C twin step for step (split, they would not read as it)
-MIRRORS = {("_twin/turns.py", "prepare_frequency_table")}
-# Not split yet (issue 41 is open on them): a ratchet, the list may only shrink. A function
-# that grows past its size here, or a new one over the limits, fails.
-NOT_YET_SPLIT = {
-    ("cli/__init__.py", "_build_parser"): (134, 0),
-    ("cli/__init__.py", "_rope_command"): (92, 30),
-}
 
 
 def _branches(function: ast.AST) -> int:
@@ -183,21 +173,9 @@ def _functions():
 
 
 def test_no_function_is_too_long_or_too_branchy():
-    large, shrunk = [], set()
-    for where, node in _functions():
-        size = (_code_lines(node), _branches(node))
-        key = (where, node.name)
-        if key in NOT_YET_SPLIT and size[0] <= NOT_YET_SPLIT[key][0]:
-            if size[1] <= NOT_YET_SPLIT[key][1]:
-                continue
-        if key in MIRRORS or (size[0] <= MAX_LINES and size[1] <= MAX_BRANCHES):
-            shrunk |= {key} & set(NOT_YET_SPLIT)
-            continue
-        large.append(f"{where}:{node.lineno} {node.name}: {size[0]} lines, {size[1]} branches")
+    large = [
+        f"{where}:{node.lineno} {node.name}: {_code_lines(node)} lines, {_branches(node)} branches"
+        for where, node in _functions()
+        if _code_lines(node) > MAX_LINES or _branches(node) > MAX_BRANCHES
+    ]
     assert not large, "split these by job:\n" + "\n".join(large)
-    assert not shrunk, f"now within the limits: remove from NOT_YET_SPLIT: {sorted(shrunk)}"
-
-
-@pytest.mark.parametrize("where, name", sorted(MIRRORS))
-def test_the_exempt_mirrors_exist(where, name):
-    assert any(w == where and node.name == name for w, node in _functions())
