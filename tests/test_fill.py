@@ -138,7 +138,6 @@ def test_a_huge_width_asks_for_no_more_than_the_table(backend):
 # --------------------------------------------------------------------------- layouts as data
 
 
-@needs_kernel
 @settings(max_examples=60, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -147,10 +146,10 @@ def test_a_huge_width_asks_for_no_more_than_the_table(backend):
     factor=st.sampled_from([1.0, 0.75, 1.3]),
     dtype=st.sampled_from(DTYPES),
 )
-def test_backends_agree_on_generated_layouts(seed, h, planes, factor, dtype):
-    """Any layout is data for the one loop: the kernel and its twin write the same bits,
-    for runs of positions and for two axes of arbitrary positions, and every value is
-    factor * the exact cos/sin of its own axis's position (mpmath, a sample)."""
+def test_generated_layouts_hold_the_exact_values(seed, h, planes, factor, dtype):
+    """Any layout is data for the one loop: on every backend, each value it places is factor
+    * the exact cos/sin of its own axis's position (mpmath, a sample row), and the zero
+    column stays zero. (That both backends write the same bits is tests/test_twin.py's.)"""
     rng = np.random.default_rng(seed)
     layout = random_layout(rng, h, planes, 2)
     w = sinpe.frequencies(2 * h)
@@ -161,31 +160,21 @@ def test_backends_agree_on_generated_layouts(seed, h, planes, factor, dtype):
             np.where(rng.random(n) < 0.3, rng.uniform(-50, 50, n), rng.integers(0, 2**45, n)),
         ]
     )
-    offset = int(rng.integers(0, 2**40))
-    results = {}
-    for name in ("cython", "numpy"):
-        backend = backends.BACKENDS[name]
+    r = int(rng.integers(0, n))
+    tolerance = {8: 1e-15, 4: 6e-8, 2: 2.0**-7}[np.dtype(dtype).itemsize] * max(1.0, factor)
+    for backend in backends.BACKENDS.values():
         filler = plan.make_filler(backend, w, factor, layout, ("test", seed))
         outs = [np.full((n, layout.width), 9.0, dtype=dtype) for _ in range(planes)]
-        run = [np.full((n, layout.width), 9.0, dtype=dtype) for _ in range(planes)]
         plan.fill_at(filler, (outs[0], outs[1] if planes == 2 else None), positions, None)
-        plan.fill_run(filler, (run[0], run[1] if planes == 2 else None), offset, n, None)
-        results[name] = [bits(a).tobytes() for a in outs + run]
-        kept = outs
-    assert results["cython"] == results["numpy"]
-    # the values, exact: segment s lane i of row r is factor * cos/sin of its axis position
-    r = int(rng.integers(0, n))
-    for s in layout.segments:
-        lanes = range(s.count)
-        exact = oracle.cos_sin([positions[s.axis, r]], w[s.first : s.first + s.count], factor)[0]
-        for kind, place in ((0, s.cos), (1, s.sin)):
-            for i in lanes[: place.count]:
-                for col in (place.col + i * place.step, place.col + i * place.step + place.dup):
-                    got = float(kept[place.plane][r, col])
-                    tolerance = {8: 1e-15, 4: 6e-8, 2: 2.0**-7}[np.dtype(dtype).itemsize]
-                    assert abs(got - exact[kind, i]) <= tolerance * max(1.0, factor)
-    if layout.pad_col >= 0:
-        assert not kept[0][:, layout.pad_col].astype(np.float64).any()
+        for s in layout.segments:
+            exact = oracle.cos_sin([positions[s.axis, r]], w[s.first : s.first + s.count], factor)
+            for kind, place in ((0, s.cos), (1, s.sin)):
+                for i in range(min(s.count, place.count)):
+                    for col in (place.col + i * place.step, place.col + i * place.step + place.dup):
+                        got = float(outs[place.plane][r, col])
+                        assert abs(got - exact[0][kind, i]) <= tolerance
+        if layout.pad_col >= 0:
+            assert not outs[0][:, layout.pad_col].astype(np.float64).any()
 
 
 def test_the_grid_span_is_the_anchor_spacing():

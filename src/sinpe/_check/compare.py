@@ -347,12 +347,11 @@ def compare(spec, arrays: list, offset: int = 0, layout: str | None = None, full
         explanation = _narrower(dtype, errors, envelope - match_bound, factor) or _explain(
             spec, arrays, layout, offset, full_width, rows, dtype, n
         )
-    return Report(
-        layout=best.label,
-        rows=n,
-        dtype=dtype,
-        rounding=ulp / 2,
-        ulp=ulp,
+    return _report(
+        best.label,
+        n,
+        dtype,
+        ulp,
         decades=_decades(all_positions, errors),
         largest=float(errors.max()),
         verdict=verdict,
@@ -362,6 +361,11 @@ def compare(spec, arrays: list, offset: int = 0, layout: str | None = None, full
         errors=errors,
         note=_tie_note(tie, verdict),
     )
+
+
+def _report(layout: str, rows: int, dtype: str, ulp: float, **verdict) -> Report:
+    """A ``Report`` of ``rows`` rows of a ``dtype`` cache read as ``layout``."""
+    return Report(layout=layout, rows=rows, dtype=dtype, rounding=ulp / 2, ulp=ulp, **verdict)
 
 
 def _of_layout(found: list, layout: str | None) -> list:
@@ -378,12 +382,11 @@ def _unfitting(arrays: list, layout: str | None, width: int) -> ValueError:
 
 def _width_report(view: View, n: int, dtype: str, ulp: float, offset: int, explanation) -> Report:
     """The mismatch of a cache as wide as the config's width without partial_rotary_factor."""
-    return Report(
-        layout=view.label,
-        rows=n,
-        dtype=dtype,
-        rounding=ulp / 2,
-        ulp=ulp,
+    return _report(
+        view.label,
+        n,
+        dtype,
+        ulp,
         decades=[],
         largest=math.inf,
         verdict="mismatch",
