@@ -84,6 +84,8 @@ FLAT = {
         262144,
     ),
     "phi-3.5-mini-instruct.autoconfig-dump.json": ("phi3", 96, 10000.0, None, 131072),
+    # "type": "su": longrope, as transformers 5.25 reads it (5.24 refused it)
+    "phi-3-mini-128k-instruct.dotnet.json": ("phi3", 96, 10000.0, None, 131072),
     "phi-2.json": ("phi", 32, 10000.0, {"rope_type": "default"}, 2048),
     "qwen3-next-80b-a3b-thinking.json": ("qwen3_next", 64, 1e7, {"rope_type": "default"}, 262144),
     # "dynamic" with alpha: a fixed NTK-alpha base; its YaRN keys are read by nothing
@@ -473,7 +475,6 @@ def test_cache_arguments_are_checked():
 
 
 BAD = [
-    (None, "rope_type 'su'", "phi-3-mini-128k-instruct.dotnet.json"),
     ({"rope_theta": 1e4, "num_attention_heads": 8}, "no hidden_size", None),
     ({"hidden_size": 64, "num_attention_heads": 2}, "no rope_theta", None),
     (
@@ -597,7 +598,7 @@ def test_the_command_line_prints_and_writes_every_layer_type(tmp_path):
     result = sinpe_cli("rope", CONFIGS / "qwen3-vl-4b-instruct.json")
     assert "M-RoPE sections [24, 20, 20] (interleaved)" in result.stdout
     result = sinpe_cli("rope", CONFIGS / "phi-3-mini-128k-instruct.dotnet.json")
-    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "'su'" in result.stderr
+    assert result.returncode == 0 and "longrope" in result.stdout, result.stderr
 
 
 # sinpe check: tests/test_check.py
@@ -651,3 +652,19 @@ def test_raw_config_files_read_as_the_config_class_reads_them(name, config_class
     )
     spec = sinpe.rope_config(CONFIGS / name)
     assert spec.head_dim == config.head_dim
+
+
+def test_su_is_longrope_only_where_transformers_maps_it():
+    """transformers 5.25 maps Phi-3's first name "su" (under rope_type or type) to longrope in
+    Phi-3 and Phi-4-multimodal configs (5.24 refused it); sinpe follows the newer release.
+    Any other family's config naming it is refused, saying what to write."""
+    raw = json.loads((CONFIGS / "phi-3-mini-128k-instruct.dotnet.json").read_text())
+    su = sinpe.rope_config(raw)
+    raw["rope_scaling"] = {**raw["rope_scaling"], "type": "longrope"}
+    assert su == sinpe.rope_config(raw)
+    raw["model_type"] = "phi4_multimodal"
+    raw["rope_scaling"]["type"] = "su"
+    assert sinpe.rope_config(raw).scaling == su.scaling
+    raw["model_type"] = "llama"
+    with pytest.raises(ValueError, match="rope_type 'su' is Phi-3's first name for 'longrope'"):
+        sinpe.rope_config(raw)

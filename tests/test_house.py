@@ -97,7 +97,11 @@ def test_every_module_has_a_layer():
 
 NAMES = set(rope_types.ROPE_TYPES) | set(rope_types.ALIASES) | set(rope_types.REFUSED)
 RECORDS = {SRC / "_rope" / "rope_types.py", SRC / "_rope" / "family_defaults.py"}
-FAMILY_TABLES = {"RULES", "_HUNYUAN"}  # families.py: per-family data naming a type, as a config
+FAMILY_TABLES = {
+    "RULES",
+    "_HUNYUAN",
+    "_PHI",
+}  # families.py: per-family data naming a type, as a config
 
 
 def _rope_type_literals(path: Path):

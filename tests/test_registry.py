@@ -1,12 +1,12 @@
 """The RoPE registry against transformers' own classes, by enumeration, not a hand list:
-``tests/data/transformers_rope.json`` (written by ``tools/transformers_rope.py`` in a throwaway
-venv with transformers 5.24) records what every rotary class does with its configuration
-class's defaults and with variants of them (a partial factor, a scaled type, yarn, a legacy
-rope_scaling), each read as transformers wrote it (``to_dict``) and as it was given. Each
-must agree with ``sinpe.rope_config`` (width, frequencies within float32 precision of the
-exact ones, attention factor, layout, position axis of every frequency, layer types) or be
-refused naming why: zero silent disagreements. The registry's own rules are tested here too:
-family types, typed keys, refusals, and ``inv_freq=``."""
+``tests/data/transformers_rope_<version>.json`` (written by ``tools/transformers_rope.py`` in a
+throwaway venv per transformers release: 5.24 and 5.25) records what every rotary class does
+with its configuration class's defaults and with variants of them (a partial factor, a scaled
+type, yarn, a legacy rope_scaling), each read as transformers wrote it (``to_dict``) and as it
+was given. Each must agree with ``sinpe.rope_config`` (width, frequencies within float32
+precision of the exact ones, attention factor, layout, position axis of every frequency, layer
+types) or be refused naming why: zero silent disagreements. The registry's own rules are tested
+here too: family types, typed keys, refusals, and ``inv_freq=``."""
 
 import json
 import re
@@ -25,10 +25,23 @@ ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import transformers_rope as harness  # noqa: E402
 
-DATA = json.loads((Path(__file__).parent / "data" / "transformers_rope.json").read_text())
-CLASSES = [e for e in DATA["classes"] if e["status"] == "ok"]
-TEXT = [e for e in CLASSES if not e["vision"] and e.get("primary")]
-OTHER = [e for e in CLASSES if e["vision"] or not e.get("primary")]
+FILES = {
+    v: Path(__file__).parent / "data" / f"transformers_rope_{v}.json" for v in harness.VERSIONS
+}
+RELEASES = {v: json.loads(path.read_text()) for v, path in FILES.items()}
+DATA = RELEASES[harness.NEWEST]
+
+
+def _entries(release: dict, text: bool) -> list:
+    ok = [e for e in release["classes"] if e["status"] == "ok"]
+    return [e for e in ok if (not e["vision"] and e.get("primary")) == text]
+
+
+TEXT = _entries(DATA, True)
+OTHER = _entries(DATA, False)
+# every release's classes: (version, entry), each compared with the one registry
+ALL_TEXT = [(v, e) for v, release in RELEASES.items() for e in _entries(release, True)]
+ALL_OTHER = [(v, e) for v, release in RELEASES.items() for e in _entries(release, False)]
 
 
 def compare(entry):
@@ -37,13 +50,24 @@ def compare(entry):
         return harness.compare_entry(entry, sinpe)
 
 
-def test_the_data_file_is_transformers_5_24s():
-    assert DATA["transformers"] == "5.24.0" and len(DATA["classes"]) > 200
-    assert len(TEXT) > 170, len(TEXT)
+def test_one_data_file_per_release():
+    for version, release in RELEASES.items():
+        assert release["transformers"] == version and len(release["classes"]) > 200
+        assert len(_entries(release, True)) > 170
+    assert list(RELEASES) == sorted(RELEASES, key=lambda v: tuple(map(int, v.split("."))))
 
 
-@pytest.mark.parametrize("entry", TEXT, ids=[e["class"] for e in TEXT])
-def test_every_text_rotary_class_agrees_or_is_refused(entry):
+def test_a_class_leaves_a_release_only_with_a_recorded_reason():
+    """Every text class of an older release is in the newer one (ok, or with its status)."""
+    versions = list(RELEASES)
+    for old, new in zip(versions, versions[1:]):
+        newer = {e["class"]: e for e in RELEASES[new]["classes"]}
+        gone = [e["class"] for e in _entries(RELEASES[old], True) if e["class"] not in newer]
+        assert not gone, f"{gone} left transformers {new} with no recorded reason"
+
+
+@pytest.mark.parametrize("version, entry", ALL_TEXT, ids=[f"{v}-{e['class']}" for v, e in ALL_TEXT])
+def test_every_text_rotary_class_agrees_or_is_refused(version, entry):
     """Every variant and form of the class: agrees, or refused naming why; never a silent
     disagreement."""
     results = compare(entry)
@@ -53,8 +77,10 @@ def test_every_text_rotary_class_agrees_or_is_refused(entry):
     assert all(r["detail"] for r in results if r["verdict"] == "refuses")
 
 
-@pytest.mark.parametrize("entry", OTHER, ids=[e["class"] for e in OTHER])
-def test_vision_towers_and_other_classes_agree_where_accepted(entry):
+@pytest.mark.parametrize(
+    "version, entry", ALL_OTHER, ids=[f"{v}-{e['class']}" for v, e in ALL_OTHER]
+)
+def test_vision_towers_and_other_classes_agree_where_accepted(version, entry):
     """A vision tower's config (or a class built on another family's config) that sinpe
     accepts must agree; the towers sinpe does not build are refused, saying so."""
     results = compare(entry)
@@ -67,11 +93,12 @@ def test_vision_towers_and_other_classes_agree_where_accepted(entry):
         assert results
 
 
-def counts():
-    """``(agree, refuse, {reason: n})`` over the text classes' defaults (the to_dict form)."""
+def counts(version=harness.NEWEST):
+    """``(agree, refuse, {reason: n})`` over a release's text classes' defaults (the to_dict
+    form)."""
     agree = refuse = 0
     reasons = {}
-    for entry in TEXT:
+    for entry in _entries(RELEASES[version], True):
         results = [r for r in compare(entry) if r["variant"] == "defaults"]
         results = [r for r in results if r["form"] == "to_dict"] or results
         if all(r["verdict"] == "agrees" for r in results):
@@ -84,12 +111,15 @@ def counts():
 
 
 def test_the_counts_in_docs_are_these():
-    """docs/rope.md states the enumeration's counts: they are this data file's."""
-    agree, refuse, reasons = counts()
+    """docs/rope.md states the enumeration's counts of each release (and the newest's
+    reasons): they are the data files'."""
     text = (ROOT / "docs" / "rope.md").read_text()
-    found = re.search(r"(\d+) of (\d+) text classes agree, (\d+) are refused", text)
-    assert found, "docs/rope.md has no enumeration counts"
-    assert tuple(map(int, found.groups())) == (agree, agree + refuse, refuse)
+    for version in RELEASES:
+        agree, refuse, reasons = counts(version)
+        pattern = rf"{re.escape(version)}: (\d+) of (\d+) text classes agree, (\d+) are refused"
+        found = re.search(pattern, text)
+        assert found, f"docs/rope.md has no enumeration counts for {version}"
+        assert tuple(map(int, found.groups())) == (agree, agree + refuse, refuse), version
     for reason, n in reasons.items():
         assert f"| {reason} | {n} |" in text, (reason, n)
 

@@ -2,11 +2,17 @@
 defaults, and how sinpe compares. One harness for the data file the ordinary suite reads and
 for the torch leg's live tests (``tests/test_transformers_rope.py``), which import it.
 
-Run by hand in a throwaway virtual environment (transformers is never a dependency):
+Run by hand in a throwaway virtual environment per release (transformers is never a
+dependency), once for each of ``VERSIONS``, the family defaults from the newest; this is the
+one step for every new release (add it to ``VERSIONS``, write its data file, then the
+defaults, and read the diff):
 
     python3.11 -m venv /tmp/tf && /tmp/tf/bin/pip install transformers==5.24.0 torch==2.13.0
-    /tmp/tf/bin/pip install .      # sinpe, for --compare
-    /tmp/tf/bin/python tools/transformers_rope.py --write tests/data/transformers_rope.json \
+    /tmp/tf/bin/pip install .      # sinpe, for --published
+    /tmp/tf/bin/python tools/transformers_rope.py --write tests/data/transformers_rope_5.24.0.json
+    # the same with transformers==5.25.0 (--no-deps: its `kernels` pin is not on PyPI, and
+    # nothing on the CPU imports it), then also:
+    /tmp/tf/bin/python tools/transformers_rope.py --write tests/data/transformers_rope_5.25.0.json \
         --defaults src/sinpe/_rope/family_defaults.py
     /tmp/tf/bin/python tools/transformers_rope.py --published tests/data/configs/*.json
 
@@ -35,7 +41,11 @@ import warnings
 
 import numpy as np
 
-VERSION = "5.24.0"  # the transformers release the data file was written from
+# The transformers releases enumerated, oldest first: one data file each
+# (tests/data/transformers_rope_<version>.json); the family defaults module is the newest's,
+# and rope_config follows the newest where two releases read a config differently.
+VERSIONS = ("5.24.0", "5.25.0")
+NEWEST = VERSIONS[-1]
 # keys of a config's to_dict() that nothing RoPE-related reads (kept out of the data file)
 _DROPPED = {
     "id2label",
@@ -1059,8 +1069,13 @@ def main(argv=None):
     args = parser.parse_args(argv)
     import transformers
 
-    if transformers.__version__ != VERSION:
-        sys.exit(f"transformers {transformers.__version__} here; the data file is {VERSION}'s")
+    if transformers.__version__ not in VERSIONS:
+        sys.exit(f"transformers {transformers.__version__} here; enumerated: {', '.join(VERSIONS)}")
+    if args.defaults and transformers.__version__ != NEWEST:
+        sys.exit(
+            f"the family defaults are the newest release's ({NEWEST}), "
+            f"not {transformers.__version__}'s"
+        )
     if args.published:
         import sinpe
 

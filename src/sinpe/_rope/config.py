@@ -414,10 +414,10 @@ def _rope_type(reader: _Reader, params: dict) -> tuple[str, rope_types.RopeType]
     params.pop("type", None)
     if not isinstance(rope_type, str):
         raise ValueError(f"rope_type must be a string, got {rope_type!r:.60}")
-    if rope_type in rope_types.REFUSED:
-        raise ValueError(rope_types.REFUSED[rope_type])
     rope_type = rope_types.ALIASES.get(rope_type, rope_type)
     rope_type = family.renames.get(rope_type, rope_type)
+    if rope_type in rope_types.REFUSED:
+        raise ValueError(rope_types.REFUSED[rope_type])
     if not family.reads_types and not rope_types.is_plain(rope_type):
         raise ValueError(
             f"the config's rope mapping has rope_type {rope_type!r}, and model_type "

@@ -100,6 +100,12 @@ _HUNYUAN = dict(
         {"ntk_alpha": ("beta_fast", "beta_slow", "mscale", "mscale_all_dim")}
     ),
 )
+# Phi3Config and Phi4MultimodalConfig rename "su" and "yarn" (under rope_type or type) to
+# longrope before standardising (transformers 5.25; 5.24 standardised first and refused
+# "su") and keep their own original length
+_PHI = dict(
+    renames=MappingProxyType({"su": "longrope", "yarn": "longrope"}), original_from_config=True
+)
 # Gemma 3's legacy format: the sliding layers' base is rope_local_base_freq
 _LOCAL_BASE = MappingProxyType({"sliding_attention": "rope_local_base_freq"})
 # GPTNeoXConfig reads rotary_pct and rotary_emb_base only (their older names)
@@ -107,8 +113,8 @@ _NEOX = dict(partial_keys=("rotary_pct",), theta_keys=("rotary_emb_base",))
 
 # The rules no probe shows, by model_type: each as that family's transformers class does it.
 RULES: dict[str, dict] = {
-    # Phi3Config renames yarn (and "su") to longrope and keeps its own original length
-    "phi3": dict(renames=MappingProxyType({"yarn": "longrope"}), original_from_config=True),
+    "phi3": _PHI,
+    "phi4_multimodal": _PHI,
     # PhimoeRotaryEmbedding: attention factor short_mscale / long_mscale by the length
     "phimoe": dict(type_rules=MappingProxyType({("longrope", "short_mscale"): "longrope_mscale"})),
     "hunyuan_v1_dense": _HUNYUAN,

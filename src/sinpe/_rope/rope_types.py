@@ -668,8 +668,8 @@ VALUE_KEYS = frozenset(k for t in TYPES for k in (*t.required, *t.optional)) | s
 DEFAULT = "default"  # the type of a mapping that names none
 # names transformers 5.24 refuses, and why (sinpe quotes it)
 REFUSED = {
-    "su": "rope_type 'su' is Phi-3's first name for 'longrope'; transformers 5.24 refuses it "
-    "(it never copies original_max_position_embeddings for it): write 'longrope'"
+    "su": "rope_type 'su' is Phi-3's first name for 'longrope'; transformers reads it only in "
+    "Phi-3 and Phi-4-multimodal configs (5.25; 5.24 refused it there too): write 'longrope'"
 }
 
 
