@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import oracle
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from layouts import random_layout
 
@@ -86,12 +86,6 @@ KERNEL_ONLY = {
 # Private names of the stub that both backends have (not in the twin's ``__all__``).
 SHARED_PRIVATE = {
     "_set_checked": "tests and benchmarks switch correct rounding off on either backend",
-}
-# Known differences this file found, each an expected failure until fixed (strict: the
-# fix turns it into a failure that asks for the entry to go).
-SIGNATURE_DRIFT = {
-    "correctly_rounded": "the twin names its 4th parameter dtype_name; the stub and the "
-    "kernel name it dtype (positional everywhere, so no caller noticed)",
 }
 
 _TREE = ast.parse(STUB.read_text(), filename=str(STUB))
@@ -151,12 +145,7 @@ def class_methods(node: ast.ClassDef) -> dict[str, ast.FunctionDef]:
 
 
 def _shared_functions():
-    for name in sorted(SHARED & set(FUNCTIONS)):
-        if name in SIGNATURE_DRIFT:
-            drift = pytest.mark.xfail(strict=True, reason=SIGNATURE_DRIFT[name])
-            yield pytest.param(name, marks=drift)
-        else:
-            yield name
+    yield from sorted(SHARED & set(FUNCTIONS))
 
 
 # --------------------------------------------------------------------------- comparisons
@@ -203,7 +192,7 @@ def test_the_stub_names_are_the_twins_and_the_kernel_only_ones():
         assert hasattr(_twin, name), name
     for name in KERNEL_ONLY:
         assert not hasattr(_twin, name), f"{name} is in the twin: share it or say why not"
-    for name, reason in {**KERNEL_ONLY, **SHARED_PRIVATE, **SIGNATURE_DRIFT}.items():
+    for name, reason in {**KERNEL_ONLY, **SHARED_PRIVATE}.items():
         assert reason and "\n" not in reason, name
 
 
@@ -503,14 +492,7 @@ def test_round_half_on_generated_doubles(values, dtype):
 @pytest.mark.parametrize(
     "dtype",
     [
-        pytest.param(
-            "float16",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="half.h's scalar encoder writes a float64 NaN as float16 1.5 (0x3E00; "
-                "the exponent field overflows), the AVX2 vector body and the twin as NaN",
-            ),
-        ),
+        "float16",  # half.h's scalar encoder wrote 1.5 (0x3E00) before it tested for NaN
         pytest.param("bfloat16", marks=needs_bfloat16),
     ],
 )
@@ -567,21 +549,14 @@ def test_correctly_rounded_on_the_hard_cases(dtype):
     dtype=st.sampled_from(NARROW),
 )
 def test_correctly_rounded_on_generated_input(p, w, factor, dtype):
-    assume(not (p * w == 0.0 and p != 0.0 and w != 0.0))  # UNDERFLOW_SIGN, below
     _assert_same_correct_rounding(p, w, factor, dtype)
 
 
-UNDERFLOW_SIGN = (
-    "where p * w underflows to 0 in float64 (|p w| < 2**-1075), correct.h gives +0.0 for a "
-    "negative sine (rope_at(..., backend='cython') too); the twin and mpmath give -0.0"
-)
-
-
 @needs_kernel
-@pytest.mark.xfail(strict=True, reason=UNDERFLOW_SIGN)
 @pytest.mark.parametrize("dtype", NARROW)
 def test_correctly_rounded_keeps_the_sign_of_an_underflowing_product(dtype):
-    """The exact sine is a tiny negative number: -0.0 in every narrow type."""
+    """The exact sine is a tiny negative number: -0.0 in every narrow type (p * w underflows
+    to zero in float64; correct.h gave +0.0 before it kept the sign of p w factor)."""
     p, w = -5.392280301070388e-174, 1e-300
     want = oracle.cos_sin_narrow([p], [w], dtype)[0, :, 0]
     assert (bits(want[0]), bits(want[1])) == (bits(1.0), bits(-0.0))

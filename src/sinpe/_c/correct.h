@@ -300,9 +300,14 @@ static int sinpe_correct_cos_sin(double p, double w, double factor, int kind, do
         *s = sinpe__cr_narrow(p * w * factor, kind);
         return 2;
     }
+    int decided;
     sinpe__cr_cos_sin(p, w, &cd, &sd, &err, &rel);
-    return sinpe__cr_finish(cd, factor, err, rel, kind, c) +
-           sinpe__cr_finish(sd, factor, err, rel, kind, s);
+    decided = sinpe__cr_finish(cd, factor, err, rel, kind, c) +
+              sinpe__cr_finish(sd, factor, err, rel, kind, s);
+    if (*s == 0.0 && fabs(p * w) < 1.0) /* sin x has the sign of x for |x| < 1; a product
+        below the least double loses it in the tail's arithmetic (+0 + -0) */
+        *s = copysign(0.0, p) * copysign(1.0, w) * copysign(1.0, factor);
+    return decided;
 }
 
 #endif /* SINPE_CORRECT_H */

@@ -57,6 +57,8 @@ static inline uint16_t sinpe_encode_f16(double r)
     double a = r < 0 ? -r : r;
     memcpy(&bits, &r, 8);
     sign = (uint16_t)((bits >> 48) & 0x8000);
+    if (a != a) /* NaN: the quiet NaN, as vcvtps2ph and NumPy write it */
+        return sign | 0x7E00;
     if (a >= 65536.0)
         return sign | 0x7C00;
     if (a < 0x1p-14) /* subnormal (or zero): an integer number of 2^-24 */

@@ -141,23 +141,19 @@ def _cos_sin_fixed(p: float, w: float, bits: int) -> tuple[Fraction, Fraction, F
     return cf, sign * sf, error
 
 
-def correctly_rounded(
-    p: float, w: float, factor: float, dtype_name: str
-) -> tuple[float, float, bool]:
+def correctly_rounded(p: float, w: float, factor: float, dtype: str) -> tuple[float, float, bool]:
     """``(factor cos(p w), factor sin(p w))`` correctly rounded to the narrow type, as
     floats, and whether both were decided: the kernel's function."""
     global _undecided
     if p == 0.0 or w == 0.0:  # exact: the factor and a zero of the sign of p w factor
-        zero = _round(Fraction(0), dtype_name)
-        return _round(Fraction(factor), dtype_name), math.copysign(zero, p * w * factor), True
+        zero = _round(Fraction(0), dtype)
+        return _round(Fraction(factor), dtype), math.copysign(zero, p * w * factor), True
     f = Fraction(factor)
     bits = 128
     while True:
         c, s, error = _cos_sin_fixed(p, w, bits)
         error *= abs(f)
-        out = [
-            (_round(v - error, dtype_name), _round(v + error, dtype_name)) for v in (c * f, s * f)
-        ]
+        out = [(_round(v - error, dtype), _round(v + error, dtype)) for v in (c * f, s * f)]
         if all(_same(lo, hi) for lo, hi in out) or bits >= _MAX_BITS:
             decided = all(_same(lo, hi) for lo, hi in out)
             if not decided:
