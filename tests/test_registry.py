@@ -501,3 +501,32 @@ def test_pickles_made_by_0_4_0_still_load():
     cos64, sin64 = fresh.rope_at(np.array([0, 5, 63]))
     assert np.array_equal(cos[0].numpy(), cos64.astype(np.float32))
     assert np.array_equal(sin[0].numpy(), sin64.astype(np.float32))
+
+
+def test_modules_the_enumeration_cannot_probe_are_refused_not_read_as_the_nearest_thing():
+    """A rotary module that takes no position ids (DINOv3's 2-D rotary on pixel_values, EoMT,
+    Sapiens2, MusicFlamingo's timestamps) has no table sinpe can check: its model_type is
+    refused, naming the module; a composite whose own module is one of them names the way to
+    its text model's RoPE instead of reading that silently."""
+    from sinpe._rope.families import FAMILIES
+
+    unprobed = {
+        e["model_type"]: e["class"]
+        for release in RELEASES.values()
+        for e in release["classes"]
+        if e["status"].startswith("forward does not take") and e.get("model_type")
+    }
+    assert {"dinov3_vit", "eomt_dinov3", "musicflamingo"} <= set(unprobed)
+    for model_type, name in unprobed.items():
+        assert name in (FAMILIES[model_type].refused or ""), model_type
+        with pytest.raises(ValueError, match=f"{model_type}.*{name}"):
+            sinpe.rope_config(
+                {"model_type": model_type, "hidden_size": 64, "num_attention_heads": 2}
+            )
+    flamingo = {
+        "model_type": "musicflamingo",
+        "text_config": {"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 2},
+    }
+    with pytest.raises(ValueError, match="pass the config's text_config"):
+        sinpe.rope_config(flamingo)
+    assert sinpe.rope_config(flamingo["text_config"]).model_type == "qwen2"

@@ -79,7 +79,7 @@ def rotary_classes():
             continue
         for attribute, value in vars(module).items():
             if (
-                attribute.endswith("RotaryEmbedding")
+                attribute.endswith(("RotaryEmbedding", "RopePositionEmbedding"))
                 and inspect.isclass(value)
                 and value.__module__ == module.__name__
             ):
@@ -460,6 +460,7 @@ def record(module_name: str, class_name: str, cls) -> dict:
         return entry
     if not takes_position_ids(cls):
         entry["status"] = "forward does not take (x, position_ids[, layer_type])"
+        entry["model_type"] = getattr(config, "model_type", None)
         return entry
     # the annotated class, else a sub-config of it (a composite's text_config; a thinker's
     # text_config inside thinker_config, as Qwen2.5-Omni nests it)
@@ -971,6 +972,16 @@ def family_records(entries) -> tuple[dict, dict]:
         if labels:
             record["layer_types"] = sorted(set(labels))
         records[entry["model_type"]] = record
+    for entry in entries:  # modules sinpe cannot probe: their model_type is refused, saying why
+        if entry.get("status", "").startswith("forward does not take") and entry.get("model_type"):
+            records.setdefault(
+                entry["model_type"],
+                {
+                    "refused": f"its rotary module {entry['class']} takes "
+                    f"({', '.join(entry['forward'])}), not position ids: sinpe has no table it "
+                    "can check against it"
+                },
+            )
     composite = {}
     for model_type, config_cls in sorted(CONFIG_MAPPING.items()):
         try:

@@ -96,6 +96,13 @@ class _Reader:
     def __init__(self, data: dict):
         model_type = data.get("model_type")
         text = data.get("text_config")
+        top = FAMILIES.get(model_type) if isinstance(model_type, str) else None
+        if top is not None and top.refused is not None:
+            way_out = isinstance(text, Mapping) or model_type in COMPOSITE
+            raise ValueError(
+                f"model_type {model_type!r}: {top.refused}"
+                + ("; for its text model's RoPE, pass the config's text_config" if way_out else "")
+            )
         if isinstance(text, Mapping):
             text = dict(text)
             model_type = text.get("model_type") or COMPOSITE.get(model_type)  # type: ignore[arg-type]

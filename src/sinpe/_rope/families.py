@@ -158,6 +158,8 @@ def _record(model_type: str) -> Family:
     }
     if fields.get("legacy") is not None and not isinstance(fields["legacy"], str):
         fields["legacy"] = tuple(fields["legacy"])
+    if generated.get("refused"):  # a module the enumeration could not probe
+        fields["refused"] = generated["refused"]
     if generated.get("vision") and fields.get("vision", True):
         fields["vision"] = True
         fields["refused"] = (
