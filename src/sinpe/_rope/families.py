@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from .family_defaults import COMPOSITE as _GENERATED_COMPOSITE
 from .family_defaults import DEFAULTS
@@ -138,7 +138,7 @@ RULES: dict[str, dict] = {
 
 
 def _record(model_type: str) -> Family:
-    generated: dict[str, Any] = DEFAULTS.get(model_type, {})
+    generated = cast("dict[str, Any]", DEFAULTS.get(model_type, {}))
     rules = dict(generated.get("rules", {}))
     rules.pop("sections", None)
     sections = generated.get("rules", {}).get("sections")
