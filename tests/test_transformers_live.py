@@ -157,6 +157,8 @@ def coverage():
 def _outputs_agree(original, replaced) -> bool:
     """The replacement against a copy of the module it replaced, at positions 0 .. 63 and
     a few up to the trained length, within the real module's float32 angle error."""
+    if not hasattr(replaced, "_layers"):  # GPT-J's and CodeGen's (sin, cos) table
+        return _tables_agree(original, replaced)
     layers = replaced._layers
     for layer_type, layer in layers.items():
         buffers = harness._buffers(original)
@@ -183,6 +185,18 @@ def _outputs_agree(original, replaced) -> bool:
             if any((p - q).abs().max() > bound for p, q in zip(a, b)):
                 return False
     return True
+
+
+def _tables_agree(original, replaced) -> bool:
+    """A (sin, cos) table module against the one it replaced, at every position it holds."""
+    ids = torch.arange(original.max_positions)[None]
+    bound = 2.0**-21 * (1.0 + ids[0, :, None].double()) + 2.0**-23
+    with torch.no_grad():
+        real, mine = original(torch.zeros(1), ids), replaced(torch.zeros(1), ids)
+    return all(
+        a.shape == b.shape and a.dtype == b.dtype and bool(((a - b).double().abs() <= bound).all())
+        for a, b in zip(real, mine)
+    )
 
 
 def test_patch_replaces_at_least_95_percent_and_names_every_one_left(coverage):
@@ -336,3 +350,49 @@ def test_the_softmax_scale_is_transformers_yarn_apply_mscale():
                 assert got == pytest.approx(want, rel=1e-12), (entry["class"], got, want)
                 checked += 1
     assert checked >= 2 * 14, checked
+
+
+# --------------------------------------------------------------------------- GPT-J, CodeGen
+
+
+@pytest.mark.parametrize("name, casts", [("GPTJ", True), ("CodeGen", False)])
+def test_gptj_and_codegen_sin_cos_tables_are_replaced_exactly(name, casts):
+    """Their module keeps a [sin | cos] table (embed_positions, float32 angles) and returns
+    (sin, cos), compact, rotary_dim / 2 wide: GPT-J in x's dtype, CodeGen in the table's.
+    patch() replaces it with the exact table (each value rounded once), the same structure,
+    the same IndexError at or past max_positions; model.to(dtype) remakes it exactly."""
+    from sinpe.torch._sincos import SinCosTable
+
+    config = getattr(transformers, f"{name}Config")(
+        n_embd=64,
+        n_head=4,
+        n_layer=2,
+        rotary_dim=16,
+        vocab_size=100,
+        n_positions=128,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
+    model = getattr(transformers, f"{name}ForCausalLM")(config).eval()
+    ids, positions = torch.tensor([[5, 17, 99, 3, 12]]), torch.tensor([[0, 1, 2, 64, 127]])
+    with torch.no_grad():
+        before = model(ids, position_ids=positions).logits
+    report = st.patch(model, warn=False)
+    assert list(report) == ["transformer.rotary_emb"] and not report.left
+    table = model.transformer.rotary_emb
+    assert isinstance(table, SinCosTable) and report.table_bytes == 128 * 16 * 4
+    with torch.no_grad():
+        after = model(ids, position_ids=positions).logits
+    assert float((before - after).abs().max()) < 1e-6
+    cos, sin = st.rope_at(np.arange(128), 16, base=10000.0, layout="compact", dtype=torch.float64)
+    for dtype in (torch.float32, torch.float16):
+        got_sin, got_cos = table(torch.zeros(1, dtype=dtype), torch.arange(128)[None])
+        assert got_sin.dtype == got_cos.dtype == (dtype if casts else torch.float32)
+        assert got_sin.shape == (1, 128, 8)
+        expected = sin.to(torch.float32).to(got_sin.dtype)
+        assert torch.equal(got_sin[0], expected)
+    with pytest.raises(IndexError):
+        table(torch.zeros(1), torch.tensor([[128]]))
+    model.to(torch.bfloat16)
+    exact = st.rope_at(np.arange(128), 16, base=10000.0, layout="compact", dtype=torch.bfloat16)
+    assert torch.equal(table.embed_positions, torch.cat((exact[1], exact[0]), dim=1))

@@ -18,6 +18,7 @@ except ImportError as exc:  # pragma: no cover - exercised where torch is absent
 from ._diffusers import FluxPosEmbed, grid_ids
 from ._patch import PatchReport, patch
 from ._rotary import GROWTH_ROWS, MAX_POSITIONS, RotaryEmbedding
+from ._sincos import SinCosTable
 from ._tensors import rope, rope_at, rope_cache
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "MAX_POSITIONS",
     "PatchReport",
     "RotaryEmbedding",
+    "SinCosTable",
     "grid_ids",
     "patch",
     "rope",

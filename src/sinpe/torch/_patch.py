@@ -35,6 +35,7 @@ import torch
 from .._tables import checks as check
 from . import _rotary
 from ._rotary import RotaryEmbedding
+from ._sincos import SinCosTable, sin_cos_candidate
 
 __all__ = ["PatchReport", "patch"]
 
@@ -359,9 +360,19 @@ def patch(model: Any, *, warn: bool = True, max_positions: int | None = None) ->
     seen = set()
     dtype = _model_dtype(model, torch.float32)
     for name, module in list(model.named_modules()):
-        if isinstance(module, RotaryEmbedding) or id(module) in seen:
+        if isinstance(module, (RotaryEmbedding, SinCosTable)) or id(module) in seen:
             continue
         buffers = _buffers(module)
+        if not buffers and _takes_position_ids(module) and hasattr(module, "embed_positions"):
+            seen.add(id(module))
+            table, why = sin_cos_candidate(module)  # GPT-J, CodeGen: a (sin, cos) table
+            if table is None:
+                report.left[name] = f"{type(module).__name__}: {why}"
+                continue
+            _replace(model, module, table)
+            report.append(name)
+            report.table_bytes += table.embed_positions.nbytes
+            continue
         if not buffers or not _takes_position_ids(module):
             if type(module).__name__.endswith("RotaryEmbedding"):
                 report.left[name] = (
