@@ -355,6 +355,7 @@ def test_the_softmax_scale_is_transformers_yarn_apply_mscale():
 # --------------------------------------------------------------------------- GPT-J, CodeGen
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's own, inside compile
 @pytest.mark.parametrize("name, casts", [("GPTJ", True), ("CodeGen", False)])
 def test_gptj_and_codegen_sin_cos_tables_are_replaced_exactly(name, casts):
     """Their module keeps a [sin | cos] table (embed_positions, float32 angles) and returns
@@ -393,6 +394,11 @@ def test_gptj_and_codegen_sin_cos_tables_are_replaced_exactly(name, casts):
         assert torch.equal(got_sin[0], expected)
     with pytest.raises(IndexError):
         table(torch.zeros(1), torch.tensor([[128]]))
+    compiled = torch.compile(table, fullgraph=True)  # a gather: one graph, the same values
+    ids = torch.tensor([[0, 5, 127]])
+    assert all(
+        torch.equal(a, b) for a, b in zip(compiled(torch.zeros(1), ids), table(torch.zeros(1), ids))
+    )
     model.to(torch.bfloat16)
     exact = st.rope_at(np.arange(128), 16, base=10000.0, layout="compact", dtype=torch.bfloat16)
     assert torch.equal(table.embed_positions, torch.cat((exact[1], exact[0]), dim=1))
