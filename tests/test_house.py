@@ -6,12 +6,16 @@ them). See CONTRIBUTING.md, "The house".
   ``RULES`` and the generated ``family_defaults.py``): everything else asks the record;
 - imports follow the layer order, so no package imports one above it and none imports a
   sibling: no cycle;
+- the public call path ``rope_config(path).rope(n)`` runs code in the files it needs and no
+  others (11 since the tables moved beside their ``Rotary``; it was 12 before the house);
 - no function is over 60 lines of code (its docstring aside) or 20 branch nodes.
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import sys
 from pathlib import Path
 
 import sinpe
@@ -88,6 +92,57 @@ def test_imports_follow_the_layer_order():
             if _layer(target) >= _layer(module):
                 wrong.append(f"{path.relative_to(SRC)}:{line} imports {target}")
     assert not wrong, "imports against the layer order:\n" + "\n".join(wrong)
+
+
+# The files whose functions rope_config(path).rope(n) calls, for a Llama-3.1 config (its
+# scaling's check is exact arithmetic, so the double-double helpers are on the path), the
+# backend aside (the kernel's C is not traced; the NumPy twin, its stand-in, is not counted).
+CALL_PATH = {
+    "_exactmath/dd.py",
+    "_rope/config.py",
+    "_rope/rope_types.py",
+    "_rope/rotary.py",
+    "_rope/spec.py",
+    "_tables/backends.py",
+    "_tables/cache.py",
+    "_tables/checks.py",
+    "_tables/frequencies.py",
+    "_tables/plan.py",
+    "_tables/threads.py",
+}
+
+
+def test_the_public_call_path_crosses_few_files(tmp_path):
+    config = {
+        "model_type": "llama",
+        "hidden_size": 256,
+        "num_attention_heads": 4,
+        "max_position_embeddings": 4096,
+        "rope_parameters": {
+            "rope_type": "llama3",
+            "rope_theta": 500000.0,
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 1024,
+        },
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    files = set()
+
+    def profile(frame, event, arg):
+        name = frame.f_code.co_filename
+        if event == "call" and name.startswith(str(SRC)) and "_twin" not in name:
+            files.add(Path(name).relative_to(SRC).as_posix())
+
+    sinpe.clear_cache()
+    sys.setprofile(profile)
+    try:
+        sinpe.rope_config(path).rope(128)
+    finally:
+        sys.setprofile(None)
+    assert files == CALL_PATH
 
 
 def test_every_module_has_a_layer():

@@ -25,8 +25,6 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .._rope import formats
-from .._rope import rope as _rope
 from .._rope import rotary as rot
 from .._rope.rope_types import is_plain, parse
 from .._tables.checks import F64
@@ -34,7 +32,7 @@ from .files import NARROW, Stored
 
 __all__ = ["LAYOUTS", "Report", "compare", "views"]
 
-LAYOUTS = formats.names("check")
+LAYOUTS = rot.format_names("check")
 MATCH_ULPS = 8
 DRIFT_RATE = 2.0**-21  # the float32-angle envelope, per unit of A * p * max(w)
 BASES = (1e4, 5e5, 1e6)  # the bases an engine most often puts in by default
@@ -230,7 +228,7 @@ def _pair_views(cos, sin, dtype: str, reading: str) -> list:
 def _exact(rotary, positions: np.ndarray, kind: str, length: int):
     if rotary.n_axes > 1:  # a text run: every axis at the same position
         positions = np.broadcast_to(positions, (rotary.n_axes, positions.shape[0]))
-    return _rope.table_at(rotary, positions, kind, F64, None, "auto", length)
+    return rot.table_at(rotary, positions, kind, F64, None, "auto", length)
 
 
 def _row_errors(view: View, rotary, positions: np.ndarray, rows: np.ndarray, length: int):

@@ -10,11 +10,10 @@ from .._tables import cache
 from .._tables import checks as check
 from .._tables.backends import get as get_backend
 from .._tables.checks import F64
-from .._tables.plan import fill_at, fill_run, make_filler
+from .._tables.plan import fill_at, make_filler
 from .._tables.types import ArrayLike, DTypeLike, Positions, Scaling
-from . import formats
 from . import rotary as rot
-from .rotary import MAX_HEAD_DIM, Rotary, check_factor, rope_layout
+from .rotary import MAX_HEAD_DIM, check_factor, rope_layout, table_at, table_run
 
 __all__ = [
     "rope",
@@ -22,8 +21,6 @@ __all__ = [
     "rope_cache",
     "rope_frequencies",
     "rope_blocks",
-    "table_run",
-    "table_at",
     "LAYOUTS",
     "CACHE_FORMATS",
     "MAX_HEAD_DIM",
@@ -31,85 +28,8 @@ __all__ = [
     "rope_layout",
 ]
 
-LAYOUTS = formats.names("rope")
+LAYOUTS = rot.format_names("rope")
 CACHE_FORMATS = ("vllm", "complex", "pairs")
-
-
-def _choice(name: str, value, allowed: tuple) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, one of {allowed}, got {type(value).__name__}")
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-    return value
-
-
-def _threads(threads):
-    return None if threads is None else check.integer("threads", threads, 1)
-
-
-# --------------------------------------------------------------------------- from a Rotary
-
-
-def _planes(filler_, n: int, dtype, out):
-    """The planes to fill: new ones, or ``out`` (one array per plane) checked first."""
-    if out is None:
-        return rot.tables(filler_, n, dtype)
-    rot.check_factor(filler_.factor, dtype)
-    shape = (n, filler_.layout.width)
-    if len(out) != filler_.layout.planes:
-        raise ValueError(f"out must hold {filler_.layout.planes} arrays, got {len(out)}")
-    names = ("positions", "width")
-    return tuple(check.output(o, shape, dtype, names) for o in out)
-
-
-def table_run(rotary: Rotary, seq_len, offset, name: str, dtype, threads, backend, what, out=None):
-    """The planes of a table of positions ``offset .. offset + seq_len - 1`` (into ``out``,
-    a tuple of arrays, when given)."""
-    seq_len = check.integer("seq_len", seq_len, 0)
-    offset = check.integer("offset", offset, 0)
-    check.last_position(offset, seq_len)
-    if rotary.n_axes > 1 and rotary.axes_last:
-        raise ValueError(
-            f"this RoPE reads (height, width) positions: {what} makes tables of consecutive "
-            "positions; use sinpe.rope_at(positions of shape (..., 2))"
-        )
-    backend = get_backend(backend)
-    threads = _threads(threads)
-    rot.reserve(seq_len, rotary.h, name, dtype)
-    filler = rot.filler(backend, rotary, offset + seq_len, name)
-    planes = _planes(filler, seq_len, dtype, out)
-    fill_run(filler, planes + (None,) * (2 - len(planes)), offset, seq_len, threads)
-    return planes
-
-
-def table_at(rotary: Rotary, positions, name: str, dtype, threads, backend, seq_len=None, out=None):
-    """``(cos, sin)`` at ``positions`` (checked here), each ``shape + (width,)`` (into
-    ``out``, two arrays of that shape, when given)."""
-    positions = check.positions(positions)
-    backend = get_backend(backend)
-    threads = _threads(threads)
-    flat, shape = rot.axis_positions(rotary, positions)
-    rot.reserve(flat.shape[1], rotary.h, name, dtype)
-    if seq_len is not None:
-        length: float | None = check.integer("seq_len", seq_len, 0)
-    else:
-        length = float(flat.max()) + 1.0 if flat.size else None
-    filler = rot.filler(backend, rotary, length, name)
-    width = filler.layout.width
-    if out is not None:
-        if len(out) != 2:
-            raise ValueError(f"out must hold 2 arrays (cos, sin), got {len(out)}")
-        names = tuple(f"positions.shape[{k}]" for k in range(len(shape))) + ("width",)
-        out = tuple(check.output(o, shape + (width,), dtype, names) for o in out)
-        rot.check_factor(filler.factor, dtype)
-        planes = tuple(o.reshape(-1, width) for o in out)
-    else:
-        planes = rot.tables(filler, flat.shape[1], dtype)
-    fill_at(filler, planes, flat, threads)
-    if out is not None:
-        return out
-    shape = shape + (width,)
-    return planes[0].reshape(shape), planes[1].reshape(shape)
 
 
 def cache_table(table: np.ndarray, name: str, complex_dtype=None) -> np.ndarray:
@@ -210,7 +130,7 @@ def rope(
            [ 0.54030231,  0.99995   ,  0.54030231,  0.99995   ],
            [-0.41614684,  0.99980001, -0.41614684,  0.99980001]])
     """
-    name = _choice("layout", layout, LAYOUTS)
+    name = check.choice("layout", layout, LAYOUTS)
     dtype = check.dtype(dtype) or F64
     rotary = rot.resolve(
         head_dim, base, scaling, max_position_embeddings, inv_freq, attention_factor
@@ -265,7 +185,7 @@ def rope_cache(
     >>> sinpe.rope_cache(2, 4, format="complex").shape
     (2, 2)
     """
-    name = _choice("format", format, CACHE_FORMATS)
+    name = check.choice("format", format, CACHE_FORMATS)
     dtype, complex_dtype = cache_dtypes(name, dtype)
     rotary = rot.resolve(
         head_dim, base, scaling, max_position_embeddings, inv_freq, attention_factor
@@ -336,7 +256,7 @@ def rope_at(
     rotary = rot.resolve(
         head_dim, base, scaling, max_position_embeddings, inv_freq, attention_factor
     )
-    name = _choice("layout", layout, LAYOUTS)
+    name = check.choice("layout", layout, LAYOUTS)
     dtype = check.dtype(dtype) or F64
     return table_at(rotary, positions, name, dtype, threads, backend, seq_len)
 
@@ -416,7 +336,7 @@ def rope_blocks(
     linear_factor`` (or, given ``inv_freq``, ``sum(dims) // 2`` frequencies: the blocks'
     own, in order), in the layout's columns. ``(cos, sin)``, each ``(n, width)``."""
     backend = get_backend(backend)
-    name = _choice("layout", layout, LAYOUTS)
+    name = check.choice("layout", layout, LAYOUTS)
     if sum(dims) > MAX_HEAD_DIM:
         raise ValueError(
             f"the rotary widths {list(dims)} sum to {sum(dims)}: at most 2**16 = {MAX_HEAD_DIM} "

@@ -1,10 +1,11 @@
 """One RoPE, resolved once: a ``Rotary`` (width, base, parsed scaling or given frequencies,
 which position axis each frequency reads, the attention factor) and what is made from it,
-cached: its frequencies at a length, and its ``Filler`` in a table format. The public RoPE
-functions (``rope.py``), ``RopeSpec`` (``config.py``) and ``sinpe.torch`` all go through here.
+cached: its frequencies at a length, its ``Filler`` in a table format, and its tables
+(``table_run``, ``table_at``). The public RoPE functions (``rope.py``), ``RopeSpec``
+(``spec.py``), ``sinpe check`` and ``sinpe.torch`` all go through here.
 
-A RoPE table format is a two-plane (or one-plane) ``Layout`` of the one filler whose values
-carry the attention factor; compact column ``j`` always holds frequency ``j`` at position axis
+The output formats are one table (``FORMATS``); a format is a two-plane (or one-plane)
+``Layout`` of the one filler whose values carry the attention factor; compact column ``j`` always holds frequency ``j`` at position axis
 ``axes[j]`` (M-RoPE's sections and the vision towers' axial splits are data here, never a
 loop of their own).
 """
@@ -18,9 +19,9 @@ import numpy as np
 
 from .._tables import cache
 from .._tables import checks as check
-from .._tables.plan import Layout, Segment, make_filler
+from .._tables.backends import get as get_backend
+from .._tables.plan import Layout, Place, Segment, fill_at, fill_run, make_filler
 from .._tables.tables import MAX_FREQUENCY
-from . import formats
 from .rope_types import (
     DEFAULT,
     ROPE_TYPES,
@@ -34,15 +35,19 @@ from .rope_types import (
 
 __all__ = [
     "FORMATS",
+    "Format",
     "MAX_HEAD_DIM",
     "Rotary",
     "check_factor",
     "filler",
+    "format_names",
     "frequencies",
     "from_scaling",
     "powers",
     "resolve",
     "rope_layout",
+    "table_at",
+    "table_run",
 ]
 
 # The widest rotary dimension taken. Real models rotate 32 to 512 columns; a frequency rule
@@ -50,9 +55,55 @@ __all__ = [
 # any scaling's frequencies well under a second and a few MiB.
 MAX_HEAD_DIM = 2**16
 DEFAULT_BASE = 10000.0
-# table formats: the rope() layouts and the rope_cache() formats
-FORMATS = ("half", "interleaved", "compact", "vllm", "complex", "pairs")
 _MROPE_KEYS = ("mrope_section", "mrope_interleaved")
+
+
+# --------------------------------------------------------------------------- formats
+# Output formats as one table: how a RoPE's cos and sin are laid out in what a function,
+# a module or a cache returns. Every tuple of layout names sinpe accepts is derived from it.
+# A format says what comes back (columns, one or two planes, where each frequency's cos and
+# sin go); it does not say which query/key elements a model rotates together (NeoX's halves
+# or GPT-J's pairs), which is the model's, not the table's.
+
+
+class Format(NamedTuple):
+    """One format: ``columns`` per frequency (2 or 1), ``planes`` (2: a cos and a sin table;
+    1: one table), the cos and the sin of frequency 0 as ``(plane, first column, columns
+    from one frequency to the next, offset of a second copy)`` with ``"h"`` standing for the
+    number of frequencies, and where it is offered: ``rope`` (``sinpe.rope``/``rope_at``
+    layouts), ``spec`` (``RopeSpec`` outputs), ``torch`` (``RotaryEmbedding``) and ``check``
+    (caches ``sinpe check`` reads)."""
+
+    columns: int
+    planes: int
+    cos: tuple
+    sin: tuple
+    offered: frozenset
+
+
+_ALL = frozenset({"rope", "spec", "torch", "check"})
+FORMATS: dict[str, Format] = {
+    # [f0 .. f(h-1), f0 .. f(h-1)] in a cos table and a sin table
+    "half": Format(2, 2, (0, 0, 1, "h"), (1, 0, 1, "h"), _ALL),
+    # [f0, f0, f1, f1, ...]
+    "interleaved": Format(2, 2, (0, 0, 2, 1), (1, 0, 2, 1), _ALL),
+    # [f0 .. f(h-1)]
+    "compact": Format(1, 2, (0, 0, 1, 0), (1, 0, 1, 0), _ALL),
+    # vLLM's cos_sin_cache: one table, [cos f0 .. f(h-1) | sin f0 .. f(h-1)]
+    "vllm": Format(2, 1, (0, 0, 1, 0), (0, "h", 1, 0), frozenset({"check"})),
+    # one table, (cos, sin) of each frequency side by side (a complex tensor's real view)
+    "complex": Format(2, 1, (0, 0, 2, 0), (0, 1, 2, 0), frozenset({"spec", "torch", "check"})),
+    # the same values as real pairs
+    "pairs": Format(2, 1, (0, 0, 2, 0), (0, 1, 2, 0), frozenset({"check"})),
+}
+
+
+def format_names(where: str) -> tuple:
+    """The format names offered ``where``, in the table's order."""
+    return tuple(name for name, f in FORMATS.items() if where in f.offered)
+
+
+# --------------------------------------------------------------------------- a Rotary
 
 
 class Rotary(NamedTuple):
@@ -311,8 +362,13 @@ def table_format(name: str, h: int):
     """A table format for ``h`` frequencies, in the filler's own vocabulary: row width,
     planes, and the ``Place`` of the cos and of the sin of frequency 0 .. h - 1 (plane,
     column of frequency 0, columns from one frequency to the next, offset of a second copy):
-    the row of ``formats.FORMATS``."""
-    return formats.place(name, h)
+    the row of ``FORMATS``."""
+    f = FORMATS[name]
+
+    def resolve(spot):
+        return Place(*(h if v == "h" else v for v in spot), h)
+
+    return f.columns * h, f.planes, resolve(f.cos), resolve(f.sin)
 
 
 def _runs(axes: np.ndarray):
@@ -386,3 +442,72 @@ def tables(filler_, n: int, dtype) -> tuple[np.ndarray, ...]:
     names = ("positions", "head_dim")
     shape = (n, filler_.layout.width)
     return tuple(check.allocate(shape, dtype, names) for _ in range(filler_.layout.planes))
+
+
+# --------------------------------------------------------------------------- tables of a Rotary
+
+
+def _threads(threads):
+    return None if threads is None else check.integer("threads", threads, 1)
+
+
+def _planes(filler_, n: int, dtype, out):
+    """The planes to fill: new ones, or ``out`` (one array per plane) checked first."""
+    if out is None:
+        return tables(filler_, n, dtype)
+    check_factor(filler_.factor, dtype)
+    shape = (n, filler_.layout.width)
+    if len(out) != filler_.layout.planes:
+        raise ValueError(f"out must hold {filler_.layout.planes} arrays, got {len(out)}")
+    names = ("positions", "width")
+    return tuple(check.output(o, shape, dtype, names) for o in out)
+
+
+def table_run(rotary: Rotary, seq_len, offset, name: str, dtype, threads, backend, what, out=None):
+    """The planes of a table of positions ``offset .. offset + seq_len - 1`` (into ``out``,
+    a tuple of arrays, when given)."""
+    seq_len = check.integer("seq_len", seq_len, 0)
+    offset = check.integer("offset", offset, 0)
+    check.last_position(offset, seq_len)
+    if rotary.n_axes > 1 and rotary.axes_last:
+        raise ValueError(
+            f"this RoPE reads (height, width) positions: {what} makes tables of consecutive "
+            "positions; use sinpe.rope_at(positions of shape (..., 2))"
+        )
+    backend = get_backend(backend)
+    threads = _threads(threads)
+    reserve(seq_len, rotary.h, name, dtype)
+    filler_ = filler(backend, rotary, offset + seq_len, name)
+    planes = _planes(filler_, seq_len, dtype, out)
+    fill_run(filler_, planes + (None,) * (2 - len(planes)), offset, seq_len, threads)
+    return planes
+
+
+def table_at(rotary: Rotary, positions, name: str, dtype, threads, backend, seq_len=None, out=None):
+    """``(cos, sin)`` at ``positions`` (checked here), each ``shape + (width,)`` (into
+    ``out``, two arrays of that shape, when given)."""
+    positions = check.positions(positions)
+    backend = get_backend(backend)
+    threads = _threads(threads)
+    flat, shape = axis_positions(rotary, positions)
+    reserve(flat.shape[1], rotary.h, name, dtype)
+    if seq_len is not None:
+        length: float | None = check.integer("seq_len", seq_len, 0)
+    else:
+        length = float(flat.max()) + 1.0 if flat.size else None
+    filler_ = filler(backend, rotary, length, name)
+    width = filler_.layout.width
+    if out is not None:
+        if len(out) != 2:
+            raise ValueError(f"out must hold 2 arrays (cos, sin), got {len(out)}")
+        names = tuple(f"positions.shape[{k}]" for k in range(len(shape))) + ("width",)
+        out = tuple(check.output(o, shape + (width,), dtype, names) for o in out)
+        check_factor(filler_.factor, dtype)
+        planes = tuple(o.reshape(-1, width) for o in out)
+    else:
+        planes = tables(filler_, flat.shape[1], dtype)
+    fill_at(filler_, planes, flat, threads)
+    if out is not None:
+        return out
+    shape = shape + (width,)
+    return planes[0].reshape(shape), planes[1].reshape(shape)

@@ -12,7 +12,6 @@ import numpy as np
 from .._tables import checks as check
 from .._tables.checks import F64
 from .._tables.types import DTypeLike, Positions
-from . import formats
 from . import rope as _rope
 from . import rotary as rot
 from .rotary import Rotary
@@ -21,7 +20,7 @@ __all__ = ["RopeSpec", "Frozen", "OUTPUT_LAYOUTS"]
 
 # what a model's rotary module returns: cos/sin as cat(freqs, freqs) (rotate_half), each
 # value twice in place (Cohere), the frequencies once (gpt-oss), or complex freqs_cis (Llama 4)
-OUTPUT_LAYOUTS = formats.names("spec")
+OUTPUT_LAYOUTS = rot.format_names("spec")
 
 
 class Frozen(Mapping):
@@ -156,9 +155,9 @@ class RopeSpec:
         backend: str = "auto",
     ) -> tuple[np.ndarray, np.ndarray]:
         """:func:`sinpe.rope` of this model: ``cos, sin`` for positions ``offset ..``."""
-        name = _rope._choice("layout", layout, _rope.LAYOUTS)
+        name = check.choice("layout", layout, _rope.LAYOUTS)
         dtype = check.dtype(dtype) or F64
-        return _rope.table_run(
+        return rot.table_run(
             self._one(), seq_len, offset, name, dtype, threads, backend, "spec.rope"
         )
 
@@ -175,9 +174,9 @@ class RopeSpec:
         """:func:`sinpe.rope_at` of this model (M-RoPE: positions ``(3, ...)``; a vision
         grid: ``(..., 2)``); ``seq_len``: the current length of ``dynamic`` and
         ``longrope`` (default ``max(positions) + 1``)."""
-        name = _rope._choice("layout", layout, _rope.LAYOUTS)
+        name = check.choice("layout", layout, _rope.LAYOUTS)
         dtype = check.dtype(dtype) or F64
-        return _rope.table_at(self._one(), positions, name, dtype, threads, backend, seq_len)
+        return rot.table_at(self._one(), positions, name, dtype, threads, backend, seq_len)
 
     def rope_cache(
         self,
@@ -190,9 +189,9 @@ class RopeSpec:
         backend: str = "auto",
     ) -> np.ndarray:
         """:func:`sinpe.rope_cache` of this model."""
-        name = _rope._choice("format", format, _rope.CACHE_FORMATS)
+        name = check.choice("format", format, _rope.CACHE_FORMATS)
         dtype, complex_dtype = _rope.cache_dtypes(name, dtype)
-        (table,) = _rope.table_run(
+        (table,) = rot.table_run(
             self._one(), seq_len, offset, name, dtype, threads, backend, "spec.rope_cache"
         )
         return _rope.cache_table(table, name, complex_dtype)

@@ -63,6 +63,16 @@ def integer(name: str, value, minimum: int) -> int:
     return value
 
 
+def choice(name: str, value, allowed: tuple) -> str:
+    """``value``, a str among ``allowed``; else a ``TypeError``/``ValueError`` naming ``name``
+    and the allowed values."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, one of {allowed}, got {type(value).__name__}")
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+
+
 def table_size(seq_len, d_model, offset) -> tuple[int, int, int]:
     """``integer`` of each, in one call: the hot path of every table is plain ints."""
     if type(seq_len) is int and type(d_model) is int and type(offset) is int:

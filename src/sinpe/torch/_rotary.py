@@ -20,9 +20,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._rope import formats
 from .._rope.config import rope_config
 from .._rope.rope_types import ROPE_TYPES
+from .._rope.rotary import format_names
 from .._rope.spec import RopeSpec
 from .._tables import checks as check
 from ._tensors import numpy_dtype, tensor
@@ -230,7 +230,7 @@ def _layout(cos: torch.Tensor, sin: torch.Tensor, layout: str):
     return cos, sin
 
 
-_LAYOUTS = formats.names("torch")
+_LAYOUTS = format_names("torch")
 _TORCH = {
     "float32": torch.float32,
     "float64": torch.float64,

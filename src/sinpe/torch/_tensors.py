@@ -121,9 +121,9 @@ def rope(
     """
     outs = _outs(out, 2)
     dtype = _dtype_of(dtype, outs)
-    name = _rope._choice("layout", layout, _rope.LAYOUTS)
+    name = check.choice("layout", layout, _rope.LAYOUTS)
     rotary = rot.resolve(head_dim, **_resolve_kwargs(kwargs))
-    cos, sin = _rope.table_run(
+    cos, sin = rot.table_run(
         rotary, seq_len, offset, name, dtype, threads, backend, "sinpe.torch.rope", outs
     )
     if out is not None:
@@ -148,11 +148,11 @@ def rope_at(
     its device unless ``device`` says otherwise). ``dtype`` and ``out`` as for :func:`rope`."""
     outs = _outs(out, 2)
     dtype = _dtype_of(dtype, outs)
-    name = _rope._choice("layout", layout, _rope.LAYOUTS)
+    name = check.choice("layout", layout, _rope.LAYOUTS)
     rotary = rot.resolve(head_dim, **_resolve_kwargs(kwargs))
     if device is None and isinstance(positions, torch.Tensor):
         device = positions.device
-    cos, sin = _rope.table_at(
+    cos, sin = rot.table_at(
         rotary, _positions(positions), name, dtype, threads, backend, seq_len, outs
     )
     if out is not None:
@@ -176,7 +176,7 @@ def rope_cache(
     """:func:`sinpe.rope_cache` as a tensor. ``dtype``: default ``out``'s, else torch's
     default (``format="complex"``: its complex counterpart). ``out``: a CPU contiguous
     tensor of the cache's shape (real formats), filled and returned."""
-    name = _rope._choice("format", format, _rope.CACHE_FORMATS)
+    name = check.choice("format", format, _rope.CACHE_FORMATS)
     if name == "complex":
         if out is not None:
             raise ValueError("out is for the real formats ('vllm', 'pairs'), not 'complex'")
@@ -192,7 +192,7 @@ def rope_cache(
             outs = (outs[0].reshape(outs[0].shape[0], -1),) if outs[0].ndim == 3 else outs
         plane, complex_dtype = _dtype_of(dtype, outs), None
     rotary = rot.resolve(head_dim, **_resolve_kwargs(kwargs))
-    (table,) = _rope.table_run(
+    (table,) = rot.table_run(
         rotary, seq_len, offset, name, plane, threads, backend, "sinpe.torch.rope_cache", outs
     )
     if out is not None:
