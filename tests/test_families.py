@@ -614,6 +614,28 @@ def test_the_softmax_scale_of_the_mla_families():
     assert sinpe.rope_config(linear).softmax_scale == 1.0
 
 
+def test_the_rotation_says_which_elements_turn_together():
+    """Llama's attention rotates halves; DeepSeek-V3's published config has no
+    rope_interleave, whose class default (true) rotates pairs while the module still returns
+    halves; rope_interleave false rotates halves; NanoChat turns by the negative angle; a
+    family sinpe has no record of says nothing; a rope_interleave that is not a bool is an
+    error naming the key. (tests/test_transformers_live.py runs every family's own rotation
+    function on sinpe's table.)"""
+    llama = sinpe.rope_config(CONFIGS / "llama-3.1-8b.json")
+    assert (llama.layout, llama.rotation, llama.sin_sign) == ("half", "halves", 1)
+    deepseek = sinpe.rope_config(CONFIGS / "deepseek-v3.json")
+    assert (deepseek.layout, deepseek.rotation) == ("half", "pairs")
+    config = json.loads((CONFIGS / "deepseek-v3.json").read_text())
+    assert sinpe.rope_config({**config, "rope_interleave": False}).rotation == "halves"
+    assert sinpe.rope_config(CONFIGS / "kimi-k2-instruct.json").rotation == "pairs"
+    assert sinpe.rope_config({"model_type": "glm4", "head_dim": 128}).rotation == "pairs"
+    assert sinpe.rope_config({"model_type": "nanochat"}).sin_sign == -1
+    unknown = {"model_type": "not_a_family", "head_dim": 64, "rope_theta": 10000.0}
+    assert sinpe.rope_config(unknown).rotation is None
+    with pytest.raises(ValueError, match="rope_interleave must be true or false"):
+        sinpe.rope_config({**config, "rope_interleave": "yes"})
+
+
 def test_keys_a_family_module_never_reads_are_accepted_and_listed():
     """HunYuan's published "dynamic" mapping with alpha carries YaRN's keys; its module
     (compute_ntk_alpha_rope_parameters) reads rope_theta, alpha and head_dim only, so they

@@ -34,6 +34,11 @@ DATA = json.loads(
 )
 
 
+# Rotations that changed between the pinned releases (the records are the newest's):
+# HY-V4's attention rotated halves in 5.24 and rotates pairs (DeepSeek's interleave) in 5.25.
+EARLIER_ROTATIONS = {("5.24.0", "hy_v4"): "halves"}
+
+
 @pytest.fixture(scope="module")
 def live():
     with warnings.catch_warnings():
@@ -350,6 +355,83 @@ def test_the_softmax_scale_is_transformers_yarn_apply_mscale():
                 assert got == pytest.approx(want, rel=1e-12), (entry["class"], got, want)
                 checked += 1
     assert checked >= 2 * 14, checked
+
+
+def _rotated(x, cos, sin, rotation, sign=1):
+    """x (..., seq, d) rotated by the compact angles' cos and sin (seq, d/2) times ``sign``,
+    pairing elements as ``rotation`` says: the rotation an engine applies with a RopeSpec."""
+    h = x.shape[-1] // 2
+    sin = sin * sign
+    a, b = (x[..., :h], x[..., h:]) if rotation == "halves" else (x[..., 0::2], x[..., 1::2])
+    return torch.cat((a * cos - b * sin, b * cos + a * sin), dim=-1)
+
+
+def _scores(q, k):
+    return q @ k.transpose(-1, -2)
+
+
+def test_the_rotation_is_the_one_the_attention_applies():
+    """For every text family, the rotation function its attention calls (and, where
+    rope_interleave chooses, both), run on sinpe's table in the family's layout, gives the
+    attention scores q_m . k_n of rotating with sinpe's compact angles, the spec's rotation
+    and its sin sign, and not those of the other rotation or sign; rope_config says the same
+    rotation on the class defaults and with rope_interleave false."""
+    import importlib
+
+    import sinpe
+
+    positions = np.arange(0, 600, 37)
+    cos_c, sin_c = (torch.from_numpy(t) for t in sinpe.rope_at(positions, 8, layout="compact"))
+    seed = torch.Generator().manual_seed(3)
+    q, k = torch.randn(2, 1, 1, len(positions), 8, generator=seed, dtype=torch.float64)
+    other = {"halves": "pairs", "pairs": "halves"}
+    checked = 0
+    for entry in DATA["classes"]:
+        if entry["status"] != "ok" or not entry.get("primary") or entry["vision"]:
+            continue
+        family = FAMILIES[entry["model_type"]]
+        module = importlib.import_module(entry["module"])
+        prefix = entry["class"].replace("RotaryEmbedding", "")
+        calls = harness.rotation_calls(module, prefix)
+        assert calls, entry["class"]
+        layout = "compact" if family.layout == "complex" else family.layout
+        cos, sin = (torch.from_numpy(t)[None] for t in sinpe.rope_at(positions, 8, layout=layout))
+        config_cls = harness._config_class_of(entry)
+        for name, conditions in calls.items():
+            for condition in conditions:
+                if condition is None:
+                    rotation = family.rotation
+                else:
+                    key, when_true, when_false = family.rotation_key
+                    rotation = when_true if condition[1] else when_false
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        config = config_cls(**{key: condition[1]})
+                    if family.refused is None:
+                        assert sinpe.rope_config(config).rotation == rotation, entry["class"]
+                rotation = EARLIER_ROTATIONS.get((VERSION, entry["model_type"]), rotation)
+                fn = getattr(module, name)
+                got = _scores(*(harness.apply_rotation(fn, x, cos, sin).double() for x in (q, k)))
+                sign = family.sin_sign
+                want = _scores(*(_rotated(x, cos_c, sin_c, rotation, sign) for x in (q, k)))
+                assert torch.allclose(got, want, atol=1e-5), (entry["class"], name, rotation)
+                for wrong_rotation, wrong_sign in ((other[rotation], sign), (rotation, -sign)):
+                    wrong = _scores(
+                        *(_rotated(x, cos_c, sin_c, wrong_rotation, wrong_sign) for x in (q, k))
+                    )
+                    assert not torch.allclose(got, wrong, atol=1e-2), (entry["class"], name)
+                checked += 1
+        if family.refused is not None:
+            continue
+        try:  # (a default rope_config refuses, as the agreement test counts, has no spec)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                spec = sinpe.rope_config(config_cls())
+        except ValueError:
+            continue
+        if (VERSION, entry["model_type"]) not in EARLIER_ROTATIONS:
+            assert (spec.rotation, spec.sin_sign) == (family.rotation, family.sin_sign)
+    assert checked >= 180, checked  # 184 in 5.24, 187 in 5.25
 
 
 # --------------------------------------------------------------------------- GPT-J, CodeGen

@@ -30,6 +30,7 @@ something else (its largest difference from that, at float32 precision).
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import importlib
 import inspect
@@ -853,6 +854,138 @@ def _source_rules(cls) -> dict:
     return rules
 
 
+def apply_rotation(fn, q, cos, sin):
+    """A transformers rotation function ``fn`` applied to ``q`` (batch 1, heads, seq, dim)
+    with ``cos`` and ``sin`` of shape (1, seq, columns) in the layout ``fn`` takes (compact
+    for a ``freqs_cis`` one, which gets ``cos + i sin``); None where its signature is not a
+    known one."""
+    import torch
+
+    params = list(inspect.signature(fn).parameters)
+    if params[:4] == ["q", "k", "cos", "sin"]:
+        return fn(q, q.clone(), cos, sin)[0]
+    if params[:3] == ["x", "cos", "sin"]:  # one tensor at a time (Gemma 3n and 4, DeepSeek-V4)
+        return fn(q, cos, sin)
+    if params[:3] == ["tensor", "sin", "cos"]:  # GPT-J, CodeGen: (batch, seq, heads, dim)
+        return fn(q.transpose(1, 2), sin, cos).transpose(1, 2)
+    if params[:3] != ["xq", "xk", "freqs_cis"]:
+        return None
+    cis = torch.complex(cos.float(), sin.float())
+    for order in ((0, 1, 2, 3), (0, 2, 1, 3)):  # DeepSeek-V2 (b, heads, s, d); Llama 4 (b, s, h, d)
+        x = q.permute(order)
+        try:
+            out = fn(x, x.clone(), cis)[0].permute(order)
+        except (RuntimeError, ValueError):
+            continue
+        if out.shape == q.shape:
+            return out
+    raise ValueError(f"{fn.__name__}: no (batch, heads, seq, dim) order fits")
+
+
+def rotation_of(fn, width=8):
+    """``(rotation, sin sign)``: which input elements the function rotates together, found
+    by running it, "halves" (x[i] with x[i + width/2], NeoX and Llama) or "pairs" (x[2i]
+    with x[2i + 1], GPT-J), and the sign it gives sin (-1: it turns by the negative angle,
+    as NanoChat's rotate_half does); None where it cannot be run. An element's partner is
+    the one whose image spans the same two output elements (a function may also permute
+    its output, as DeepSeek's interleave does; dot products do not see that), and element
+    a turns into cos at its own place and sign * sin at its partner's."""
+    import torch
+
+    q = torch.eye(width).reshape(1, width, 1, width)
+    for cols in (width, width // 2):
+        cos, sin = torch.full((1, 1, cols), 0.6), torch.full((1, 1, cols), 0.8)
+        try:
+            out = apply_rotation(fn, q, cos, sin)
+        except Exception:
+            continue
+        if out is None:
+            return None
+        if out.shape != q.shape:
+            continue
+        support = [
+            frozenset(torch.nonzero(out[0, j, 0].abs() > 1e-3).flatten().tolist())
+            for j in range(width)
+        ]
+        partner = [j for j in range(1, width) if support[j] == support[0]]
+        kind = {width // 2: "halves", 1: "pairs"}.get(partner[0]) if len(partner) == 1 else None
+        if len(support[0]) != 2 or kind is None:
+            continue
+        image = out[0, 0, 0]
+        turned = next(i for i in support[0] if abs(float(image[i]) - 0.6) > 1e-3)
+        return kind, 1 if float(image[turned]) > 0 else -1
+    return None
+
+
+def rotation_calls(module, prefix=""):
+    """{function name: {condition}}: the module's rotation functions (a name with "apply" and
+    "rotary", not a vision one) that its classes named ``prefix...`` call (all classes when
+    none is), each with the config key it sits under (DeepSeek's ``rope_interleave``) as
+    ``(key, value)``, or None. A DSA indexer's own rotation (it scores tokens; the attention
+    rotates its queries and keys again) is left out."""
+    tree = ast.parse(inspect.getsource(module))
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and "Indexer" not in n.name]
+    found = {}
+
+    class Visitor(ast.NodeVisitor):
+        condition = None
+
+        def visit_If(self, node):
+            if "rope_interleave" not in ast.unparse(node.test):
+                return self.generic_visit(node)
+            outer = self.condition
+            for value, body in ((True, node.body), (False, node.orelse)):
+                self.condition = ("rope_interleave", value)
+                for child in body:
+                    self.visit(child)
+            self.condition = outer
+
+        def visit_Call(self, node):
+            name = node.func.id if isinstance(node.func, ast.Name) else ""
+            if "apply" in name and "rotary" in name and "vision" not in name:
+                found.setdefault(name, set()).add(self.condition)
+            self.generic_visit(node)
+
+    for start in (prefix, prefix.removesuffix("Text"), ""):
+        for node in classes:
+            if start and node.name.startswith(start) or not start:
+                Visitor().visit(node)
+        if found:
+            break
+    return found
+
+
+def _rotation_rules(cls, config) -> dict:
+    """Which query/key elements the family's attention rotates together ("halves": NeoX's
+    rotate_half, "pairs": GPT-J's rotate_every_two), found by running the rotation function
+    its attention calls; where a config key chooses (DeepSeek's ``rope_interleave``),
+    ``rotation_key`` is ``(key, rotation when true, rotation when false)`` and ``rotation``
+    the one of the class's default. Nothing where it is not one clear answer."""
+    module = sys.modules[cls.__module__]
+    prefix = cls.__name__.replace("RotaryEmbedding", "").replace("RopePositionEmbedding", "")
+    calls = rotation_calls(module, prefix)
+    kinds = {}
+    for name, conditions in calls.items():
+        kind = rotation_of(getattr(module, name))
+        for condition in conditions:
+            kinds.setdefault(condition, set()).add(kind)
+    if any(len(found) != 1 or None in found for found in kinds.values()):
+        return {}
+    one = {condition: next(iter(found)) for condition, found in kinds.items()}
+    if {sign for _, sign in one.values()} != {1}:  # turned back: the whole rotation's sign
+        if set(one) != {None}:
+            return {}
+        return {"rotation": one[None][0], "sin_sign": one[None][1]}
+    if set(one) == {None}:
+        return {"rotation": one[None][0]}
+    on, off = one.get(("rope_interleave", True)), one.get(("rope_interleave", False))
+    if set(one) != {("rope_interleave", True), ("rope_interleave", False)}:
+        return {}
+    when = (on[0], off[0])
+    default = when[0] if getattr(config, "rope_interleave", False) else when[1]
+    return {"rotation": default, "rotation_key": ["rope_interleave", *when]}
+
+
 def _config_rules(config_cls) -> dict:
     """What the configuration class's own ``__post_init__`` forces, from its source: MLA
     configs point ``head_dim`` at ``qk_rope_head_dim`` whatever a config.json says (a config
@@ -957,6 +1090,7 @@ def family_records(entries) -> tuple[dict, dict]:
             "fills": _takes(classes[entry["class"]], config_cls, config, True),
             "rules": {
                 **_source_rules(classes[entry["class"]]),
+                **_rotation_rules(classes[entry["class"]], config),
                 **_config_rules(config_cls),
                 **_variant_rules(entry),
             },

@@ -527,8 +527,28 @@ def _build(
         rotary.axes,
         family.output_dtype,
         _softmax_scale(family, scaling, parsed.mapping()),
+        rotation=_rotation(reader),
+        sin_sign=family.sin_sign,
         _rotary=rotary,
     )
+
+
+def _rotation(reader: _Reader) -> str | None:
+    """Which query/key elements the model's attention rotates together: the family's rule,
+    or the config key that chooses it (DeepSeek-V3's ``rope_interleave``)."""
+    if not reader.known:
+        return None
+    family = reader.family
+    if family.rotation_key is not None:
+        key, when_true, when_false = family.rotation_key
+        value = reader.given(key)
+        if value is not None:
+            if not isinstance(value, bool):
+                raise ValueError(
+                    f"config key {reader.where}{key} must be true or false, got {value!r:.60}"
+                )
+            return when_true if value else when_false
+    return family.rotation
 
 
 def _softmax_scale(family, given: dict, parsed: Mapping) -> float:
@@ -605,6 +625,8 @@ def rope_config(config: Config, *, layer_type: str | None = None) -> RopeSpec:
         reader.family.layout if reader.known else None,
         None,
         reader.family.output_dtype,
+        rotation=_rotation(reader),
+        sin_sign=reader.family.sin_sign,
         _layers=layers,
     )
     return spec if layer_type is None else spec.layer(layer_type)

@@ -57,6 +57,13 @@ class Family(NamedTuple):
     # the module's output: "half" (cat(freqs, freqs)), "interleaved" (repeat_interleave),
     # "compact", "complex" (freqs_cis)
     layout: str = "half"
+    # which query/key elements the attention rotates together, whatever the layout: "halves"
+    # (x[i] with x[i + d/2]: rotate_half) or "pairs" (x[2i] with x[2i + 1]: GPT-J's
+    # rotate_every_two, GLM, Cohere, DeepSeek's interleave); None: not known. rotation_key:
+    # (config key, rotation when true, when false) where the config chooses (rope_interleave)
+    rotation: str | None = None
+    rotation_key: tuple | None = None
+    sin_sign: int = 1  # -1: the attention turns by the negative angle (NanoChat's rotate_half)
     # the output's dtype: "x" (the input's), or a dtype name (OLMo's float32; freqs_cis's
     # complex64)
     output_dtype: str = "x"
@@ -156,6 +163,8 @@ def _record(model_type: str) -> Family:
         **rules,
         **RULES.get(model_type, {}),
     }
+    if fields.get("rotation_key") is not None:
+        fields["rotation_key"] = tuple(fields["rotation_key"])
     if fields.get("legacy") is not None and not isinstance(fields["legacy"], str):
         fields["legacy"] = tuple(fields["legacy"])
     if generated.get("refused"):  # a module the enumeration could not probe

@@ -5,9 +5,9 @@ cached: its frequencies at a length, its ``Filler`` in a table format, and its t
 (``spec.py``), ``sinpe check`` and ``sinpe.torch`` all go through here.
 
 The output formats are one table (``FORMATS``); a format is a two-plane (or one-plane)
-``Layout`` of the one filler whose values carry the attention factor; compact column ``j`` always holds frequency ``j`` at position axis
-``axes[j]`` (M-RoPE's sections and the vision towers' axial splits are data here, never a
-loop of their own).
+``Layout`` of the one filler whose values carry the attention factor; compact column ``j``
+always holds frequency ``j`` at position axis ``axes[j]`` (M-RoPE's sections and the vision
+towers' axial splits are data here, never a loop of their own).
 """
 
 from __future__ import annotations

@@ -95,6 +95,18 @@ class RopeSpec:
         families whose attention applies transformers' ``yarn_apply_mscale`` (DeepSeek-V2,
         V3 and V3.2, MiniCPM3, Mistral-4, LongCat-Flash, GLM-4-MoE-Lite, HY-V4, ...); 1.0
         elsewhere. An engine that rotates with this spec must apply it too.
+    rotation : str or None
+        Which query/key elements the model's attention rotates together, whatever its module
+        returns: ``"halves"`` (element ``i`` with ``i + head_dim / 2``: Llama, NeoX's
+        ``rotate_half``) or ``"pairs"`` (``2i`` with ``2i + 1``: GPT-J's
+        ``rotate_every_two``, GLM, Cohere, ERNIE, DeepSeek-V3 with ``rope_interleave``,
+        HY-V4 from transformers 5.25, every ``freqs_cis`` model). Found by running the
+        rotation function each family's attention calls; ``None`` where sinpe has no record
+        of the family. An engine that rotates with this spec must pair the same elements.
+    sin_sign : int
+        ``1``, or ``-1`` where the model's attention turns by the negative angle (NanoChat's
+        ``rotate_half`` flips its signs: ``x[i] cos + x[i + h] sin``): an engine that rotates
+        with this spec multiplies the sin table by it.
     ignored_keys : tuple of str
         Keys of the config's rope mapping that the family's rotary module provably never
         reads for this type (HunYuan's checkpoints carry YaRN keys beside their NTK alpha):
@@ -113,6 +125,8 @@ class RopeSpec:
     output_dtype: str = "x"
     softmax_scale: float = 1.0
     ignored_keys: tuple = ()
+    rotation: str | None = "halves"
+    sin_sign: int = 1
     _rotary: Rotary | None = field(default=None, repr=False, compare=False)
     _layers: Mapping | None = field(default=None, repr=False, compare=False)
 
