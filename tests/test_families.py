@@ -446,9 +446,11 @@ def test_cache_formats_hold_the_rope_values(backend, dtype):
     cos, sin = sinpe.rope(50, 128, layout="compact", dtype=dtype or np.float64, **kwargs)
     vllm = sinpe.rope_cache(50, 128, format="vllm", dtype=dtype, **kwargs)
     pairs = sinpe.rope_cache(50, 128, format="pairs", dtype=dtype, **kwargs)
-    assert vllm.shape == (50, 128) and pairs.shape == (50, 64, 2)
-    assert vllm.dtype == cos.dtype and vllm.flags.c_contiguous
+    sincos = sinpe.rope_cache(50, 128, format="sincos", dtype=dtype, **kwargs)
+    assert vllm.shape == sincos.shape == (50, 128) and pairs.shape == (50, 64, 2)
+    assert vllm.dtype == cos.dtype and vllm.flags.c_contiguous and sincos.flags.c_contiguous
     assert np.array_equal(vllm, np.concatenate([cos, sin], axis=1))
+    assert np.array_equal(sincos, np.concatenate([sin, cos], axis=1))
     assert np.array_equal(pairs, np.stack([cos, sin], axis=-1))
     if dtype is None:
         freqs_cis = sinpe.rope_cache(50, 128, format="complex", **kwargs)

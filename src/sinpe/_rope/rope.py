@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 LAYOUTS = rot.format_names("rope")
-CACHE_FORMATS = ("vllm", "complex", "pairs")
+CACHE_FORMATS = rot.format_names("cache")
 
 
 def cache_table(table: np.ndarray, name: str, complex_dtype=None) -> np.ndarray:
@@ -162,13 +162,15 @@ def rope_cache(
     seq_len, head_dim, base, scaling, offset, threads, backend, max_position_embeddings
     inv_freq, attention_factor
         As for :func:`rope` (``head_dim`` is the rotary dimension ``rot``).
-    format : {"vllm", "complex", "pairs"}, default "vllm"
+    format : {"vllm", "complex", "pairs", "sincos"}, default "vllm"
         ``"vllm"``: ``(n, rot)``, ``[cos | sin]`` (vLLM's ``cos_sin_cache``);
+        ``"sincos"``: ``(n, rot)``, ``[sin | cos]`` (GPT-J's and CodeGen's
+        ``embed_positions``);
         ``"complex"``: ``(n, rot/2)`` complex, ``cos + i sin`` (Meta's Llama ``freqs_cis``,
         Llama 4, Wan); ``"pairs"``: ``(n, rot/2, 2)``, ``[..., 0]`` cos and ``[..., 1]`` sin
         (torchtune's cache, TensorRT-LLM's float2).
     dtype : optional
-        float64 (default), float32, float16 or bfloat16 for ``"vllm"`` and ``"pairs"``;
+        float64 (default), float32, float16 or bfloat16 for the real formats;
         complex128 (default) or complex64 for ``"complex"``.
 
     Returns

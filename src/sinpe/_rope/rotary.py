@@ -71,8 +71,8 @@ class Format(NamedTuple):
     1: one table), the cos and the sin of frequency 0 as ``(plane, first column, columns
     from one frequency to the next, offset of a second copy)`` with ``"h"`` standing for the
     number of frequencies, and where it is offered: ``rope`` (``sinpe.rope``/``rope_at``
-    layouts), ``spec`` (``RopeSpec`` outputs), ``torch`` (``RotaryEmbedding``) and ``check``
-    (caches ``sinpe check`` reads)."""
+    layouts), ``spec`` (``RopeSpec`` outputs), ``torch`` (``RotaryEmbedding``), ``cache``
+    (``rope_cache`` formats) and ``check`` (caches ``sinpe check`` reads)."""
 
     columns: int
     planes: int
@@ -90,11 +90,13 @@ FORMATS: dict[str, Format] = {
     # [f0 .. f(h-1)]
     "compact": Format(1, 2, (0, 0, 1, 0), (1, 0, 1, 0), _ALL),
     # vLLM's cos_sin_cache: one table, [cos f0 .. f(h-1) | sin f0 .. f(h-1)]
-    "vllm": Format(2, 1, (0, 0, 1, 0), (0, "h", 1, 0), frozenset({"check"})),
+    "vllm": Format(2, 1, (0, 0, 1, 0), (0, "h", 1, 0), frozenset({"check", "cache"})),
     # one table, (cos, sin) of each frequency side by side (a complex tensor's real view)
-    "complex": Format(2, 1, (0, 0, 2, 0), (0, 1, 2, 0), frozenset({"spec", "torch", "check"})),
+    "complex": Format(2, 1, (0, 0, 2, 0), (0, 1, 2, 0), _ALL - {"rope"} | {"cache"}),
     # the same values as real pairs
-    "pairs": Format(2, 1, (0, 0, 2, 0), (0, 1, 2, 0), frozenset({"check"})),
+    "pairs": Format(2, 1, (0, 0, 2, 0), (0, 1, 2, 0), frozenset({"check", "cache"})),
+    # GPT-J's and CodeGen's embed_positions: one table, [sin f0 .. f(h-1) | cos f0 .. f(h-1)]
+    "sincos": Format(2, 1, (0, "h", 1, 0), (0, 0, 1, 0), frozenset({"cache"})),
 }
 
 

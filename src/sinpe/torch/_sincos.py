@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._tensors import rope
+from ._tensors import rope_cache
 
 __all__ = ["SinCosTable", "sin_cos_candidate"]
 
@@ -42,10 +42,9 @@ class SinCosTable(nn.Module):
 
     def _table(self, dtype: torch.dtype, device) -> torch.Tensor:
         """``[sin | cos]`` at every position, each value the exact one rounded once."""
-        cos, sin = rope(
-            self.max_positions, self.pos_embd_dim, base=BASE, layout="compact", dtype=dtype
-        )
-        return torch.cat((sin, cos), dim=1).to(device)
+        return rope_cache(
+            self.max_positions, self.pos_embd_dim, base=BASE, format="sincos", dtype=dtype
+        ).to(device)
 
     def _apply(self, fn, recurse=True):  # model.to(dtype): the table made again, exactly
         before = self.embed_positions

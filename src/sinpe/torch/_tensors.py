@@ -179,7 +179,8 @@ def rope_cache(
     name = check.choice("format", format, _rope.CACHE_FORMATS)
     if name == "complex":
         if out is not None:
-            raise ValueError("out is for the real formats ('vllm', 'pairs'), not 'complex'")
+            real = tuple(f for f in _rope.CACHE_FORMATS if f != "complex")
+            raise ValueError(f"out is for the real formats {real}, not 'complex'")
         if dtype is None:
             dtype = torch.complex128 if torch.get_default_dtype() == torch.float64 else None
             dtype = dtype or torch.complex64
