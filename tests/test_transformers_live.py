@@ -484,3 +484,72 @@ def test_gptj_and_codegen_sin_cos_tables_are_replaced_exactly(name, casts):
     model.to(torch.bfloat16)
     exact = st.rope_at(np.arange(128), 16, base=10000.0, layout="compact", dtype=torch.bfloat16)
     assert torch.equal(table.embed_positions, torch.cat((exact[1], exact[0]), dim=1))
+
+
+# --------------------------------------------------------------------------- M-RoPE, images
+
+
+# The families whose text RoPE patch() replaces: every one with a get_rope_index but those
+# whose text module sinpe has no record of (GLM-4V, GLM-4.6V, GLM-4V-MoE and GLM-Image: their
+# class defaults' sections do not fit the width, so the enumeration could not probe them;
+# HunYuan-VL's four axes; Cohere Compass's per-layer M-RoPE) or refuses (ERNIE-4.5-VL's
+# recomposition also permutes the frequencies).
+REPLACED_VLMS = {
+    "cosmos3_edge",
+    "cosmos3_omni",
+    "glm_ocr",
+    "hy_v4_vl",
+    "minicpmv4_7",
+    "paddleocr_vl",
+    "qwen2_5_omni",
+    "qwen2_5_vl",
+    "qwen2_vl",
+    "qwen3_5",
+    "qwen3_5_moe",
+    "qwen3_omni_moe",
+    "qwen3_vl",
+    "qwen3_vl_moe",
+    "qwen4_exp",
+}
+assert len(REPLACED_VLMS) >= 10
+
+
+@pytest.mark.parametrize("family", __import__("vlms").families() if VERSION else [])
+def test_vision_language_models_on_their_own_position_ids(family):
+    """A tiny random model of every family with a get_rope_index (tests/vlms.py), a prompt
+    holding an image, and the ids the model itself makes (three axes that differ): every
+    rotary module is in patch()'s report, replaced or left with its reason; the logits stay
+    within 1e-6; a replaced module gives spec.rope_at(ids) bit for bit, and so past 100,000."""
+    import vlms
+
+    spec = vlms.SPECS[family]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config, model = vlms.build(spec)
+        builder = vlms.INPUT_BUILDERS.get(spec.get("inputs"), vlms.build_inputs)
+        ids, forward = vlms.rope_ids(model, builder(config, spec))
+        axes = ids[:, 0]
+        assert not all(torch.equal(axes[0], axis) for axis in axes[1:])
+        rotary = {
+            name
+            for name, module in model.named_modules()
+            if type(module).__name__.endswith(("RotaryEmbedding", "RopePositionEmbedding"))
+        }
+        with torch.no_grad():
+            before = model(**forward).logits
+            report = st.patch(model, warn=False)
+            after = model(**forward).logits
+    assert set(report) | set(report.left) == rotary and all(report.left.values()), report
+    assert float((after - before).abs().max()) <= 1e-6
+    kwargs = spec.get("rotary_kwargs", {})
+    for name in report:
+        module = model.get_submodule(name)
+        table = module.spec.layer(kwargs["layer_type"]) if kwargs else module.spec
+        x = torch.zeros(1, ids.shape[-1], 8)
+        for shift in (0, 100_000):
+            with torch.no_grad():
+                got = module(x, ids + shift, **kwargs)
+            want = table.rope_at(ids.numpy() + shift, layout=module.layout, dtype=np.float32)
+            for g, w in zip(got, want):
+                assert np.array_equal(g.numpy(), w), (name, shift)
+    assert bool(report) == (family in REPLACED_VLMS), (family, report.left)
