@@ -30,7 +30,7 @@ from .._rope.rope_types import is_plain, parse
 from .._tables.checks import F64
 from .files import NARROW, Stored
 
-__all__ = ["LAYOUTS", "Report", "compare", "views"]
+__all__ = ["LAYOUTS", "Report", "compare", "explanation_text", "verdict_text", "views"]
 
 LAYOUTS = rot.format_names("check")
 MATCH_ULPS = 8
@@ -313,8 +313,17 @@ def _decades(positions: np.ndarray, errors: np.ndarray) -> list:
     return decades
 
 
-def compare(spec, arrays: list, offset: int = 0, layout: str | None = None, full_width=None):
-    """The cache's ``Report`` against ``spec``'s exact table at positions ``offset ..``."""
+def compare(
+    spec,
+    arrays: list,
+    offset: int = 0,
+    layout: str | None = None,
+    full_width=None,
+    sampled: bool = False,
+):
+    """The cache's ``Report`` against ``spec``'s exact table at positions ``offset ..``:
+    every row, or (``sampled``) the first 64 and 64 spread to the end, as an engine's audit
+    takes them (never a multi-million-row exact table for a check)."""
     rotary = spec._one()
     found, dtype = views(arrays)
     n = found[0].rows
@@ -333,7 +342,7 @@ def compare(spec, arrays: list, offset: int = 0, layout: str | None = None, full
         raise _unfitting(arrays, layout, rotary.head_dim)
     rows = _sample(n)
     best, tie = _choose(fitting, arrays, rotary, offset + rows, rows, length, ulp)
-    all_rows = np.arange(n, dtype=np.int64)
+    all_rows = rows if sampled else np.arange(n, dtype=np.int64)
     errors = _row_errors(best, rotary, offset + all_rows, all_rows, length)
     all_positions = offset + all_rows
     match_bound = MATCH_ULPS * ulp
@@ -481,3 +490,49 @@ def _explain(spec, arrays, layout, offset, full_width, rows, dtype, n) -> Explan
     every = np.arange(n, dtype=np.int64)
     error = float(_row_errors(view, variant, start + every, every, start + n).max())
     return Explanation(view.label, start, base, width, scaling, error)
+
+
+# --------------------------------------------------------------------------- in words
+
+
+_VERDICTS = {
+    "match": "matches the exact table at {dtype} rounding",
+    "drift": "drifts with the position: {drift} angles (an angle p * w formed in {drift} "
+    "errs in proportion to the position; the exact table's error stays at the dtype's rounding)",
+    "mismatch": "does not match this config",
+}
+
+
+def verdict_text(report: Report) -> str:
+    """The verdict in the words ``sinpe check`` prints."""
+    return _VERDICTS[report.verdict].format(dtype=report.dtype, drift=report.drift)
+
+
+def explanation_text(report: Report, spec, offset: int) -> str:
+    """A mismatch's likeliest reason, in the words ``sinpe check`` prints."""
+    found = report.explanation
+    if found is None:
+        return "no explanation tried reads this cache"
+    if found.scaling.startswith("rounded to"):
+        return (
+            f"best explanation: the values are {found.scaling} (stored as {report.dtype}), "
+            "at this config and layout"
+        )
+    changes = []
+    if found.layout != report.layout:
+        changes.append(f"layout {found.layout}")
+    if found.offset != offset:
+        changes.append(f"offset {found.offset} (given {offset})")
+    if found.base != spec.base:
+        changes.append(f"base {found.base:g} (the config's is {spec.base:g})")
+    if found.width != spec.head_dim:
+        changes.append(f"rotary width {found.width} (the config's is {spec.head_dim})")
+    if found.scaling == "none":
+        changes.append(f"no scaling (the config's is {spec.scaling['rope_type']})")
+    if not changes:
+        return (
+            "no explanation tried fits better (layouts, offsets 0 and 1, bases 1e4, 5e5, 1e6, "
+            "the width without partial_rotary_factor, no scaling): the error stays "
+            f"{found.error:.3g}"
+        )
+    return f"best explanation: {', '.join(changes)}: leaves an error of {found.error:.3g}"

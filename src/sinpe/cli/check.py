@@ -7,6 +7,7 @@ import os
 
 from .._check.compare import LAYOUTS as CHECK_LAYOUTS
 from .._check.compare import compare as compare_cache
+from .._check.compare import explanation_text, verdict_text
 from .._check.files import DEFAULT_MAX_BYTES
 from .._check.files import load as load_cache
 from .._rope.config import load_config, rope_config
@@ -92,7 +93,7 @@ def check_command(args) -> int:
     report = compare_cache(spec, arrays, args.offset, args.layout, full_width)
     over = args.max_error is not None and report.largest > args.max_error
     code = 1 if report.verdict == "mismatch" or over else 0
-    verdict = _VERDICTS[report.verdict].format(dtype=report.dtype, drift=report.drift)
+    verdict = verdict_text(report)
     if args.json:
         print(json.dumps(_as_json(args, spec, report, verdict, code), indent=2))
     else:
@@ -145,43 +146,6 @@ def _full_width(config, spec) -> int | None:
 # --------------------------------------------------------------------------- the report
 
 
-_VERDICTS = {
-    "match": "matches the exact table at {dtype} rounding",
-    "drift": "drifts with the position: {drift} angles (an angle p * w formed in {drift} "
-    "errs in proportion to the position; the exact table's error stays at the dtype's rounding)",
-    "mismatch": "does not match this config",
-}
-
-
-def _explanation_text(report, spec, offset: int) -> str:
-    found = report.explanation
-    if found is None:
-        return "no explanation tried reads this cache"
-    if found.scaling.startswith("rounded to"):
-        return (
-            f"best explanation: the values are {found.scaling} (stored as {report.dtype}), "
-            "at this config and layout"
-        )
-    changes = []
-    if found.layout != report.layout:
-        changes.append(f"layout {found.layout}")
-    if found.offset != offset:
-        changes.append(f"offset {found.offset} (given {offset})")
-    if found.base != spec.base:
-        changes.append(f"base {found.base:g} (the config's is {spec.base:g})")
-    if found.width != spec.head_dim:
-        changes.append(f"rotary width {found.width} (the config's is {spec.head_dim})")
-    if found.scaling == "none":
-        changes.append(f"no scaling (the config's is {spec.scaling['rope_type']})")
-    if not changes:
-        return (
-            "no explanation tried fits better (layouts, offsets 0 and 1, bases 1e4, 5e5, 1e6, "
-            "the width without partial_rotary_factor, no scaling): the error stays "
-            f"{found.error:.3g}"
-        )
-    return f"best explanation: {', '.join(changes)}: leaves an error of {found.error:.3g}"
-
-
 def _as_json(args, spec, report, verdict: str, code: int) -> dict:
     found = report.explanation
     return {
@@ -225,12 +189,12 @@ def _print_report(args, spec, report, verdict: str, over: bool) -> None:
     print(f"verdict: {verdict}")
     if report.verdict == "mismatch" and not report.decades:
         print(f"  the cache's width does not fit the config's rotary dim {spec.head_dim}")
-        print(f"  {_explanation_text(report, spec, args.offset)}")
+        print(f"  {explanation_text(report, spec, args.offset)}")
     elif report.verdict == "mismatch":
         position, error, allowed = report.worst
         print(
             f"  at position {position:,} the error is {error:.3g}, where {allowed:.3g} is allowed"
         )
-        print(f"  {_explanation_text(report, spec, args.offset)}")
+        print(f"  {explanation_text(report, spec, args.offset)}")
     if over:
         print(f"error {report.largest:.3g} exceeds --max-error {args.max_error:g}")
