@@ -8,6 +8,7 @@ is tested in tests/test_engines.py.)"""
 import gc
 import json
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -15,122 +16,25 @@ import pytest
 vllm = pytest.importorskip("vllm")
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+from vllm_models import LLAMA3, MODELS, TEXT, save  # noqa: E402
+
 import sinpe  # noqa: E402
 import sinpe.vllm as sv  # noqa: E402
+
+# vLLM's and torch's own deprecations (inside vLLM's engine and torch.jit), not sinpe's
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::PendingDeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
 
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # in-process: ~3 s a model
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; vLLM's CPU default takes most RAM
 
-TEXT = dict(
-    vocab_size=256,
-    hidden_size=128,
-    intermediate_size=256,
-    num_hidden_layers=2,
-    num_attention_heads=2,
-    num_key_value_heads=1,
-    head_dim=64,  # vLLM's CPU attention takes 32, 64, 80, ...
-    bos_token_id=1,
-    eos_token_id=2,
-    pad_token_id=0,
-)
-LLAMA3 = dict(
-    rope_type="llama3",
-    rope_theta=500000.0,
-    factor=8.0,
-    low_freq_factor=1.0,
-    high_freq_factor=4.0,
-    original_max_position_embeddings=8192,
-)
-# name: (config class, model class, config keywords, the verdict of each cache, reason)
-MODELS = {
-    "llama-3.1": (
-        "LlamaConfig",
-        "LlamaForCausalLM",
-        dict(max_position_embeddings=131072, rope_parameters=LLAMA3),
-        ["drift"],
-        "",
-    ),
-    "qwen2": (
-        "Qwen2Config",
-        "Qwen2ForCausalLM",
-        dict(
-            max_position_embeddings=32768, rope_parameters=dict(rope_type="default", rope_theta=1e6)
-        ),
-        ["drift"],
-        "",
-    ),
-    "qwen3-yarn": (
-        "Qwen3Config",
-        "Qwen3ForCausalLM",
-        dict(
-            max_position_embeddings=131072,
-            rope_parameters=dict(
-                rope_type="yarn", rope_theta=1e6, factor=4.0, original_max_position_embeddings=32768
-            ),
-        ),
-        ["drift"],
-        "",
-    ),
-    "phi-3-longrope": (
-        "Phi3Config",
-        "Phi3ForCausalLM",
-        dict(
-            max_position_embeddings=131072,
-            original_max_position_embeddings=4096,
-            rope_parameters=dict(
-                rope_type="longrope",
-                rope_theta=10000.0,
-                short_factor=[1.0 + 0.01 * i for i in range(32)],
-                long_factor=[1.0 + 0.5 * i for i in range(32)],
-                original_max_position_embeddings=4096,
-            ),
-        ),
-        ["drift", "drift"],
-        "",
-    ),
-    "gemma-3": (
-        "Gemma3TextConfig",
-        "Gemma3ForCausalLM",
-        dict(
-            max_position_embeddings=32768,
-            sliding_window=64,
-            layer_types=["sliding_attention", "full_attention"],
-            rope_parameters=dict(
-                sliding_attention=dict(rope_type="default", rope_theta=10000.0),
-                full_attention=dict(rope_type="linear", rope_theta=1e6, factor=8.0),
-            ),
-        ),
-        ["drift", "drift"],
-        "",
-    ),
-    # transformers' Llama ignores partial_rotary_factor for its default RoPE; vLLM's get_rope
-    # applies it: a config the two read differently
-    "llama-partial": (
-        "LlamaConfig",
-        "LlamaForCausalLM",
-        dict(
-            max_position_embeddings=4096,
-            rope_parameters=dict(
-                rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.5
-            ),
-        ),
-        ["mismatch"],
-        "rotary width 32 where the config gives 64",
-    ),
-}
-
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
-    found = {}
-    for name, (config_cls, model_cls, keywords, _, _) in MODELS.items():
-        config = getattr(transformers, config_cls)(**TEXT, **keywords)
-        torch.manual_seed(0)
-        model = getattr(transformers, model_cls)(config)
-        folder = tmp_path_factory.mktemp(name)
-        model.save_pretrained(folder)
-        found[name] = str(folder)
-    return found
+    return {name: save(name, tmp_path_factory.mktemp(name)) for name in MODELS}
 
 
 def _caches(model):
@@ -318,7 +222,9 @@ def test_every_rotary_class_of_the_pinned_vllm_is_seen_and_judged(folders):
     built = {}
     with set_current_vllm_config(VllmConfig(model_config=model)):
         for params in _every_class_params():
-            layer = get_rope(64, 2048, rope_parameters=params, dtype=torch.float32)
+            complex_ = params.get("rope_type") == "mllama4"  # Llama 4's vision: freqs_cis
+            dtype = torch.complex64 if complex_ else torch.float32
+            layer = get_rope(64, 2048, rope_parameters=params, dtype=dtype)
             built[type(layer).__name__] = (layer, params)
         # ERNIE-4.5-VL builds its own, not through get_rope
         Ernie4_5_VLRotaryEmbedding(
@@ -335,7 +241,9 @@ def test_every_rotary_class_of_the_pinned_vllm_is_seen_and_judged(folders):
             "rope_parameters": params,
         }
         try:
-            spec = sinpe.rope_config(config)
+            with warnings.catch_warnings():  # vLLM's own keys (FoPE's), which sinpe names
+                warnings.simplefilter("ignore", UserWarning)
+                spec = sinpe.rope_config(config)
         except ValueError:
             continue
         for report in sv.audit_layer(layer, spec, ["layer"]):
@@ -385,3 +293,18 @@ def _every_class_params():
             fope_init_factor=0.1,
         ),
     ]
+
+
+def test_the_drift_table_script_runs(capsys):
+    """benchmarks/vllm_drift.py (docs/vllm.md's table) runs end to end: a row per cache of
+    every model, so it cannot rot."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    import vllm_drift
+
+    vllm_drift.main()
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert len(rows) == 2 + 8  # the header, its rule, and eight caches
+    assert sum(" drift " in row for row in rows) == 7 and " mismatch " in rows[-1]
