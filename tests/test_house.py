@@ -146,6 +146,20 @@ def test_the_public_call_path_crosses_few_files(tmp_path):
     assert files == CALL_PATH
 
 
+def test_every_package_is_installed():
+    """pyproject.toml lists the packages a wheel holds: every folder of src/sinpe with an
+    __init__.py is among them (a new one left out installs from a checkout's editable
+    install and goes missing from a wheel)."""
+    import re
+
+    root = Path(__file__).parent.parent  # the checkout (the suite may run on a wheel)
+    text = (root / "pyproject.toml").read_text()
+    listed = set(re.findall(r'"(sinpe[\w.]*)"', re.search(r"^packages = \[(.*)\]$", text, re.M)[1]))
+    src = root / "src"
+    found = {".".join(p.parent.relative_to(src).parts) for p in src.rglob("sinpe/**/__init__.py")}
+    assert found == listed, (sorted(found - listed), sorted(listed - found))
+
+
 def test_every_module_has_a_layer():
     unplaced = sorted({_module(p) for p in FILES if _package(_module(p)) == "sinpe"})
     assert unplaced == ["sinpe", "sinpe.__main__"] or unplaced == ["sinpe"], unplaced
