@@ -150,3 +150,20 @@ def test_exact_fills_a_drifting_cache_in_place_and_leaves_a_mismatch():
     (report,) = audit_layer(wrong, spec, ["l"])
     assert not fill_exact(wrong, spec, report).replaced
     assert wrong.cos_sin_cache.equal(before)
+
+
+def test_where_vllms_hf_config_reads_another_rope_it_is_said():
+    from types import SimpleNamespace
+
+    from sinpe.vllm._model import hf_config_differs
+
+    config = {"model_type": "llama", "head_dim": 64, "rope_theta": 10000.0}
+    same = SimpleNamespace(hf_config=SimpleNamespace(to_dict=lambda: dict(config)))
+    assert hf_config_differs(config, same) == ""
+    edited = SimpleNamespace(
+        hf_config=SimpleNamespace(to_dict=lambda: {**config, "rope_theta": 5e5})
+    )
+    assert hf_config_differs(config, edited) == (
+        "vLLM's hf_config reads base 500000.0 where config.json gives 10000.0"
+    )
+    assert hf_config_differs(config, SimpleNamespace()) == ""

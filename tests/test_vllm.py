@@ -186,6 +186,31 @@ def test_off_changes_nothing_and_reports_nothing(folders):
     assert np.array_equal(off_logprobs, audit_logprobs)
 
 
+def test_check_judges_a_model_loaded_by_hand(folders):
+    """sinpe.vllm.check(llm) with the plugin off: the same verdict as the audit; with
+    exact=True the cache becomes sinpe's table."""
+    os.environ["SINPE_VLLM"] = "off"
+    llm = vllm.LLM(
+        model=folders["qwen2"],
+        skip_tokenizer_init=True,
+        dtype="float32",
+        enforce_eager=True,
+        max_model_len=4096,
+    )
+    try:
+        assert sv.reports() == []
+        (report,) = sv.check(llm)
+        assert report.verdict == "drift" and not report.replaced
+        (report,) = sv.check(llm, exact=True)
+        assert report.replaced
+        (cache,) = llm.apply_model(_caches)[0].values()
+    finally:
+        del llm
+        gc.collect()
+    spec = sinpe.rope_config(os.path.join(folders["qwen2"], "config.json"))
+    assert np.array_equal(cache.numpy(), spec.rope_cache(cache.shape[0], dtype=np.float32))
+
+
 def test_the_report_file_is_json(folders, tmp_path, monkeypatch):
     path = tmp_path / "report.json"
     monkeypatch.setenv("SINPE_VLLM_REPORT", str(path))

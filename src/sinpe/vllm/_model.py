@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import warnings
 
 from .._rope.config import rope_config
 from ._audit import audit_layer, fill_exact, unchecked
@@ -61,7 +62,36 @@ def audit_model(model, model_config, exact: bool = False) -> list:
     """Every distinct rotary layer's ``LayerReport``s, its cache filled exactly where
     ``exact`` and the verdict allows."""
     config, source = model_config_json(model_config)
-    return _audit(model, config, source, exact)
+    reports = _audit(model, config, source, exact)
+    differs = hf_config_differs(config, model_config)
+    if differs:
+        reports = [r._replace(note="; ".join(n for n in (r.note, differs) if n)) for r in reports]
+    return reports
+
+
+_FIELDS = ("head_dim", "base", "scaling", "max_position_embeddings", "layer_types")
+
+
+def hf_config_differs(config: dict, model_config) -> str:
+    """Where vLLM's ``hf_config`` (its transformers' reading, with vLLM's own edits) gives
+    another RoPE than the config.json read by sinpe's rules: ``""`` where it does not (or
+    cannot be read)."""
+    hf_config = getattr(model_config, "hf_config", None)
+    if hf_config is None:
+        return ""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = rope_config(hf_config.to_dict())
+            ours = rope_config(config)
+    except (ValueError, TypeError, AttributeError):
+        return ""
+    changed = [
+        f"{name} {getattr(theirs, name)!r} where config.json gives {getattr(ours, name)!r}"
+        for name in _FIELDS
+        if getattr(theirs, name) != getattr(ours, name)
+    ]
+    return ("vLLM's hf_config reads " + ", ".join(changed)) if changed else ""
 
 
 def _audit(model, config: dict, source: str, exact: bool) -> list:
