@@ -17,7 +17,7 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 os.environ["SINPE_VLLM"] = "audit"
 
 import vllm  # noqa: E402
-from vllm_models import MODELS, save  # noqa: E402
+from vllm_models import MODELS, load, save  # noqa: E402
 
 import sinpe.vllm as sv  # noqa: E402
 
@@ -25,13 +25,7 @@ DECADES = [(0, 9), (10, 99), (100, 999), (1000, 9999), (10000, 99999), (100000, 
 
 
 def rows(name, folder):
-    llm = vllm.LLM(
-        model=folder,
-        skip_tokenizer_init=True,
-        dtype="float32",
-        enforce_eager=True,
-        max_model_len=4096,
-    )
+    llm = load(folder)
     del llm
     for report in sv.reports():
         errors = []

@@ -20,6 +20,7 @@ from sinpe._rope.families import FAMILIES  # noqa: E402
 
 ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
+import tiny  # noqa: E402
 import transformers_rope as harness  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
@@ -227,22 +228,7 @@ def test_patch_replaces_at_least_95_percent_and_names_every_one_left(coverage):
 # --------------------------------------------------------------------------- tiny models
 
 TINY = dict(
-    hidden_size=64,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    intermediate_size=64,
-    num_hidden_layers=2,
-    vocab_size=128,
-    head_dim=16,
-    max_position_embeddings=4096,
-    num_experts=4,
-    num_local_experts=4,
-    n_routed_experts=4,
-    moe_intermediate_size=32,
-    num_experts_per_tok=2,
-    pad_token_id=0,
-    bos_token_id=1,
-    eos_token_id=2,
+    tiny.TEXT, **tiny.MOE, vocab_size=128, intermediate_size=64, max_position_embeddings=4096
 )
 
 

@@ -16,7 +16,7 @@ import pytest
 vllm = pytest.importorskip("vllm")
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
-from vllm_models import LLAMA3, MODELS, TEXT, save  # noqa: E402
+from vllm_models import LLAMA3, MODELS, TEXT, load, save  # noqa: E402
 
 import sinpe  # noqa: E402
 import sinpe.vllm as sv  # noqa: E402
@@ -51,14 +51,7 @@ def run(folder, mode, prompt=tuple(range(3, 40))):
     """``(reports, {cache name: tensor} read after generate, the prompt's logprobs)`` of one
     LLM loaded with SINPE_VLLM=mode."""
     os.environ["SINPE_VLLM"] = mode
-    llm = vllm.LLM(
-        model=folder,
-        skip_tokenizer_init=True,
-        dtype="float32",
-        enforce_eager=True,
-        max_model_len=4096,
-        seed=0,
-    )
+    llm = load(folder, seed=0)
     try:
         params = vllm.SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=0.0)
         out = llm.generate([{"prompt_token_ids": list(prompt)}], params, use_tqdm=False)
@@ -142,14 +135,7 @@ def test_exact_mode_is_closer_to_float64_at_position_100000(tmp_path):
     reference = _float64_logprobs(tmp_path, prompt, 200)
     for mode in ("off", "exact"):
         os.environ["SINPE_VLLM"] = mode
-        llm = vllm.LLM(
-            model=str(tmp_path),
-            skip_tokenizer_init=True,
-            dtype="float32",
-            enforce_eager=True,
-            max_model_len=n + 8,
-            seed=0,
-        )
+        llm = load(tmp_path, max_model_len=n + 8, seed=0)
         try:
             params = vllm.SamplingParams(max_tokens=1, prompt_logprobs=0)
             out = llm.generate([{"prompt_token_ids": prompt.tolist()}], params, use_tqdm=False)
@@ -190,13 +176,7 @@ def test_check_judges_a_model_loaded_by_hand(folders):
     """sinpe.vllm.check(llm) with the plugin off: the same verdict as the audit; with
     exact=True the cache becomes sinpe's table."""
     os.environ["SINPE_VLLM"] = "off"
-    llm = vllm.LLM(
-        model=folders["qwen2"],
-        skip_tokenizer_init=True,
-        dtype="float32",
-        enforce_eager=True,
-        max_model_len=4096,
-    )
+    llm = load(folders["qwen2"])
     try:
         assert sv.reports() == []
         (report,) = sv.check(llm)
@@ -331,5 +311,5 @@ def test_the_drift_table_script_runs(capsys):
 
     vllm_drift.main()
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
-    assert len(rows) == 2 + 8  # the header, its rule, and eight caches
+    assert len(rows) == 1 + 8  # the header and eight caches
     assert sum(" drift " in row for row in rows) == 7 and " mismatch " in rows[-1]

@@ -2,26 +2,13 @@
 docs/vllm.md (benchmarks/vllm_drift.py): one per family vLLM's CPU build runs, saved with
 transformers' ``save_pretrained`` (nothing downloaded). Needs torch and transformers."""
 
-TEXT = dict(
-    vocab_size=256,
-    hidden_size=128,
-    intermediate_size=256,
-    num_hidden_layers=2,
-    num_attention_heads=2,
-    num_key_value_heads=1,
-    head_dim=64,  # vLLM's CPU attention takes 32, 64, 80, ...
-    bos_token_id=1,
-    eos_token_id=2,
-    pad_token_id=0,
-)
-LLAMA3 = dict(
-    rope_type="llama3",
-    rope_theta=500000.0,
-    factor=8.0,
-    low_freq_factor=1.0,
-    high_freq_factor=4.0,
-    original_max_position_embeddings=8192,
-)
+import tiny
+
+# vLLM's CPU attention takes head_dim 32, 64, 80, ...
+TEXT = dict(tiny.TEXT, hidden_size=128, intermediate_size=256, head_dim=64)
+TEXT.update(num_attention_heads=2, num_key_value_heads=1)
+LLAMA3 = dict(rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0)
+LLAMA3.update(high_freq_factor=4.0, original_max_position_embeddings=8192)
 # name: (config class, model class, config keywords, the verdict of each cache, reason)
 MODELS = {
     "llama-3.1": (
@@ -111,3 +98,14 @@ def save(name: str, folder) -> str:
     torch.manual_seed(0)
     getattr(transformers, model_cls)(config).save_pretrained(folder)
     return str(folder)
+
+
+def load(folder, **keywords):
+    """A ``vllm.LLM`` of the model in ``folder``: float32, eager, in-process as the tests
+    run it (no tokenizer: prompts are token ids)."""
+    import vllm
+
+    keywords = {"max_model_len": 4096, **keywords}
+    return vllm.LLM(
+        model=str(folder), skip_tokenizer_init=True, dtype="float32", enforce_eager=True, **keywords
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 
+import tiny
 import torch
 import transformers
 
@@ -20,58 +21,52 @@ NEWLINE = 13
 QWEN_IDS = dict(
     image_token_id=IMG, video_token_id=VID, vision_start_token_id=START, vision_end_token_id=END
 )
-GLM_IDS = dict(
-    image_token_id=IMG,
-    video_token_id=VID,
-    image_start_token_id=START,
-    image_end_token_id=END,
-    video_start_token_id=VSTART,
-    video_end_token_id=VEND,
-)
+GLM_IDS = dict(image_token_id=IMG, video_token_id=VID, image_start_token_id=START)
+GLM_IDS.update(image_end_token_id=END, video_start_token_id=VSTART, video_end_token_id=VEND)
 
 
 def text_kwargs(
     head_dim=16, heads=4, kv_heads=2, sections=(2, 3, 3), partial_rotary_factor=None, **extra
 ):
     """Tiny decoder: 2 layers, hidden 64. `sections` (M-RoPE) must sum to head_dim * partial / 2."""
-    kw = dict(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=heads,
-        num_key_value_heads=kv_heads,
-        head_dim=head_dim,
-        max_position_embeddings=512,
-        rope_parameters={
-            "rope_type": "default",
-            "rope_theta": 10000.0,
-            "mrope_section": list(sections),
-        },
-        pad_token_id=0,
-    )
+    rope = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": list(sections)}
+    kw = dict(tiny.TEXT, vocab_size=VOCAB, num_attention_heads=heads, num_key_value_heads=kv_heads)
+    kw.update(head_dim=head_dim, max_position_embeddings=512, rope_parameters=rope)
     if partial_rotary_factor is not None:
         kw["rope_parameters"]["partial_rotary_factor"] = partial_rotary_factor
     kw.update(extra)
     return kw
 
 
-def qwen_vision(**extra):
-    """A tiny Qwen2.5/Qwen3 vision tower: 1 block, width 32, 4x4 patches, 2x2 merge, output 64."""
-    kw = dict(
-        depth=1,
+def blocks(**extra):
+    """A tiny vision tower counted in blocks (Qwen, GLM, ERNIE): 1 block, width 32, 4x4
+    patches."""
+    return dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, patch_size=4, **extra)
+
+
+def vit(**extra):
+    """A tiny ViT counted in layers (SigLIP, PaddleOCR, HunYuan, MiniCPM-V): 1 layer, width
+    32, 4x4 patches."""
+    return dict(
         hidden_size=32,
         intermediate_size=64,
-        num_heads=2,
-        out_hidden_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
         patch_size=4,
-        temporal_patch_size=2,
-        spatial_merge_size=2,
+        **extra,
     )
-    kw.update(extra)
-    return kw
 
 
+def qwen_vision(**extra):
+    """A tiny Qwen2.5/Qwen3 vision tower: 2x2 merge, output 64."""
+    return blocks(out_hidden_size=64, temporal_patch_size=2, spatial_merge_size=2, **extra)
+
+
+MINICPM_IDS = dict(image_token_id=IMG, video_token_id=VID, image_start_id=START, image_end_id=END)
+MINICPM_IDS.update(slice_start_id=VSTART, slice_end_id=VEND, newline_id=NEWLINE, insert_layer_id=0)
+# Qwen2-VL's tower: embed_dim 32 in blocks, merged into the text width
+QWEN2_VISION = blocks(embed_dim=32, mlp_ratio=2, spatial_merge_size=2, temporal_patch_size=2)
+QWEN2_VISION.update(hidden_size=64)
 QWEN3_VISION = qwen_vision(num_position_embeddings=16)  # learned 4x4 position grid, interpolated
 QWEN3_MOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32)
 QWEN3_5_TEXT = dict(
@@ -86,35 +81,26 @@ QWEN3_5_TEXT = dict(
     linear_num_key_heads=2,
     linear_num_value_heads=4,
 )
-GLM_VISION = dict(
-    depth=1,
-    hidden_size=32,
-    intermediate_size=64,
-    num_heads=2,
-    out_hidden_size=64,
-    patch_size=4,
-    temporal_patch_size=2,
-    spatial_merge_size=2,
-    image_size=16,
-)
-OMNI_AUDIO = dict(
-    num_mel_bins=16,
-    encoder_layers=1,
-    encoder_attention_heads=2,
-    encoder_ffn_dim=64,
-    d_model=32,
-    output_dim=64,
-)
-OMNI_IDS = dict(
-    image_token_id=IMG,
-    video_token_id=VID,
-    vision_start_token_id=START,
-    vision_end_token_id=END,
-    audio_token_id=247,
-    audio_start_token_id=245,
-    audio_end_token_id=246,
-    user_token_id=244,
-)
+GLM_VISION = qwen_vision(image_size=16)
+# rotary width 16 of head_dim 32; Qwen3-VL's interleaved sections
+GLM_TEXT = dict(head_dim=32, heads=2, kv_heads=1, sections=(2, 3, 3), partial_rotary_factor=0.5)
+# Qwen4's indexed attention and hyper-connections
+INDEXER = dict(shared_expert_intermediate_size=32, hc_count=2, hc_lowrank=8, indexer_n_heads=2)
+INDEXER.update(indexer_kv_heads=1, indexer_head_dim=16, indexer_budget=8, indexer_compress_ratio=4)
+QWEN3_TEXT = dict(head_dim=32, heads=2, kv_heads=1, sections=(6, 5, 5))
+HUNYUAN_VISION = dict(out_hidden_size=64, spatial_merge_size=2, max_image_size=32)
+OMNI_AUDIO = dict(num_mel_bins=16, encoder_layers=1, encoder_attention_heads=2)
+OMNI_AUDIO.update(encoder_ffn_dim=64, d_model=32, output_dim=64)
+OMNI_IDS = dict(QWEN_IDS, audio_token_id=247, audio_start_token_id=245, audio_end_token_id=246)
+OMNI_IDS.update(user_token_id=244)
+
+
+def family(prefix: str, text: dict, vision: dict, top: dict, **fields) -> dict:
+    """A SPECS entry: the model and config classes ``{prefix}ForConditionalGeneration`` and
+    ``{prefix}Config``, the text, vision and top-level config keywords, and ``fields``."""
+    model = f"{prefix}ForConditionalGeneration"
+    return dict(model=model, config=f"{prefix}Config", text=text, vision=vision, top=top, **fields)
+
 
 # One entry per family (a `transformers/models/<family>` that has a `get_rope_index`).
 #   model / config:  class names in `transformers`
@@ -130,128 +116,69 @@ OMNI_IDS = dict(
 #   inputs:          name of a custom input builder in INPUT_BUILDERS
 #   rotary_kwargs:   extra arguments of the text rotary's forward
 SPECS = {
-    "qwen2_vl": dict(
-        model="Qwen2VLForConditionalGeneration",
-        config="Qwen2VLConfig",
-        text=text_kwargs(
-            sections=(2, 3, 3), bos_token_id=1, eos_token_id=2
-        ),  # contiguous, sum = head_dim/2
-        vision=dict(
-            depth=1,
-            embed_dim=32,
-            hidden_size=64,
-            num_heads=2,
-            mlp_ratio=2,
-            patch_size=4,
-            temporal_patch_size=2,
-            spatial_merge_size=2,
-        ),
-        top=QWEN_IDS,
+    # contiguous, sum = head_dim/2
+    "qwen2_vl": family("Qwen2VL", text_kwargs(sections=(2, 3, 3)), QWEN2_VISION, QWEN_IDS),
+    "qwen2_5_vl": family(
+        "Qwen2_5_VL",
+        text_kwargs(sections=(2, 3, 3)),
+        qwen_vision(window_size=16, fullatt_block_indexes=[0]),
+        QWEN_IDS,
     ),
-    "qwen2_5_vl": dict(
-        model="Qwen2_5_VLForConditionalGeneration",
-        config="Qwen2_5_VLConfig",
-        text=text_kwargs(sections=(2, 3, 3), bos_token_id=1, eos_token_id=2),
-        vision=qwen_vision(window_size=16, fullatt_block_indexes=[0]),
-        top=QWEN_IDS,
+    "qwen3_vl": family(
+        "Qwen3VL",
+        text_kwargs(**QWEN3_TEXT),  # interleaved
+        dict(QWEN3_VISION, deepstack_visual_indexes=[0]),
+        QWEN_IDS,
     ),
-    "qwen3_vl": dict(
-        model="Qwen3VLForConditionalGeneration",
-        config="Qwen3VLConfig",
-        text=text_kwargs(head_dim=32, heads=2, kv_heads=1, sections=(6, 5, 5)),  # interleaved
-        vision=dict(QWEN3_VISION, deepstack_visual_indexes=[0]),
-        top=QWEN_IDS,
+    "qwen3_vl_moe": family(
+        "Qwen3VLMoe",
+        text_kwargs(**QWEN3_TEXT, **QWEN3_MOE),
+        dict(QWEN3_VISION, deepstack_visual_indexes=[0]),
+        QWEN_IDS,
     ),
-    "qwen3_vl_moe": dict(
-        model="Qwen3VLMoeForConditionalGeneration",
-        config="Qwen3VLMoeConfig",
-        text=text_kwargs(head_dim=32, heads=2, kv_heads=1, sections=(6, 5, 5), **QWEN3_MOE),
-        vision=dict(QWEN3_VISION, deepstack_visual_indexes=[0]),
-        top=QWEN_IDS,
+    "qwen3_5": family("Qwen3_5", text_kwargs(**QWEN3_5_TEXT), QWEN3_VISION, QWEN_IDS),
+    "qwen3_5_moe": family(
+        "Qwen3_5Moe",
+        text_kwargs(**QWEN3_5_TEXT, **QWEN3_MOE, shared_expert_intermediate_size=32),
+        QWEN3_VISION,
+        QWEN_IDS,
     ),
-    "qwen3_5": dict(
-        model="Qwen3_5ForConditionalGeneration",
-        config="Qwen3_5Config",
-        text=text_kwargs(**QWEN3_5_TEXT),
-        vision=QWEN3_VISION,
-        top=QWEN_IDS,
+    "qwen2_5_omni": family(
+        "Qwen2_5OmniThinker",
+        text_kwargs(sections=(2, 3, 3)),
+        qwen_vision(window_size=16, fullatt_block_indexes=[0]),
+        dict(OMNI_IDS, audio_config=OMNI_AUDIO),
     ),
-    "qwen3_5_moe": dict(
-        model="Qwen3_5MoeForConditionalGeneration",
-        config="Qwen3_5MoeConfig",
-        text=text_kwargs(**QWEN3_5_TEXT, **QWEN3_MOE, shared_expert_intermediate_size=32),
-        vision=QWEN3_VISION,
-        top=QWEN_IDS,
+    "qwen3_omni_moe": family(
+        "Qwen3OmniMoeThinker",
+        text_kwargs(**QWEN3_TEXT, **QWEN3_MOE),
+        dict(QWEN3_VISION, deepstack_visual_indexes=[0]),
+        dict(OMNI_IDS, audio_config=dict(OMNI_AUDIO, downsample_hidden_size=16)),
     ),
-    "qwen2_5_omni": dict(
-        model="Qwen2_5OmniThinkerForConditionalGeneration",
-        config="Qwen2_5OmniThinkerConfig",
-        text=text_kwargs(sections=(2, 3, 3)),
-        vision=qwen_vision(window_size=16, fullatt_block_indexes=[0]),
-        top=dict(OMNI_IDS, audio_config=OMNI_AUDIO),
-    ),
-    "qwen3_omni_moe": dict(
-        model="Qwen3OmniMoeThinkerForConditionalGeneration",
-        config="Qwen3OmniMoeThinkerConfig",
-        text=text_kwargs(head_dim=32, heads=2, kv_heads=1, sections=(6, 5, 5), **QWEN3_MOE),
-        vision=dict(QWEN3_VISION, deepstack_visual_indexes=[0]),
-        top=dict(OMNI_IDS, audio_config=dict(OMNI_AUDIO, downsample_hidden_size=16)),
-    ),
-    "glm4v": dict(
-        model="Glm4vForConditionalGeneration",
-        config="Glm4vConfig",
-        text=text_kwargs(
-            head_dim=32, heads=2, kv_heads=1, sections=(2, 3, 3), partial_rotary_factor=0.5
-        ),
-        vision=GLM_VISION,
-        top=GLM_IDS,
-    ),
-    "glm46v": dict(
-        model="Glm46VForConditionalGeneration",
-        config="Glm46VConfig",
-        text=text_kwargs(
-            head_dim=32, heads=2, kv_heads=1, sections=(2, 3, 3), partial_rotary_factor=0.5
-        ),
-        vision=GLM_VISION,
-        top=GLM_IDS,
-    ),
-    "glm4v_moe": dict(
-        model="Glm4vMoeForConditionalGeneration",
-        config="Glm4vMoeConfig",
-        text=text_kwargs(
-            head_dim=32,
-            heads=2,
-            kv_heads=1,
-            sections=(2, 3, 3),
-            partial_rotary_factor=0.5,
+    "glm4v": family("Glm4v", text_kwargs(**GLM_TEXT), GLM_VISION, GLM_IDS),
+    "glm46v": family("Glm46V", text_kwargs(**GLM_TEXT), GLM_VISION, GLM_IDS),
+    "glm4v_moe": family(
+        "Glm4vMoe",
+        text_kwargs(
+            **GLM_TEXT,
             n_routed_experts=4,
             num_experts_per_tok=2,
             moe_intermediate_size=32,
             first_k_dense_replace=1,
         ),
-        vision=GLM_VISION,
-        top=GLM_IDS,
+        GLM_VISION,
+        GLM_IDS,
     ),
-    "glm_ocr": dict(
-        model="GlmOcrForConditionalGeneration",
-        config="GlmOcrConfig",
-        text=text_kwargs(
-            head_dim=32, heads=2, kv_heads=1, sections=(2, 3, 3), partial_rotary_factor=0.5
-        ),
-        vision=GLM_VISION,
-        top=GLM_IDS,
+    "glm_ocr": family("GlmOcr", text_kwargs(**GLM_TEXT), GLM_VISION, GLM_IDS),
+    "cosmos3_omni": family(  # Qwen3-VL text + vision sub-configs
+        "Cosmos3Omni",
+        text_kwargs(**QWEN3_TEXT),
+        dict(QWEN3_VISION, deepstack_visual_indexes=[0]),
+        QWEN_IDS,
     ),
-    "cosmos3_omni": dict(  # Qwen3-VL text + vision sub-configs
-        model="Cosmos3OmniForConditionalGeneration",
-        config="Cosmos3OmniConfig",
-        text=text_kwargs(head_dim=32, heads=2, kv_heads=1, sections=(6, 5, 5)),
-        vision=dict(QWEN3_VISION, deepstack_visual_indexes=[0]),
-        top=QWEN_IDS,
-    ),
-    "cohere_compass": dict(  # per-layer-type RoPE: rotary(x, position_ids, layer_type)
-        model="CohereCompassForConditionalGeneration",
-        config="CohereCompassConfig",
-        text=text_kwargs(
+    "cohere_compass": family(  # per-layer-type RoPE: rotary(x, position_ids, layer_type)
+        "CohereCompass",
+        text_kwargs(
             head_dim=32,
             heads=2,
             kv_heads=1,
@@ -269,98 +196,52 @@ SPECS = {
                     "mrope_section": [6, 5, 5],
                 },
             },
-            bos_token_id=1,
-            eos_token_id=2,
         ),
-        vision=dict(QWEN3_VISION, deepstack_visual_indexes=[0]),
-        top=QWEN_IDS,
+        dict(QWEN3_VISION, deepstack_visual_indexes=[0]),
+        QWEN_IDS,
         rotary_kwargs=dict(layer_type="full_attention"),
     ),
-    "cosmos3_edge": dict(  # SigLIP2 tower: flat (C * p * p) patches, no temporal patch
-        model="Cosmos3EdgeForConditionalGeneration",
-        config="Cosmos3EdgeConfig",
-        text=text_kwargs(
-            head_dim=32,
-            heads=2,
-            kv_heads=1,
-            sections=(6, 5, 5),
+    "cosmos3_edge": family(  # SigLIP2 tower: flat (C * p * p) patches, no temporal patch
+        "Cosmos3Edge",
+        text_kwargs(
+            **QWEN3_TEXT,
             hidden_act="relu2",
-            bos_token_id=1,
-            eos_token_id=2,
         ),
-        vision=dict(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            patch_size=4,
-            num_patches=16,
-            spatial_merge_size=2,
-        ),
-        top=dict(QWEN_IDS, projector_hidden_size=64),
+        vit(num_patches=16, spatial_merge_size=2),
+        dict(QWEN_IDS, projector_hidden_size=64),
     ),
-    "ernie4_5_vl_moe": dict(  # sections are (h, w, t); flat (C * p * p) patches
-        model="Ernie4_5_VLMoeForConditionalGeneration",
-        config="Ernie4_5_VLMoeConfig",
-        text=text_kwargs(
+    "ernie4_5_vl_moe": family(  # sections are (h, w, t); flat (C * p * p) patches
+        "Ernie4_5_VLMoe",
+        text_kwargs(
             sections=(3, 3, 2),
             moe_num_experts=4,
             moe_k=2,
             moe_num_shared_experts=1,
             moe_intermediate_size=[32, 32],
         ),
-        vision=dict(
-            depth=1,
-            hidden_size=32,
-            intermediate_size=64,
-            num_heads=2,
-            patch_size=4,
-            spatial_merge_size=2,
-            temporal_merge_size=2,
-        ),
-        top=GLM_IDS,
+        blocks(spatial_merge_size=2, temporal_merge_size=2),
+        GLM_IDS,
     ),
-    "paddleocr_vl": dict(  # pixel_values as (num_patches, C, p, p)
-        model="PaddleOCRVLForConditionalGeneration",
-        config="PaddleOCRVLConfig",
-        text=text_kwargs(sections=(2, 3, 3), bos_token_id=1, eos_token_id=2),
-        vision=dict(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            patch_size=4,
-            image_size=16,
-            spatial_merge_size=2,
-        ),
-        top=QWEN_IDS,
+    "paddleocr_vl": family(  # pixel_values as (num_patches, C, p, p)
+        "PaddleOCRVL",
+        text_kwargs(sections=(2, 3, 3)),
+        vit(image_size=16, spatial_merge_size=2),
+        QWEN_IDS,
         pixels="patches",
     ),
     # XD-RoPE: 4 axes (text, w, h, image index); one newline token per merged row, + 2
-    "hunyuan_vl": dict(
-        model="HunYuanVLForConditionalGeneration",
-        config="HunYuanVLConfig",
-        text=text_kwargs(sections=(2, 2, 2, 2), bos_token_id=1, eos_token_id=2),
-        vision=dict(
-            hidden_size=32,
-            intermediate_size=64,
-            num_attention_heads=2,
-            num_hidden_layers=1,
-            out_hidden_size=64,
-            text_hidden_size=64,
-            patch_size=4,
-            spatial_merge_size=2,
-            max_image_size=32,
-        ),
-        top=dict(image_token_id=IMG, im_start_id=START, im_end_id=END, im_newline_id=NEWLINE),
+    "hunyuan_vl": family(
+        "HunYuanVL",
+        text_kwargs(sections=(2, 2, 2, 2)),
+        vit(**HUNYUAN_VISION, text_hidden_size=64),
+        dict(image_token_id=IMG, im_start_id=START, im_end_id=END, im_newline_id=NEWLINE),
         wrap=("im_start_id", "im_end_id"),
         n_image_tokens=lambda t, h, w: h * (w + 1) + 2,
     ),
     # MLA: rotary on qk_rope_head_dim; one newline token per merged row; no wrappers
-    "hy_v4_vl": dict(
-        model="HYV4VLForConditionalGeneration",
-        config="HYV4VLConfig",
-        text=text_kwargs(
+    "hy_v4_vl": family(
+        "HYV4VL",
+        text_kwargs(
             heads=2,
             sections=(3, 3, 2),
             q_lora_rank=32,
@@ -375,65 +256,33 @@ SPECS = {
             index_head_dim=16,
             index_n_heads=2,
             hc_mult=2,
-            bos_token_id=1,
-            eos_token_id=2,
         ),
-        vision=dict(
-            hidden_size=32,
-            intermediate_size=64,
-            num_attention_heads=2,
-            num_hidden_layers=1,
-            out_hidden_size=64,
-            patch_size=4,
-            spatial_merge_size=2,
-            max_image_size=32,
-        ),
-        top=dict(image_token_id=IMG, video_token_id=VID),
+        vit(**HUNYUAN_VISION),
+        dict(image_token_id=IMG, video_token_id=VID),
         wrap=None,
         n_image_tokens=lambda t, h, w: t * h * (w + 1),
     ),
-    "qwen4_exp": dict(
-        model="Qwen4ExpForConditionalGeneration",
-        config="Qwen4ExpConfig",
-        text=text_kwargs(
+    "qwen4_exp": family(
+        "Qwen4Exp",
+        text_kwargs(
             **dict(QWEN3_5_TEXT, layer_types=["linear_attention", "indexed_attention"]),
             **QWEN3_MOE,
-            shared_expert_intermediate_size=32,
-            hc_count=2,
-            hc_lowrank=8,
-            indexer_n_heads=2,
-            indexer_kv_heads=1,
-            indexer_head_dim=16,
-            indexer_budget=8,
-            indexer_compress_ratio=4,
+            **INDEXER,
         ),
-        vision=QWEN3_VISION,
-        top=QWEN_IDS,
+        QWEN3_VISION,
+        QWEN_IDS,
     ),
     # image-to-image: VQ codes replace the image pads; a target grid follows the source grids
-    "glm_image": dict(
-        model="GlmImageForConditionalGeneration",
-        config="GlmImageConfig",
-        text=text_kwargs(
-            head_dim=32,
-            heads=2,
-            kv_heads=1,
-            sections=(2, 3, 3),
-            partial_rotary_factor=0.5,
+    "glm_image": family(
+        "GlmImage",
+        text_kwargs(
+            **GLM_TEXT,
             vision_vocab_size=128,
             pad_token_id=0,
             eos_token_id=2,
         ),
-        vision=dict(
-            depth=1,
-            hidden_size=32,
-            intermediate_size=64,
-            num_heads=2,
-            patch_size=4,
-            image_size=32,
-            spatial_merge_size=1,
-        ),
-        top=dict(
+        blocks(image_size=32, spatial_merge_size=1),
+        dict(
             image_token_id=IMG,
             image_start_token_id=START,
             image_end_token_id=END,
@@ -442,28 +291,11 @@ SPECS = {
         inputs="glm_image",
     ),
     # canvas M-RoPE on Qwen3.5 text; NaViT-packed pixels + target_sizes (no image_grid_thw)
-    "minicpmv4_7": dict(
-        model="MiniCPMV4_7ForConditionalGeneration",
-        config="MiniCPMV4_7Config",
-        text=text_kwargs(**QWEN3_5_TEXT),
-        vision=dict(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            patch_size=4,
-            image_size=32,
-        ),
-        top=dict(
-            image_token_id=IMG,
-            video_token_id=VID,
-            image_start_id=START,
-            image_end_id=END,
-            slice_start_id=VSTART,
-            slice_end_id=VEND,
-            newline_id=NEWLINE,
-            insert_layer_id=0,
-        ),
+    "minicpmv4_7": family(
+        "MiniCPMV4_7",
+        text_kwargs(**QWEN3_5_TEXT),
+        vit(image_size=32),
+        MINICPM_IDS,
         inputs="minicpmv4_7",
     ),
 }
@@ -497,8 +329,6 @@ def build_inputs(config, spec, grid=(1, 4, 6)):
         )
     start, end = ([getattr(config, name)] for name in wrap) if wrap else ([], [])
     ids = [5, 6, 7] + start + [config.image_token_id] * n_image_tokens + end + [8, 9, 10, 11, 12]
-    input_ids = torch.tensor([ids])
-
     channels = getattr(vc, "in_channels", None) or vc.num_channels
     p = vc.patch_size
     torch.manual_seed(1)
@@ -508,13 +338,18 @@ def build_inputs(config, spec, grid=(1, 4, 6)):
         )
     else:
         pixel_values = torch.randn(t * h * w, channels, p, p)
-    return dict(
-        input_ids=input_ids,
-        attention_mask=torch.ones_like(input_ids),
-        mm_token_type_ids=(input_ids == config.image_token_id).int(),
-        pixel_values=pixel_values,
-        image_grid_thw=torch.tensor([grid]),
-    )
+    return _inputs(ids, config.image_token_id, pixel_values, image_grid_thw=torch.tensor([grid]))
+
+
+def _inputs(ids, image_token_id, pixel_values, **more):
+    """The forward's inputs: ``ids`` as a batch of one, its attention mask, which tokens are
+    image pads (``mm_token_type_ids``; ``image_token_id`` None: the model takes none), the
+    pixels and ``more``."""
+    input_ids = torch.tensor([ids])
+    found = dict(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **more)
+    if image_token_id is not None:
+        found["mm_token_type_ids"] = (input_ids == image_token_id).int()
+    return dict(found, pixel_values=pixel_values)
 
 
 def build_glm_image_inputs(config, spec, grid=(1, 4, 6), target_grid=(1, 2, 2)):
@@ -523,15 +358,10 @@ def build_glm_image_inputs(config, spec, grid=(1, 4, 6), target_grid=(1, 2, 2)):
     t, h, w = grid
     ids = [5, 6, 7, config.image_start_token_id] + [config.image_token_id] * (t * h * w)
     ids += [config.image_end_token_id, 8, 9, 10, 11, 12, config.image_start_token_id]
-    input_ids = torch.tensor([ids])
     vc = config.vision_config
     torch.manual_seed(1)
-    return dict(
-        input_ids=input_ids,
-        attention_mask=torch.ones_like(input_ids),
-        pixel_values=torch.randn(t * h * w, vc.in_channels * vc.patch_size**2),
-        image_grid_thw=torch.tensor([grid, target_grid]),
-    )
+    pixel_values = torch.randn(t * h * w, vc.in_channels * vc.patch_size**2)
+    return _inputs(ids, None, pixel_values, image_grid_thw=torch.tensor([grid, target_grid]))
 
 
 def build_minicpmv4_7_inputs(config, spec, size=(8, 12)):
@@ -539,17 +369,11 @@ def build_minicpmv4_7_inputs(config, spec, size=(8, 12)):
     h, w = size
     ids = [5, 6, 7, config.image_start_id] + [config.image_token_id] * ((h // 4) * (w // 4))
     ids += [config.image_end_id, 8, 9, 10, 11, 12]
-    input_ids = torch.tensor([ids])
     vc = config.vision_config
     torch.manual_seed(1)
-    return dict(
-        input_ids=input_ids,
-        attention_mask=torch.ones_like(input_ids),
-        mm_token_type_ids=(input_ids == config.image_token_id).int(),
-        # NaViT packing: the h * w patches side by side, (1, C, p, h * w * p)
-        pixel_values=torch.randn(1, vc.num_channels, vc.patch_size, h * w * vc.patch_size),
-        target_sizes=torch.tensor([size]),
-    )
+    # NaViT packing: the h * w patches side by side, (1, C, p, h * w * p)
+    pixel_values = torch.randn(1, vc.num_channels, vc.patch_size, h * w * vc.patch_size)
+    return _inputs(ids, config.image_token_id, pixel_values, target_sizes=torch.tensor([size]))
 
 
 INPUT_BUILDERS = {"glm_image": build_glm_image_inputs, "minicpmv4_7": build_minicpmv4_7_inputs}
