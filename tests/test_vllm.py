@@ -316,3 +316,21 @@ def test_the_drift_table_script_runs(capsys):
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     assert len(rows) == 1 + 8  # the header and eight caches
     assert sum(" drift " in row for row in rows) == 7 and " mismatch " in rows[-1]
+
+
+def test_the_plugin_runs_in_vllms_own_worker_process(folders, tmp_path):
+    """With vLLM's engine in processes of its own (its default), the entry point is loaded in
+    the worker that builds the model: the worker writes the report."""
+    from subprocesses import run_script
+
+    path = tmp_path / "report.json"
+    script = f"""
+        import vllm
+        if __name__ == "__main__":  # vLLM spawns its processes
+            llm = vllm.LLM(model={folders["qwen2"]!r}, skip_tokenizer_init=True, dtype="float32",
+                           enforce_eager=True, max_model_len=4096)
+            llm.generate([{{"prompt_token_ids": [3, 4, 5]}}], use_tqdm=False)
+    """
+    env = dict(SINPE_VLLM="audit", SINPE_VLLM_REPORT=str(path), VLLM_ENABLE_V1_MULTIPROCESSING="1")
+    run_script(script, timeout=300, **env)
+    assert [d["verdict"] for d in json.loads(path.read_text())] == ["drift"]
