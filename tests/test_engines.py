@@ -74,6 +74,10 @@ class FourierRotaryEmbedding(_Layer):
     pass
 
 
+class LinearScalingRotaryEmbedding(_Layer):
+    scaling_factors = [2.0, 4.0]
+
+
 def _spec(base=10000.0):
     return sinpe.rope_config(
         {"model_type": "llama", "head_dim": 64, "max_position_embeddings": 4096, "rope_theta": base}
@@ -131,6 +135,9 @@ def test_an_unknown_layer_is_unchecked_never_replaced():
     assert report.verdict == "unchecked" and "learned weights" in report.reason
     assert math.isnan(report.largest) and "unchecked" in report.line()
     assert fill_exact(layer, spec, report) is report and not layer.cos_sin_cache.any()
+    stacked = LinearScalingRotaryEmbedding(torch.zeros(24, 64))
+    (report,) = audit_layer(stacked, spec, ["l"])
+    assert report.verdict == "unchecked" and report.reason.startswith("2 linear scaling factors")
 
 
 def test_exact_fills_a_drifting_cache_in_place_and_leaves_a_mismatch():

@@ -101,6 +101,13 @@ def caches(layer) -> list:
     return [("cos_sin_cache", 0, rows, rows)]
 
 
+def _why_unchecked(layer) -> str:
+    factors = getattr(layer, "scaling_factors", None)
+    if factors is not None and len(factors) > 1:
+        return f"{len(factors)} linear scaling factors stacked in one cache"
+    return UNCHECKED.get(type(layer).__name__, "no [cos | sin] cache sinpe knows in it")
+
+
 def _factor_reason(tensor, spec, length: int) -> str:
     """ "attention factor a where the config gives b" when row 0's first cos (the factor
     times cos 0) says so."""
@@ -145,8 +152,7 @@ def audit_layer(layer, spec, names) -> list:
     cls = type(layer).__name__
     rotary_dim = int(getattr(layer, "rotary_dim", 0))
     if not found:
-        why = UNCHECKED.get(cls, "no [cos | sin] cache sinpe knows in it")
-        return [unchecked(layer, names, why)]
+        return [unchecked(layer, names, _why_unchecked(layer))]
     reports = []
     for part, (buffer, first, rows, length) in enumerate(found):
         tensor = getattr(layer, buffer)[first : first + rows]

@@ -9,6 +9,7 @@ log line and serving goes on.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import logging
 import os
@@ -79,8 +80,8 @@ def _root_classes(package) -> list:
         ("dual_chunk_rope", "DualChunkRotaryEmbedding"),
     ):
         try:
-            found.append(getattr(__import__(f"{package.__name__}.{module}", fromlist=[name]), name))
-        except (ImportError, AttributeError):
+            found.append(getattr(importlib.import_module(f"{package.__name__}.{module}"), name))
+        except (ImportError, AttributeError):  # a vLLM without that class
             continue
     return found
 
