@@ -166,7 +166,12 @@ def test_every_module_has_a_layer():
 
 
 NAMES = set(rope_types.ROPE_TYPES) | set(rope_types.ALIASES) | set(rope_types.REFUSED)
-RECORDS = {SRC / "_rope" / "rope_types.py", SRC / "_rope" / "family_defaults.py"}
+# the records, and the generated record of llama.cpp's vocabulary (its rope.scaling.type names)
+RECORDS = {
+    SRC / "_rope" / "rope_types.py",
+    SRC / "_rope" / "family_defaults.py",
+    SRC / "_check" / "llama_cpp_types.py",
+}
 FAMILY_TABLES = {
     "RULES",
     "_HUNYUAN",

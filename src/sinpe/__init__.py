@@ -5,6 +5,7 @@ from . import _environment
 _environment.start()  # the sinpe command: a wrong variable is one line and exit 2
 
 from . import conventions, rope_scaling  # noqa: E402
+from ._check.gguf import check_gguf  # noqa: E402
 from ._rope.config import rope_config  # noqa: E402
 from ._rope.rope import rope, rope_at, rope_cache, rope_frequencies  # noqa: E402
 from ._rope.spec import RopeSpec  # noqa: E402
@@ -44,6 +45,7 @@ __all__ = [
     "THREAD_RUNTIME",
     "__version__",
     "cache_info",
+    "check_gguf",
     "clear_cache",
     "conventions",
     "encode",

@@ -244,7 +244,13 @@ class RopeType(NamedTuple):
     ``length_state``: how the current length changes the values, ``"grows"`` (dynamic: the
     base re-derived once a call passes the trained length, kept until a shorter call resets
     it, transformers' ``dynamic_rope_update``), ``"switches"`` (longrope: short factors up
-    to the trained length, long past it, per call) or ``None``."""
+    to the trained length, long past it, per call) or ``None``; ``title``, its name in prose
+    (``"Llama-3"``); ``gguf``, how llama.cpp's GGUF files carry it: ``"plain"`` (nothing to
+    carry), ``"scale"`` (``rope.scaling.type`` linear and its factor), ``"freq_factors"`` (a
+    ``rope_freqs`` tensor the frequencies are divided by), ``"ramp"`` (YaRN's keys),
+    ``"factor_sets"`` (LongRoPE's long and short factor tensors; ``"factor_sets_mscale"``
+    with attention factors GGUF has no key for), ``"base"`` (folded into ``rope.freq_base``
+    by the converter) or ``None`` (no form in GGUF)."""
 
     name: str
     required: tuple
@@ -262,6 +268,8 @@ class RopeType(NamedTuple):
     factor_from_lengths: bool = False
     partial_as_default: bool = False
     length_state: str | None = None
+    title: str = ""
+    gguf: str | None = None
 
     def needs_model_length(self, parameters: Mapping) -> bool:
         """Whether ``max_position_embeddings`` is needed to evaluate ``parameters``."""
@@ -578,8 +586,20 @@ def _axial(s, head_dim, base, seq_len):
 _YARN_OPTIONAL = ("attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim")
 _ORIGINAL = "original_max_position_embeddings"
 TYPES: tuple[RopeType, ...] = (
-    RopeType("default", (), (), _default, _one, _no_length, plain=True, partial_as_default=True),
-    RopeType("linear", ("factor",), (), _linear, _one, _no_length, factor_needed=True),
+    RopeType(
+        "default",
+        (),
+        (),
+        _default,
+        _one,
+        _no_length,
+        plain=True,
+        partial_as_default=True,
+        gguf="plain",
+    ),
+    RopeType(
+        "linear", ("factor",), (), _linear, _one, _no_length, factor_needed=True, gguf="scale"
+    ),
     RopeType(
         "dynamic",
         ("factor", "max_position_embeddings"),
@@ -589,6 +609,7 @@ TYPES: tuple[RopeType, ...] = (
         _dynamic_length,
         factor_needed=True,
         length_state="grows",
+        title="dynamic NTK",
     ),
     RopeType(
         "yarn",
@@ -599,6 +620,8 @@ TYPES: tuple[RopeType, ...] = (
         _no_length,
         copies_original=True,
         factor_from_lengths=True,
+        title="YaRN",
+        gguf="ramp",
     ),
     RopeType(
         "longrope",
@@ -610,6 +633,8 @@ TYPES: tuple[RopeType, ...] = (
         copies_original=True,
         factor_from_lengths=True,
         length_state="switches",
+        title="LongRoPE",
+        gguf="factor_sets",
     ),
     RopeType(
         "llama3",
@@ -621,6 +646,8 @@ TYPES: tuple[RopeType, ...] = (
         copies_original=True,
         check=_llama3_check,
         factor_needed=True,
+        title="Llama-3",
+        gguf="freq_factors",
     ),
     RopeType(
         "proportional",
@@ -630,6 +657,7 @@ TYPES: tuple[RopeType, ...] = (
         _one,
         _no_length,
         zeros=_proportional_zeros,
+        gguf="freq_factors",
     ),
     # Pixtral's 2-D RoPE: the default powers reordered, even ones for height, odd for width
     RopeType("axial", (), (), _axial, _one, _no_length, axes=2, partial_as_default=True),
@@ -643,6 +671,8 @@ TYPES: tuple[RopeType, ...] = (
         _no_length,
         public=False,
         partial_as_default=True,
+        title="HunYuan NTK alpha",
+        gguf="base",
     ),
     RopeType(
         "longrope_mscale",
@@ -654,6 +684,8 @@ TYPES: tuple[RopeType, ...] = (
         copies_original=True,
         public=False,
         length_state="switches",
+        title="LongRoPE",
+        gguf="factor_sets_mscale",
     ),
 )
 # Their public home (pickles name it): sinpe.rope_scaling re-exports this module.

@@ -10,6 +10,8 @@ from .._check.compare import compare as compare_cache
 from .._check.compare import explanation_text, verdict_text
 from .._check.files import DEFAULT_MAX_BYTES
 from .._check.files import load as load_cache
+from .._check.gguf import check_gguf, gguf_part_text
+from .._check.gguf_file import MAGIC as GGUF_MAGIC
 from .._rope.config import load_config, rope_config
 from .._rope.rope_types import ROPE_TYPES
 from .arguments import SUFFIX_HELP, AddCommand, config_argument
@@ -23,7 +25,9 @@ def add_check_arguments(command: AddCommand) -> None:
         "check", "how far another engine's cos/sin cache is from the exact table, and why"
     )
     check_parser.add_argument(
-        "cache", help=".npy, .npz (cos and sin, or one array), .pt, .safetensors (required)"
+        "cache",
+        help=".npy, .npz (cos and sin, or one array), .pt, .safetensors, or a .gguf model "
+        "(llama.cpp: its RoPE keys and tensors as llama.cpp reads them) (required)",
     )
     check_parser.add_argument(
         "config",
@@ -62,6 +66,13 @@ def add_check_arguments(command: AddCommand) -> None:
         help="refuse a cache whose values (expanded) are larger, before reading them "
         "(default: 16 GiB)",
     )
+    check_parser.add_argument(
+        "--n-ctx",
+        type=int,
+        help="for a .gguf: the context size llama.cpp is run with (default: the file's "
+        "trained length, llama.cpp's default, and the original length where the config's "
+        "values change with the length)",
+    )
     check_parser.add_argument("--json", action="store_true", help="print one JSON object")
     check_parser.add_argument(
         "--plot",
@@ -72,7 +83,12 @@ def add_check_arguments(command: AddCommand) -> None:
 
 def check_command(args) -> int:
     """``sinpe check``: the cache compared with the exact table, the report printed (text or
-    JSON), the picture drawn; exit 1 for a mismatch or an error over ``--max-error``."""
+    JSON), the picture drawn; exit 1 for a mismatch or an error over ``--max-error``. A GGUF
+    file: its RoPE as llama.cpp reads it against the config; exit 1 where it differs."""
+    if _is_gguf(args.cache):
+        return _gguf_command(args)
+    if args.n_ctx is not None:
+        raise ValueError("--n-ctx is for a .gguf model file")
     if args.offset < 0:
         raise ValueError(f"--offset must be >= 0, got {args.offset}")
     if args.max_error is not None and not args.max_error >= 0:
@@ -101,6 +117,54 @@ def check_command(args) -> int:
     if args.plot:
         path = save_error_figure(report, args.offset, os.path.basename(args.cache), args.plot)
         print(f"wrote {path}")
+    return code
+
+
+# --------------------------------------------------------------------------- a GGUF file
+
+
+def _is_gguf(path: str) -> bool:
+    """A ``.gguf`` name, or a file that starts as one."""
+    if path.lower().endswith(".gguf"):
+        return True
+    try:
+        with open(path, "rb") as stream:
+            return stream.read(4) == GGUF_MAGIC
+    except OSError:
+        return False  # the cache reader says what is wrong with the path
+
+
+_NOT_FOR_GGUF = {  # option: its value when not given
+    "sin": None,
+    "offset": 0,
+    "layer_type": None,
+    "layout": None,
+    "max_error": None,
+    "plot": None,
+    "max_bytes": DEFAULT_MAX_BYTES,
+}
+
+
+def _gguf_command(args) -> int:
+    """``sinpe check model.gguf config.json``: the verdict and its reasons; exit 1 where
+    llama.cpp does not read the file as the config."""
+    given = [name for name, unset in _NOT_FOR_GGUF.items() if getattr(args, name) != unset]
+    if given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise ValueError(f"{flags}: for a cos/sin cache, not a .gguf model file")
+    report = check_gguf(args.cache, config_argument(args), n_ctx=args.n_ctx)
+    code = 0 if report.verdict == "reads as the config" else 1
+    if args.json:
+        print(json.dumps({**report.as_dict(), "exit_code": code}, indent=2))
+        return code
+    print(f"{args.cache}: architecture {report.arch!r}, as llama.cpp {report.llama_cpp} reads it")
+    for part in report.parts:
+        print("  " + gguf_part_text(part))
+    print(f"verdict: {report.verdict}" + ("" if code == 0 else " read as the config"))
+    for reason in report.reasons:
+        print(f"  {reason}")
+    for note in report.notes:
+        print(f"note: {note}")
     return code
 
 

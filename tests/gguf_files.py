@@ -1,0 +1,248 @@
+"""GGUF files for the tests, written without the gguf package: a minimal writer (the format of
+ggml's docs/gguf.md, version 3, little-endian) and the RoPE keys and tensors llama.cpp's
+converter (``convert_hf_to_gguf.py``, llama-cpp-python 0.3.36) writes for each family, with
+the configs they come from. The engine leg runs the converter itself (tests/test_llama_cpp.py);
+these files are what it writes, by its rules (research: conversion/llama.py:298-326, phi.py:
+148-211, base.py:1470-1483, gemma.py:141-159, deepseek.py:374-386)."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+
+TYPES = {
+    "UINT8": (0, "B"),
+    "INT8": (1, "b"),
+    "UINT16": (2, "H"),
+    "INT16": (3, "h"),
+    "UINT32": (4, "I"),
+    "INT32": (5, "i"),
+    "FLOAT32": (6, "f"),
+    "BOOL": (7, "?"),
+    "STRING": (8, ""),
+    "ARRAY": (9, ""),
+    "UINT64": (10, "Q"),
+    "INT64": (11, "q"),
+    "FLOAT64": (12, "d"),
+}
+
+
+def _string(text: str) -> bytes:
+    data = text.encode()
+    return struct.pack("<Q", len(data)) + data
+
+
+def _typed(value) -> tuple:
+    """A value's GGUF type: ``(type, value)`` as given, else UINT32 for an int, FLOAT32 for
+    a float, BOOL, STRING, and ``ARRAY[...]`` for a list of one of those."""
+    if isinstance(value, tuple):
+        return value
+    if isinstance(value, bool):
+        return "BOOL", value
+    if isinstance(value, int):
+        return "UINT32", value
+    if isinstance(value, float):
+        return "FLOAT32", value
+    if isinstance(value, str):
+        return "STRING", value
+    inner = _typed(value[0])[0] if len(value) else "FLOAT32"
+    return f"ARRAY[{inner}]", list(value)
+
+
+def _value(kind: str, value) -> bytes:
+    if kind.startswith("ARRAY["):
+        inner = kind[6:-1]
+        body = b"".join(_value(inner, v) for v in value)
+        return struct.pack("<IQ", TYPES[inner][0], len(value)) + body
+    if kind == "STRING":
+        return _string(value)
+    return struct.pack("<" + TYPES[kind][1], value)
+
+
+def encode(kv: dict, tensors: dict, *, alignment: int = 32) -> bytes:
+    """A GGUF v3 file: ``kv`` (key -> value, typed as ``_typed``) and ``tensors`` (name ->
+    an array written as F32, or ``(ggml type id, dims, bytes)``)."""
+    out = [b"GGUF", struct.pack("<IQQ", 3, len(tensors), len(kv))]
+    for key, value in kv.items():
+        kind, value = _typed(value)
+        code = TYPES["ARRAY"][0] if kind.startswith("ARRAY[") else TYPES[kind][0]
+        out += [_string(key), struct.pack("<I", code), _value(kind, value)]
+    blobs, offset = [], 0
+    for name, tensor in tensors.items():
+        if isinstance(tensor, tuple):
+            ggml_type, dims, data = tensor
+        else:
+            array = np.ascontiguousarray(tensor, np.float32)
+            ggml_type, dims, data = 0, array.shape[::-1], array.tobytes()
+        out += [_string(name), struct.pack("<I", len(dims))]
+        out += [struct.pack("<q", d) for d in dims]
+        out += [struct.pack("<iQ", ggml_type, offset)]
+        padded = data + b"\0" * (-len(data) % alignment)
+        blobs.append(padded)
+        offset += len(padded)
+    head = b"".join(out)
+    head += b"\0" * (-len(head) % alignment) if tensors else b""
+    return head + b"".join(blobs)
+
+
+def write(path, kv: dict, tensors: dict | None = None):
+    path.write_bytes(encode(kv, tensors or {}))
+    return path
+
+
+# --------------------------------------------------------------------------- families
+
+
+def _factors(n: int, low: float, high: float, seed: int) -> list:
+    rng = np.random.default_rng(seed)
+    return [float(v) for v in np.round(low + np.sort(rng.random(n)) * (high - low), 4)]
+
+
+SHORT, LONG = _factors(48, 1.0, 1.1, 0), _factors(48, 1.0, 40.0, 1)
+
+CONFIGS = {
+    "llama31": {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "head_dim": 128,
+        "rope_theta": 500000.0,
+        "max_position_embeddings": 131072,
+        "rope_scaling": {
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192,
+        },
+    },
+    "phi3": {
+        "model_type": "phi3",
+        "hidden_size": 3072,
+        "num_attention_heads": 32,
+        "rope_theta": 10000.0,
+        "max_position_embeddings": 131072,
+        "original_max_position_embeddings": 4096,
+        "rope_scaling": {"type": "longrope", "short_factor": SHORT, "long_factor": LONG},
+    },
+    "qwen3": {
+        "model_type": "qwen3",
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "head_dim": 128,
+        "rope_theta": 1000000.0,
+        "max_position_embeddings": 40960,
+        "rope_scaling": {
+            "rope_type": "yarn",
+            "factor": 4.0,
+            "original_max_position_embeddings": 32768,
+        },
+    },
+    "gemma3": {
+        "model_type": "gemma3_text",
+        "hidden_size": 2560,
+        "num_attention_heads": 8,
+        "head_dim": 256,
+        "num_hidden_layers": 34,
+        "sliding_window": 1024,
+        "sliding_window_pattern": 6,
+        "rope_theta": 1000000.0,
+        "rope_local_base_freq": 10000.0,
+        "max_position_embeddings": 131072,
+        "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+    },
+    "deepseek3": {
+        "model_type": "deepseek_v3",
+        "hidden_size": 7168,
+        "num_attention_heads": 128,
+        "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128,
+        "v_head_dim": 128,
+        "kv_lora_rank": 512,
+        "rope_theta": 10000.0,
+        "max_position_embeddings": 163840,
+        "rope_scaling": {
+            "type": "yarn",
+            "factor": 40,
+            "original_max_position_embeddings": 4096,
+            "beta_fast": 32,
+            "beta_slow": 1,
+            "mscale": 1.0,
+            "mscale_all_dim": 1.0,
+        },
+    },
+}
+
+
+def llama3_factors(config: dict) -> np.ndarray:
+    """The converter's ``rope_freqs`` (conversion/llama.py:298-326), in float32 as it is."""
+    scaling = config["rope_scaling"]
+    dim = config["head_dim"]
+    freqs = 1.0 / (
+        np.float32(config["rope_theta"]) ** (np.arange(0, dim, 2, dtype=np.float32) / dim)
+    )
+    original, factor = scaling["original_max_position_embeddings"], scaling["factor"]
+    low, high = original / scaling["low_freq_factor"], original / scaling["high_freq_factor"]
+    out = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / freq
+        if wavelen < high:
+            out.append(1.0)
+        elif wavelen > low:
+            out.append(factor)
+        else:
+            smooth = (original / wavelen - scaling["low_freq_factor"]) / (
+                scaling["high_freq_factor"] - scaling["low_freq_factor"]
+            )
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, np.float32)
+
+
+def converted(name: str) -> tuple:
+    """``(kv, tensors)`` as the converter writes the RoPE of ``CONFIGS[name]``."""
+    c = CONFIGS[name]
+    arch = {"llama31": "llama", "deepseek3": "deepseek2", "gemma3": "gemma3"}.get(name, name)
+    kv: dict = {
+        "general.architecture": arch,
+        f"{arch}.context_length": c["max_position_embeddings"],
+        f"{arch}.embedding_length": c["hidden_size"],
+        f"{arch}.attention.head_count": c["num_attention_heads"],
+    }
+    tensors: dict = {}
+    if name == "llama31":
+        kv[f"{arch}.rope.dimension_count"] = 128
+        kv[f"{arch}.rope.freq_base"] = 500000.0
+        tensors["rope_freqs.weight"] = llama3_factors(c)
+    elif name == "phi3":
+        scale = c["max_position_embeddings"] / c["original_max_position_embeddings"]
+        kv[f"{arch}.rope.scaling.original_context_length"] = 4096
+        kv[f"{arch}.rope.dimension_count"] = 96
+        kv[f"{arch}.rope.freq_base"] = 10000.0
+        kv[f"{arch}.rope.scaling.attn_factor"] = math.sqrt(1 + math.log(scale) / math.log(4096))
+        tensors["rope_factors_long.weight"] = np.array(LONG, np.float32)
+        tensors["rope_factors_short.weight"] = np.array(SHORT, np.float32)
+    elif name == "qwen3":
+        kv[f"{arch}.attention.key_length"] = 128
+        kv[f"{arch}.rope.freq_base"] = 1000000.0
+        kv[f"{arch}.rope.scaling.type"] = "yarn"
+        kv[f"{arch}.rope.scaling.factor"] = 4.0
+        kv[f"{arch}.rope.scaling.original_context_length"] = 32768
+    elif name == "gemma3":
+        kv[f"{arch}.attention.key_length"] = 256
+        kv[f"{arch}.rope.freq_base"] = 1000000.0
+        kv[f"{arch}.rope.freq_base_swa"] = 10000.0
+        kv[f"{arch}.rope.scaling.type"] = "linear"
+        kv[f"{arch}.rope.scaling.factor"] = 8.0
+        kv[f"{arch}.attention.sliding_window"] = 1024
+    else:  # deepseek3
+        kv[f"{arch}.rope.dimension_count"] = 64
+        kv[f"{arch}.rope.freq_base"] = 10000.0
+        kv[f"{arch}.rope.scaling.type"] = "yarn"
+        kv[f"{arch}.rope.scaling.factor"] = 40.0
+        kv[f"{arch}.rope.scaling.original_context_length"] = 4096
+        kv[f"{arch}.rope.scaling.yarn_beta_fast"] = 32.0
+        kv[f"{arch}.rope.scaling.yarn_beta_slow"] = 1.0
+        kv[f"{arch}.rope.scaling.yarn_log_multiplier"] = 0.1
+    return kv, tensors

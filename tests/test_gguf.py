@@ -1,0 +1,409 @@
+"""``sinpe check model.gguf config.json``: llama.cpp's reading of a GGUF file's RoPE against the
+config, on files written here by the converter's rules (tests/gguf_files.py; the engine leg
+runs the converter itself, tests/test_llama_cpp.py), each published misreading called wrong
+with its reason, and hostile files refused in one line, in bounded memory."""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import subprocess
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+from command import run
+from gguf_files import CONFIGS, converted, encode, write
+
+import sinpe
+from sinpe._check import gguf_file
+from sinpe._check.llama_cpp import LLAMA_CPP
+
+
+def _file(tmp_path, name, edit=None, config=None):
+    """The converted ``name`` (with ``edit(kv, tensors)`` applied), and its config's path."""
+    kv, tensors = converted(name)
+    if edit is not None:
+        edit(kv, tensors)
+    path = write(tmp_path / f"{name}.gguf", kv, tensors)
+    config_path = tmp_path / f"{name}.json"
+    config_path.write_text(json.dumps(config or CONFIGS[name]))
+    return path, config_path
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_what_the_converter_writes_reads_as_the_config(tmp_path, name):
+    path, config = _file(tmp_path, name)
+    report = sinpe.check_gguf(path, config)
+    assert report.verdict == "reads as the config", report.reasons
+    assert report.reasons == ()
+    assert all(part.largest < 2e-7 for part in report.parts)
+    result = run("check", path, config)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "verdict: reads as the config" in result.stdout
+
+
+def test_each_kind_of_layer_and_each_longrope_context_is_judged(tmp_path):
+    gemma = sinpe.check_gguf(*_file(tmp_path, "gemma3"))
+    assert [p.layer_type for p in gemma.parts] == ["full_attention", "sliding_attention"]
+    assert [p.reading.base for p in gemma.parts] == [1e6, 1e4]
+    phi = sinpe.check_gguf(*_file(tmp_path, "phi3"))
+    assert [(p.context, p.reading.factors) for p in phi.parts] == [
+        (4096, "rope_factors_short.weight"),
+        (131072, "rope_factors_long.weight"),
+    ]
+    at = sinpe.check_gguf(*_file(tmp_path, "phi3"), n_ctx=4097)  # padded to 4352: long
+    assert [(p.context, p.reading.factors) for p in at.parts] == [
+        (4352, "rope_factors_long.weight")
+    ]
+    deepseek = sinpe.check_gguf(*_file(tmp_path, "deepseek3"))
+    softmax = (1 + 0.1 * math.log(40)) ** 2  # yarn_get_mscale(40, mscale_all_dim 1) ** 2
+    assert deepseek.parts[0].softmax_scale == pytest.approx(softmax, rel=1e-12)
+    assert deepseek.parts[0].reading.softmax_scale == pytest.approx(softmax, rel=1e-6)
+
+
+def _drop(*names):
+    def edit(kv, tensors):
+        for name in names:
+            kv.pop(name, None)
+            tensors.pop(name, None)
+
+    return edit
+
+
+def _set(key, value):
+    def edit(kv, tensors):
+        kv[key] = value
+
+    return edit
+
+
+def _swap(kv, tensors):
+    long, short = tensors["rope_factors_long.weight"], tensors["rope_factors_short.weight"]
+    tensors["rope_factors_long.weight"], tensors["rope_factors_short.weight"] = short, long
+
+
+def _smoothing_bent(kv, tensors):  # llama.cpp #8676's formula: smooth without the 1/factor
+    tensors["rope_freqs.weight"] = np.where(
+        (tensors["rope_freqs.weight"] > 1) & (tensors["rope_freqs.weight"] < 8),
+        tensors["rope_freqs.weight"] * 1.5,
+        tensors["rope_freqs.weight"],
+    ).astype(np.float32)
+
+
+def _renamed(arch):
+    def edit(kv, tensors):
+        old = kv["general.architecture"]
+        for key in [k for k in kv if k.startswith(old + ".")]:
+            kv[arch + key[len(old) :]] = kv.pop(key)
+        kv["general.architecture"] = arch
+
+    return edit
+
+
+QWEN_KEYS = ("qwen3.rope.scaling.type", "qwen3.rope.scaling.factor")
+ATTENTION_1 = {**CONFIGS["qwen3"], "rope_scaling": {**CONFIGS["qwen3"]["rope_scaling"]}}
+ATTENTION_1["rope_scaling"]["attention_factor"] = 1.0
+BETA_16 = {**CONFIGS["qwen3"], "rope_scaling": {**CONFIGS["qwen3"]["rope_scaling"]}}
+BETA_16["rope_scaling"]["beta_fast"] = 16.0
+
+# the published misreadings: (file, edit, config or None, the reason said)
+MISREADINGS = {
+    "unsloth #6197: Llama-3.1 scaling dropped": (
+        "llama31",
+        _drop("rope_freqs.weight"),
+        None,
+        "Llama-3 scaling missing: no rope_freqs tensor",
+    ),
+    "llama.cpp #8676: a bent smoothing formula": (
+        "llama31",
+        _smoothing_bent,
+        None,
+        "rope_freqs differ from the config's Llama-3 factors",
+    ),
+    "llama.cpp #24820: Phi-3 LongRoPE factors dropped": (
+        "phi3",
+        _drop("rope_factors_long.weight", "rope_factors_short.weight"),
+        None,
+        "LongRoPE factors missing: no rope_factors_long or rope_factors_short tensor",
+    ),
+    "Phi-3 short factors only": (
+        "phi3",
+        _drop("rope_factors_long.weight"),
+        None,
+        "LongRoPE short factors only: no rope_factors_long tensor",
+    ),
+    "Phi-3 factors swapped": (
+        "phi3",
+        _swap,
+        None,
+        "LongRoPE factors swapped: rope_factors_short holds the config's long ones",
+    ),
+    "llama.cpp #17945: the attention factor reset": (
+        "phi3",
+        _set("phi3.rope.scaling.attn_factor", 1.0),
+        None,
+        "LongRoPE attention factor 1.0 where the config gives 1.19024 "
+        "(rope.scaling.attn_factor 1.0)",
+    ),
+    "llama.cpp #13322: Qwen3 YaRN not converted": (
+        "qwen3",
+        _drop(*QWEN_KEYS),
+        None,
+        "YaRN scaling missing: no rope.scaling.type where the config gives YaRN x4.0",
+    ),
+    "llama.cpp #22612: a YaRN attention_factor llama.cpp does not read": (
+        "qwen3",
+        _set("qwen3.rope.scaling.yarn_attn_factor", 1.0),
+        ATTENTION_1,
+        "YaRN attention factor 1.13863 where the config gives 1.0 (llama.cpp does not read "
+        "rope.scaling.yarn_attn_factor for 'qwen3')",
+    ),
+    "a YaRN beta llama.cpp does not read": (
+        "qwen3",
+        _set("qwen3.rope.scaling.yarn_beta_fast", 16.0),
+        BETA_16,
+        "YaRN beta_fast 16.0 in the config: llama.cpp reads none for 'qwen3' "
+        "(rope.scaling.yarn_beta_fast is not read)",
+    ),
+    "the YaRN factor changed": (
+        "qwen3",
+        _set("qwen3.rope.scaling.factor", 2.0),
+        None,
+        "YaRN factor 2.0 where the config gives 4.0",
+    ),
+    "the base changed": (
+        "llama31",
+        _set("llama.rope.freq_base", 10000.0),
+        None,
+        "base 10000.0 where the config gives 500000.0",
+    ),
+    "the sliding layers' base changed": (
+        "gemma3",
+        _set("gemma3.rope.freq_base_swa", 1000000.0),
+        None,
+        "sliding_attention layers: base 1000000.0 where the config gives 10000.0",
+    ),
+    "the width changed": (
+        "llama31",
+        _set("llama.rope.dimension_count", 64),
+        None,
+        "rotary width 64 where the config gives 128",
+    ),
+    "DeepSeek's log multiplier written raw": (
+        "deepseek3",
+        _set("deepseek2.rope.scaling.yarn_log_multiplier", 1.0),
+        None,
+        "softmax scale x21.9856 where the config gives x1.87385 (yarn mscale_all_dim)",
+    ),
+    "an architecture llama.cpp does not know": (
+        "qwen3",
+        _renamed("qwen9"),
+        None,
+        f"llama.cpp {LLAMA_CPP} does not know the architecture 'qwen9'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MISREADINGS))
+def test_each_published_misreading_is_called_wrong_with_its_reason(tmp_path, case):
+    name, edit, config, reason = MISREADINGS[case]
+    path, config_path = _file(tmp_path, name, edit, config)
+    report = sinpe.check_gguf(path, config_path)
+    assert report.verdict == "does not"
+    assert reason in report.reasons, report.reasons
+    result = run("check", path, config_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "verdict: does not read as the config" in result.stdout
+    assert reason in result.stdout
+    data = json.loads(run("check", path, config_path, "--json").stdout)
+    assert data["verdict"] == "does not" and reason in data["reasons"]
+    assert data["exit_code"] == 1
+
+
+def test_a_key_written_in_vain_is_a_note_not_a_verdict(tmp_path):
+    """ik_llama.cpp #2003 wrote ``yarn_ext_factor`` 64; llama.cpp reads it for grok only."""
+    edit = _set("qwen3.rope.scaling.yarn_ext_factor", 64.0)
+    report = sinpe.check_gguf(*_file(tmp_path, "qwen3", edit))
+    assert report.verdict == "reads as the config"
+    assert (
+        "written but never read by llama.cpp for 'qwen3': qwen3.rope.scaling.yarn_ext_factor"
+        in report.notes
+    )
+
+
+def test_the_rotation_is_said_beside_the_config_s(tmp_path):
+    report = sinpe.check_gguf(*_file(tmp_path, "llama31"))
+    assert any("NORM (pairs)" in note and "rotates halves" in note for note in report.notes)
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("llama.rope.freq_base", ("FLOAT64", 5e5), "llama.rope.freq_base is FLOAT64"),
+        ("llama.context_length", ("INT32", 8192), "llama.context_length is INT32"),
+        ("llama.rope.scaling.type", "ntk", "llama.cpp aborts on llama.rope.scaling.type 'ntk'"),
+    ],
+)
+def test_what_llama_cpp_refuses_is_one_line_and_exit_2(tmp_path, key, value, message):
+    path, config = _file(tmp_path, "llama31", _set(key, value))
+    result = run("check", path, config)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
+def test_options_for_caches_are_refused_for_a_gguf(tmp_path):
+    path, config = _file(tmp_path, "llama31")
+    result = run("check", path, config, "--offset", "3", "--layout", "half")
+    assert result.returncode == 2
+    assert "--offset, --layout: for a cos/sin cache, not a .gguf model file" in result.stderr
+    result = run("check", path, config, "--n-ctx", "0")
+    assert result.returncode == 2 and "n_ctx must be an integer >= 1" in result.stderr
+    cache = tmp_path / "c.npy"
+    np.save(cache, np.zeros((4, 128), np.float32))
+    result = run("check", cache, config, "--n-ctx", "4096")
+    assert result.returncode == 2 and "--n-ctx is for a .gguf model file" in result.stderr
+
+
+def test_a_gguf_is_known_by_its_magic_whatever_its_name(tmp_path):
+    path, config = _file(tmp_path, "qwen3")
+    renamed = path.rename(tmp_path / "model.bin")
+    result = run("check", renamed, config, "--json")
+    assert result.returncode == 0
+    data = json.loads(result.stdout)
+    assert data["architecture"] == "qwen3" and data["llama_cpp"] == LLAMA_CPP
+    assert data["parts"][0]["rope_type"] == "NEOX"
+
+
+# --------------------------------------------------------------------------- the reader
+
+
+def test_the_reader_keeps_values_and_walks_the_rest(tmp_path):
+    kv = {
+        "general.architecture": "llama",
+        "u8": ("UINT8", 7),
+        "i64": ("INT64", -3),
+        "f64": ("FLOAT64", 0.1),
+        "flag": True,
+        "name": "x" * 10,
+        "long": "y" * ((1 << 20) + 1),
+        "floats": [0.5, 1.5],
+        "tokens": ["a", "bc"] * 5000,
+        "big": ("ARRAY[INT32]", list(range(5000))),
+    }
+    path = write(tmp_path / "v.gguf", kv, {"rope_freqs.weight": np.arange(4, dtype=np.float32)})
+    found = gguf_file.read(path, tensors=("rope_freqs.weight", "absent"))
+    assert found.kv["u8"] == 7 and found.kv["i64"] == -3 and found.kv["f64"] == 0.1
+    assert found.kv["flag"] is True and found.kv["name"] == "x" * 10
+    assert found.kv["long"] == gguf_file.Unread("STRING", (1 << 20) + 1)
+    assert found.kv["floats"].tolist() == [0.5, 1.5] and found.types["floats"] == "ARRAY[FLOAT32]"
+    assert found.kv["tokens"] == gguf_file.Unread("ARRAY[STRING]", 10000)
+    assert found.kv["big"] == gguf_file.Unread("ARRAY[INT32]", 5000)
+    assert found.data == {"rope_freqs.weight": pytest.approx([0, 1, 2, 3])}
+    assert found.tensors["rope_freqs.weight"].dims == (4,)
+
+
+def _header(n_tensors: int, n_kv: int) -> bytes:
+    return b"GGUF" + struct.pack("<IQQ", 3, n_tensors, n_kv)
+
+
+def _hostile() -> dict:
+    key = struct.pack("<Q", 4) + b"arch"
+    tensor = struct.pack("<Q", 17) + b"rope_freqs.weight"
+    return {
+        "wrong magic": b"GGML" + bytes(60),
+        "empty": b"",
+        "version 1": b"GGUF" + struct.pack("<IQQ", 1, 0, 0),
+        "version 4": b"GGUF" + struct.pack("<IQQ", 4, 0, 0),
+        "2^63 keys": _header(0, 1 << 63) + bytes(16),
+        "a lying key count": _header(0, 60000) + key + struct.pack("<I", 4) + bytes(4),
+        "a 2^40-tensor header": _header(1 << 40, 0) + bytes(64),
+        "a lying tensor count": _header(3, 0) + tensor + struct.pack("<IqiQ", 1, 64, 0, 0),
+        "a 2^40-element array": _header(0, 1)
+        + key
+        + struct.pack("<IIQ", 9, 6, 1 << 40)
+        + bytes(64),
+        "a 2^40-string array": _header(0, 1) + key + struct.pack("<IIQ", 9, 8, 1 << 40) + bytes(64),
+        "a 2^62-byte string": _header(0, 1) + key + struct.pack("<IQ", 8, 1 << 62) + bytes(64),
+        "a 2^62-byte key": _header(0, 1) + struct.pack("<Q", 1 << 62) + bytes(64),
+        "lying tensor sizes": _header(1, 0)
+        + tensor
+        + struct.pack("<IqiQ", 1, 1 << 40, 0, 0)
+        + bytes(64),
+        "a 2^66-element tensor": _header(1, 0)
+        + tensor
+        + struct.pack("<Iqqi", 2, 1 << 33, 1 << 33, 0)
+        + struct.pack("<Q", 0),
+        "an array of arrays": _header(0, 1) + key + struct.pack("<IIQ", 9, 9, 1) + bytes(64),
+        "an unknown value type": _header(0, 1) + key + struct.pack("<I", 13) + bytes(64),
+        "an unknown ggml type": _header(1, 0) + tensor + struct.pack("<IqiQ", 1, 4, 99, 0),
+        "a lying tensor offset": _header(1, 0)
+        + tensor
+        + struct.pack("<IqiQ", 1, 4, 0, 32)
+        + bytes(64),
+        "a duplicate key": _header(0, 2) + (key + struct.pack("<II", 4, 1)) * 2,
+        "a zero alignment": _header(0, 1)
+        + struct.pack("<Q", 17)
+        + b"general.alignment"
+        + struct.pack("<II", 4, 0),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_hostile()))
+def test_a_hostile_gguf_is_one_line_exit_2_in_bounded_memory(tmp_path, case):
+    path = tmp_path / "hostile.gguf"
+    path.write_bytes(_hostile()[case])
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps(CONFIGS["llama31"]))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as found:
+            gguf_file.read(path, tensors=("rope_freqs.weight",))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak
+    assert "\n" not in str(found.value)
+    result = run("check", path, config)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("sinpe: error:") and result.stderr.count("\n") == 1
+
+
+def test_every_truncation_of_a_converted_file_is_refused(tmp_path):
+    kv, tensors = converted("phi3")
+    data = encode(kv, tensors)
+    path = tmp_path / "cut.gguf"
+    short = tensors["rope_factors_short.weight"]  # the last tensor: its padding may be absent
+    last = len(data) - (-(short.size * 4) % 32)
+    for size in range(last):
+        path.write_bytes(data[:size])
+        with pytest.raises(ValueError):
+            gguf_file.read(path, tensors=("rope_factors_long.weight",))
+    path.write_bytes(data[:last])
+    gguf_file.read(path)
+
+
+def test_check_gguf_refuses_bad_arguments(tmp_path):
+    path, config = _file(tmp_path, "qwen3")
+    for bad in (0, -1, 2.5, True, "4096"):
+        with pytest.raises(ValueError, match="n_ctx must be an integer >= 1"):
+            sinpe.check_gguf(path, config, n_ctx=bad)
+    with pytest.raises(FileNotFoundError):
+        sinpe.check_gguf(tmp_path / "absent.gguf", config)
+
+
+def test_import_sinpe_and_a_gguf_check_import_neither_gguf_nor_mlx(tmp_path):
+    path, config = _file(tmp_path, "qwen3")
+    script = (
+        "import sys, sinpe\n"
+        f"sinpe.check_gguf({str(path)!r}, {str(config)!r})\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('gguf', 'mlx', 'torch')))\n"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip() == "[]"
