@@ -30,7 +30,17 @@ from .._rope.rope_types import is_plain, parse
 from .._tables.checks import F64
 from .files import NARROW, Stored
 
-__all__ = ["LAYOUTS", "Report", "compare", "explanation_text", "verdict_text", "views"]
+__all__ = [
+    "LAYOUTS",
+    "Report",
+    "compare",
+    "explanation_text",
+    "judge_rows",
+    "number",
+    "VERDICTS",
+    "verdict_text",
+    "views",
+]
 
 LAYOUTS = rot.format_names("check")
 MATCH_ULPS = 8
@@ -370,6 +380,31 @@ def compare(
     )
 
 
+def judge_rows(spec, cos, sin, positions, length: int, dtype: str = "float32") -> Report:
+    """A ``Report`` of rows an engine computed at any ``positions`` (an engine's module probed
+    at sampled offsets, not a stored cache): ``cos`` and ``sin`` of shape ``(rows, rot/2)``
+    (the ``compact`` layout, the attention factor in them) against the exact table at the
+    current length ``length``; the verdict by the same bounds as :func:`compare`, without an
+    explanation (the caller probes the module for one)."""
+    rotary = spec._one()
+    positions = np.asarray(positions, np.int64)
+    inv_freq, factor = rot.frequencies(rotary, length)
+    ulp = _ulp(dtype, factor)
+    want_cos, want_sin = _exact(rotary, positions, "compact", length)
+    cos, sin = np.array(cos, np.float64), np.array(sin, np.float64)
+    errors = np.maximum(_largest(cos, want_cos), _largest(sin, want_sin))
+    order = np.argsort(positions, kind="stable")
+    positions, errors = positions[order], errors[order]
+    verdict, drift, worst, _ = _verdict(
+        errors, positions, MATCH_ULPS * ulp, factor, float(inv_freq.max())
+    )
+    return _report(
+        "compact", len(positions), dtype, ulp, decades=_decades(positions, errors),
+        largest=float(errors.max()), verdict=verdict, drift=drift, worst=worst,
+        explanation=None, errors=errors, note="",
+    )  # fmt: skip
+
+
 def _report(layout: str, rows: int, dtype: str, ulp: float, **verdict) -> Report:
     """A ``Report`` of ``rows`` rows of a ``dtype`` cache read as ``layout``."""
     return Report(layout=layout, rows=rows, dtype=dtype, rounding=ulp / 2, ulp=ulp, **verdict)
@@ -495,7 +530,7 @@ def _explain(spec, arrays, layout, offset, full_width, rows, dtype, n) -> Explan
 # --------------------------------------------------------------------------- in words
 
 
-_VERDICTS = {
+VERDICTS = {
     "match": "matches the exact table at {dtype} rounding",
     "drift": "drifts with the position: {drift} angles (an angle p * w formed in {drift} "
     "errs in proportion to the position; the exact table's error stays at the dtype's rounding)",
@@ -503,9 +538,16 @@ _VERDICTS = {
 }
 
 
+def number(value: float) -> str:
+    """A parameter as people write it: ``500000.0``, ``1.0``, else 6 significant digits."""
+    if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+        return f"{value:.1f}"
+    return f"{value:.6g}"
+
+
 def verdict_text(report: Report) -> str:
     """The verdict in the words ``sinpe check`` prints."""
-    return _VERDICTS[report.verdict].format(dtype=report.dtype, drift=report.drift)
+    return VERDICTS[report.verdict].format(dtype=report.dtype, drift=report.drift)
 
 
 def explanation_text(report: Report, spec, offset: int) -> str:

@@ -23,10 +23,11 @@ import numpy as np
 from .._rope.config import rope_config
 from .._rope.rope_types import ROPE_TYPES
 from . import gguf_file
+from .compare import number
 from .llama_cpp import FACTOR_TENSORS, LLAMA_CPP, Reading, read_rope
 from .llama_cpp_types import ARCH_RULES, SCALING_TYPES
 
-__all__ = ["GGUFPart", "GGUFReport", "check_gguf", "gguf_part_text", "number"]
+__all__ = ["GGUFPart", "GGUFReport", "check_gguf", "gguf_part_text"]
 
 TOLERANCE = 2.0**-19  # 16 float32 ulps, relative: the file's numbers are float32
 _LAYOUTS = {"NORM": "pairs", "NEOX": "halves", "MROPE": "halves", "IMROPE": "halves"}
@@ -121,13 +122,6 @@ def _relative(got, want) -> float:
 
 def _f32(value) -> float:
     return float(np.float32(value))
-
-
-def number(value: float) -> str:
-    """A parameter as people write it: ``500000.0``, ``1.0``, else 6 significant digits."""
-    if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
-        return f"{value:.1f}"
-    return f"{value:.6g}"
 
 
 def _contexts(spec, trained: int, n_ctx: int | None) -> list:

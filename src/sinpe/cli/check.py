@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 
 from .._check.compare import LAYOUTS as CHECK_LAYOUTS
 from .._check.compare import compare as compare_cache
@@ -87,6 +88,8 @@ def check_command(args) -> int:
     file: its RoPE as llama.cpp reads it against the config; exit 1 where it differs."""
     if _is_gguf(args.cache):
         return _gguf_command(args)
+    if os.path.isdir(args.cache):
+        return _mlx_command(args)
     if args.n_ctx is not None:
         raise ValueError("--n-ctx is for a .gguf model file")
     if args.offset < 0:
@@ -165,6 +168,46 @@ def _gguf_command(args) -> int:
         print(f"  {reason}")
     for note in report.notes:
         print(f"note: {note}")
+    return code
+
+
+# --------------------------------------------------------------------------- an MLX model
+
+
+def _mlx_command(args) -> int:
+    """``sinpe check MODEL_FOLDER [config.json]``: the folder loaded by mlx_lm, each RoPE
+    module judged against the config (the folder's config.json by default); exit 1 for a
+    mismatch."""
+    given = [name for name, unset in _NOT_FOR_GGUF.items() if getattr(args, name) != unset]
+    if given or args.n_ctx is not None:
+        flags = ", ".join(
+            "--" + name.replace("_", "-") for name in given + ["n_ctx"] * (args.n_ctx is not None)
+        )
+        raise ValueError(f"{flags}: not for an MLX model folder")
+    folder = args.cache
+    given_config = [c for c in (args.config, args.config_flag) if c is not None]
+    config = config_argument(args) if given_config else os.path.join(folder, "config.json")
+    try:
+        from mlx_lm.utils import load_model
+
+        from .. import mlx as sinpe_mlx
+    except ImportError as exc:
+        raise ValueError(
+            f"checking the MLX model folder {folder} needs mlx and mlx-lm: "
+            f"pip install 'sinpe[mlx]' ({exc})"
+        ) from None
+    model, _ = load_model(pathlib.Path(folder))
+    reports = sinpe_mlx.check(model, config)
+    code = 1 if any(r.verdict == "mismatch" for r in reports) else 0
+    if args.json:
+        data = {"folder": folder, "layers": [r.as_json() for r in reports], "exit_code": code}
+        print(json.dumps(data, indent=2))
+        return code
+    print(f"{folder}: {len(reports)} distinct RoPE module{'s' * (len(reports) != 1)} (mlx_lm)")
+    for report in reports:
+        print(f"  {report.line()}")
+        for first, last, error in report.decades:
+            print(f"    {first:>12,} .. {last:<12,} {error:.3g}")
     return code
 
 
