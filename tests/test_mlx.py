@@ -1,0 +1,278 @@
+"""sinpe.mlx on tiny random models saved by transformers and loaded by mlx_lm (the engine leg,
+.ci/engines: mlx[cpu] and mlx-lm, with torch and transformers to make the models; skipped
+where they are absent)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+mx = pytest.importorskip("mlx.core")
+nn = pytest.importorskip("mlx.nn")
+mlx_utils = pytest.importorskip("mlx_lm.utils")
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+import shift  # noqa: E402
+from command import run  # noqa: E402
+from tiny import TEXT  # noqa: E402
+
+import sinpe  # noqa: E402
+import sinpe.mlx as smlx  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+SMALL = dict(TEXT, vocab_size=128, hidden_size=64, intermediate_size=128)
+MODELS = {  # name: (config class, model class, keywords)
+    "qwen3-yarn": (
+        "Qwen3Config",
+        "Qwen3ForCausalLM",
+        dict(
+            max_position_embeddings=131072,
+            rope_parameters=dict(
+                rope_type="yarn", rope_theta=1e6, factor=4.0, original_max_position_embeddings=32768
+            ),
+        ),
+    ),
+    "phi3-longrope": (
+        "Phi3Config",
+        "Phi3ForCausalLM",
+        dict(
+            max_position_embeddings=131072,
+            original_max_position_embeddings=4096,
+            rope_parameters=dict(
+                rope_type="longrope",
+                rope_theta=10000.0,
+                short_factor=[1.0 + 0.01 * i for i in range(8)],
+                long_factor=[1.0 + 0.5 * i for i in range(8)],
+                original_max_position_embeddings=4096,
+            ),
+        ),
+    ),
+    "gemma3": (
+        "Gemma3TextConfig",
+        "Gemma3ForCausalLM",
+        dict(
+            max_position_embeddings=32768,
+            sliding_window=64,
+            layer_types=["sliding_attention", "full_attention"],
+            rope_parameters=dict(
+                sliding_attention=dict(rope_type="default", rope_theta=10000.0),
+                full_attention=dict(rope_type="linear", rope_theta=1e6, factor=8.0),
+            ),
+        ),
+    ),
+    "deepseek-v3": (
+        "DeepseekV3Config",
+        "DeepseekV3ForCausalLM",
+        dict(
+            max_position_embeddings=163840,
+            q_lora_rank=32,
+            kv_lora_rank=32,
+            qk_rope_head_dim=16,
+            qk_nope_head_dim=16,
+            v_head_dim=16,
+            n_routed_experts=4,
+            num_experts_per_tok=2,
+            moe_intermediate_size=32,
+            n_shared_experts=1,
+            first_k_dense_replace=1,
+            n_group=1,
+            topk_group=1,
+            rope_parameters=dict(
+                rope_type="yarn",
+                rope_theta=10000.0,
+                factor=40.0,
+                original_max_position_embeddings=4096,
+                beta_fast=32,
+                beta_slow=1,
+                mscale=1.0,
+                mscale_all_dim=1.0,
+            ),
+        ),
+    ),
+}
+
+
+def _legacy(folder: Path) -> Path:
+    """``folder`` with its RoPE in transformers 4's keys (mlx_lm reads those for most
+    families); Gemma 3's in its own (``rope_local_base_freq``, ``sliding_window_pattern``)."""
+    target = folder.with_name(folder.name + "-legacy")
+    shutil.copytree(folder, target)
+    config = json.loads((target / "config.json").read_text())
+    parameters = config.pop("rope_parameters")
+    if "full_attention" in parameters:
+        full = dict(parameters["full_attention"])
+        config["rope_theta"] = full.pop("rope_theta")
+        config["rope_local_base_freq"] = parameters["sliding_attention"]["rope_theta"]
+        config["rope_scaling"] = full
+        config["sliding_window_pattern"] = 2
+    else:
+        config["rope_theta"] = parameters.pop("rope_theta")
+        config["rope_scaling"] = {**parameters, "type": parameters["rope_type"]}
+    (target / "config.json").write_text(json.dumps(config, indent=2))
+    return target
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("mlx")
+    found = {"llama-3.1": Path(shift.save(root / "llama-3.1"))}
+    found["llama-3.1-legacy"] = Path(shift.with_legacy_keys(found["llama-3.1"], root / "l-legacy"))
+    for name, (config_cls, model_cls, keywords) in MODELS.items():
+        config = getattr(transformers, config_cls)(**SMALL, **keywords)
+        torch.manual_seed(0)
+        getattr(transformers, model_cls)(config).save_pretrained(root / name)
+        found[name] = root / name
+        found[name + "-legacy"] = _legacy(root / name)
+    return found
+
+
+def _load(folder: Path):
+    model, _ = mlx_utils.load_model(folder)
+    return model
+
+
+def test_a_transformers_5_folder_misread_by_mlx_lm_is_not_this_config(folders):
+    """mlx_lm's Llama reads rope_theta and rope_scaling, which transformers 5 no longer
+    writes: it builds a plain RoPE of base 10000 (its default), silently."""
+    folder = folders["llama-3.1"]
+    (report,) = smlx.check(_load(folder), folder / "config.json")
+    assert report.verdict == "mismatch"
+    assert (
+        report.reason == "base 10000.0 where the config gives 500000.0; Llama-3 scaling not applied"
+    )
+    result = run("check", folder)
+    assert result.returncode == 1, result.stderr
+    assert (
+        "base 10000.0 where the config gives 500000.0; Llama-3 scaling not applied" in result.stdout
+    )
+    assert json.loads(run("check", folder, "--json").stdout)["layers"][0]["verdict"] == "mismatch"
+    (left,) = smlx.patch(_load(folder), folder / "config.json")
+    assert not left.replaced and left.reason == report.reason
+
+
+READ = [
+    "llama-3.1-legacy",
+    "qwen3-yarn",
+    "qwen3-yarn-legacy",
+    "gemma3-legacy",
+    "deepseek-v3-legacy",
+]
+
+
+@pytest.mark.parametrize("name", READ)
+def test_a_model_mlx_lm_reads_right_drifts_and_is_patched_exact(folders, name):
+    folder = folders[name]
+    model = _load(folder)
+    reports = smlx.check(model, folder / "config.json")
+    assert [r.verdict for r in reports] == ["drift"] * len(reports), [r.line() for r in reports]
+    for report in reports:  # float32 angles: the error grows with the position
+        assert report.decades[-1][2] > 100 * report.decades[0][2]
+    patched = smlx.patch(model, folder / "config.json")
+    assert all(p.replaced for p in patched), patched
+    assert {r.verdict for r in smlx.check(model, folder / "config.json")} == {"match"}
+    spec = sinpe.rope_config(folder / "config.json")
+    data = json.loads((folder / "config.json").read_text())
+    for name_, _, _, rope in smlx._probe.find_ropes(model):
+        assert isinstance(rope, smlx.ExactRoPE)
+        one = smlx._check.layer_spec(spec, data, smlx._probe.layer_index(name_))
+        _assert_exact_bits_at_100000(rope, one)
+
+
+def _assert_exact_bits_at_100000(rope, spec):
+    half = rope.dims // 2
+    cos, sin = rope.tables(100_000, 8)
+    want_cos, want_sin = spec.rope_at(np.arange(100_000, 100_008), dtype=np.float32)
+    assert np.array_equal(np.array(cos), want_cos[:, :half])
+    assert np.array_equal(np.array(sin), want_sin[:, :half])
+    x = np.random.default_rng(1).standard_normal((1, 2, 8, rope.dims + 4)).astype(np.float32)
+    got = np.array(rope(mx.array(x), offset=100_000))
+    c, s = want_cos[:, :half], want_sin[:, :half]
+    if rope.traditional:
+        x1, x2 = x[..., 0 : rope.dims : 2], x[..., 1 : rope.dims : 2]
+        want = np.stack([x1 * c - x2 * s, x1 * s + x2 * c], -1).reshape(x[..., : rope.dims].shape)
+    else:
+        x1, x2 = x[..., :half], x[..., half : rope.dims]
+        want = np.concatenate([x1 * c - x2 * s, x1 * s + x2 * c], -1)
+    assert np.array_equal(got[..., : rope.dims], want)
+    assert np.array_equal(got[..., rope.dims :], x[..., rope.dims :])
+
+
+def test_mlx_lm_s_longrope_is_not_transformers_and_is_left(folders):
+    """SuScaledRoPE uses the long factors at every length; transformers the short ones up to
+    the original length: not replaced (the model's own semantics stay), and said."""
+    folder = folders["phi3-longrope-legacy"]
+    model = _load(folder)
+    (report,) = smlx.check(model, folder / "config.json")
+    assert report.verdict == "mismatch"
+    assert report.reason == (
+        "LongRoPE long factors at every length (transformers: short factors while the "
+        "sequence is <= 4096)"
+    )
+    (left,) = smlx.patch(model, folder / "config.json")
+    assert not left.replaced and left.reason == report.reason
+
+
+def test_array_offsets_read_each_row_and_nan_past_the_table(folders):
+    spec = sinpe.rope_config(folders["llama-3.1"] / "config.json")
+    rope = smlx.ExactRoPE(spec, 64, "halves", rows=1000)
+    x = mx.array(np.random.default_rng(2).standard_normal((3, 2, 4, 64)).astype(np.float32))
+    got = np.array(rope(x, offset=mx.array([7, 0, -2])))
+    for row, offset in enumerate((7, 0)):
+        want = np.array(rope(x[row : row + 1], offset=offset))[0]
+        assert np.array_equal(got[row], want)
+    assert np.array_equal(got[2, :, 2:], np.array(rope(x[2:3, :, 2:], offset=0))[0])  # padding
+    past = np.array(rope(x[:1], offset=mx.array([998])))
+    assert np.isfinite(past[0, :, :2]).all() and np.isnan(past[0, :, 2:]).all()
+    with pytest.raises(ValueError, match="rotation must be 'halves' or 'pairs'"):
+        smlx.ExactRoPE(spec, 64, "neox")
+
+
+class Shifted(nn.Module):
+    """A RoPE module asked for its positions ``shift`` further on."""
+
+    def __init__(self, inner, shift_by: int):
+        super().__init__()
+        self.inner = inner
+        self.shift_by = shift_by
+
+    def __call__(self, x, offset=0):
+        return self.inner(x, offset=offset + self.shift_by)
+
+
+def _logprobs(model, offsets) -> dict:
+    ropes = smlx._probe.find_ropes(model)
+    ids = mx.array([shift.tokens()])
+    found = {}
+    for p in offsets:
+        for _, parent, attribute, rope in ropes:
+            parent[attribute] = Shifted(rope, p)
+        found[p] = shift.log_softmax(np.array(model(ids)[0], dtype=np.float64))
+        for _, parent, attribute, rope in ropes:
+            parent[attribute] = rope
+    return found
+
+
+def test_the_patched_model_stays_within_float32_noise_and_loses_the_drift(folders):
+    """The shift model (tests/shift.py) read right (legacy keys): at 0-63 the patched
+    model's log-probabilities are as near the float64 exact reference as mlx_lm's own (both
+    float32 noise); at 100,000 the patched model stays there and mlx_lm's drifts."""
+    folder = folders["llama-3.1-legacy"]
+    reference = shift.transformers_logprobs(folders["llama-3.1"], exact=True)
+    original = shift.distances(_logprobs(_load(folder), shift.OFFSETS), reference)
+    model = _load(folder)
+    assert all(p.replaced for p in smlx.patch(model, folder / "config.json"))
+    patched = shift.distances(_logprobs(model, shift.OFFSETS), reference)
+    assert patched[0] <= max(2 * original[0], 1e-6), (patched, original)
+    assert max(patched.values()) <= max(2 * original[0], 1e-6), (patched, original)
+    assert original[100_000] > 10 * patched[100_000], (patched, original)
+    import mlx_lm
+
+    version = f"mlx {mx.__version__}, mlx-lm {mlx_lm.__version__}"
+    shift.record("MLX", version, original, "mlx_lm as it loads the model (legacy keys)")
+    shift.record("MLX, sinpe.mlx.patch", version, patched)
