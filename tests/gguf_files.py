@@ -246,3 +246,43 @@ def converted(name: str) -> tuple:
         kv[f"{arch}.rope.scaling.yarn_beta_slow"] = 1.0
         kv[f"{arch}.rope.scaling.yarn_log_multiplier"] = 0.1
     return kv, tensors
+
+
+# --------------------------------------------------------------------------- editing
+
+
+def rewrite(source, target, *, kv: dict | None = None, drop=(), tensors: dict | None = None):
+    """A copy of the GGUF ``source`` written with gguf-py (the [gguf] extra) to ``target``:
+    the keys in ``kv`` set (a value, typed as the key already is, or a new FLOAT32/UINT32
+    by its Python type), the keys and tensors named in ``drop`` left out, the tensors in
+    ``tensors`` (name -> F32 values) replaced or added."""
+    import gguf
+
+    kv, tensors = dict(kv or {}), dict(tensors or {})
+    reader = gguf.GGUFReader(source)
+    arch = reader.fields["general.architecture"].contents()
+    writer = gguf.GGUFWriter(target, arch)
+    for name, field in reader.fields.items():
+        if name.startswith("GGUF.") or name == "general.architecture" or name in drop:
+            continue
+        kind = field.types[0]
+        sub = field.types[1] if kind == gguf.GGUFValueType.ARRAY else None
+        writer.add_key_value(name, kv.pop(name, field.contents()), kind, sub_type=sub)
+    for name, value in kv.items():
+        kind = gguf.GGUFValueType.FLOAT32 if isinstance(value, float) else gguf.GGUFValueType.UINT32
+        writer.add_key_value(name, value, kind)
+    stored = [t for t in reader.tensors if t.name not in drop]
+    tensors = {name: np.asarray(values, np.float32) for name, values in tensors.items()}
+    data = {t.name: tensors.pop(t.name, t.data) for t in stored}
+    data.update(tensors)
+    types = {t.name: t.tensor_type for t in stored}
+    for name, values in data.items():  # as gguf-py's own gguf_new_metadata.py copies them
+        kind = types.get(name, gguf.GGMLQuantizationType.F32)
+        writer.add_tensor_info(name, values.shape, values.dtype, values.nbytes, kind)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for values in data.values():
+        writer.write_tensor_data(values)
+    writer.close()
+    return target

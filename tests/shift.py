@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 
 import numpy as np
 
@@ -43,21 +42,6 @@ def save(folder) -> str:
             layer.self_attn.k_proj.weight.mul_(SHARP)
     model.save_pretrained(folder)
     return str(folder)
-
-
-def with_legacy_keys(folder, target) -> str:
-    """A copy of ``folder`` whose config.json carries the RoPE as transformers 4 wrote it
-    (``rope_theta`` and ``rope_scaling``), where transformers 5 writes ``rope_parameters``."""
-    shutil.copytree(folder, target, dirs_exist_ok=True)
-    path = os.path.join(target, "config.json")
-    with open(path) as stream:
-        config = json.load(stream)
-    parameters = dict(config.pop("rope_parameters"))
-    config["rope_theta"] = parameters.pop("rope_theta")
-    config["rope_scaling"] = {**parameters, "type": parameters["rope_type"]}
-    with open(path, "w") as stream:
-        json.dump(config, stream, indent=2)
-    return str(target)
 
 
 def tokens() -> list:

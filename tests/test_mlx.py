@@ -5,8 +5,6 @@ where they are absent)."""
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,122 +15,29 @@ mlx_utils = pytest.importorskip("mlx_lm.utils")
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import engine_models  # noqa: E402
 import shift  # noqa: E402
 from command import run  # noqa: E402
-from tiny import TEXT  # noqa: E402
 
 import sinpe  # noqa: E402
 import sinpe.mlx as smlx  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-SMALL = dict(TEXT, vocab_size=128, hidden_size=64, intermediate_size=128)
-MODELS = {  # name: (config class, model class, keywords)
-    "qwen3-yarn": (
-        "Qwen3Config",
-        "Qwen3ForCausalLM",
-        dict(
-            max_position_embeddings=131072,
-            rope_parameters=dict(
-                rope_type="yarn", rope_theta=1e6, factor=4.0, original_max_position_embeddings=32768
-            ),
-        ),
-    ),
-    "phi3-longrope": (
-        "Phi3Config",
-        "Phi3ForCausalLM",
-        dict(
-            max_position_embeddings=131072,
-            original_max_position_embeddings=4096,
-            rope_parameters=dict(
-                rope_type="longrope",
-                rope_theta=10000.0,
-                short_factor=[1.0 + 0.01 * i for i in range(8)],
-                long_factor=[1.0 + 0.5 * i for i in range(8)],
-                original_max_position_embeddings=4096,
-            ),
-        ),
-    ),
-    "gemma3": (
-        "Gemma3TextConfig",
-        "Gemma3ForCausalLM",
-        dict(
-            max_position_embeddings=32768,
-            sliding_window=64,
-            layer_types=["sliding_attention", "full_attention"],
-            rope_parameters=dict(
-                sliding_attention=dict(rope_type="default", rope_theta=10000.0),
-                full_attention=dict(rope_type="linear", rope_theta=1e6, factor=8.0),
-            ),
-        ),
-    ),
-    "deepseek-v3": (
-        "DeepseekV3Config",
-        "DeepseekV3ForCausalLM",
-        dict(
-            max_position_embeddings=163840,
-            q_lora_rank=32,
-            kv_lora_rank=32,
-            qk_rope_head_dim=16,
-            qk_nope_head_dim=16,
-            v_head_dim=16,
-            n_routed_experts=4,
-            num_experts_per_tok=2,
-            moe_intermediate_size=32,
-            n_shared_experts=1,
-            first_k_dense_replace=1,
-            n_group=1,
-            topk_group=1,
-            rope_parameters=dict(
-                rope_type="yarn",
-                rope_theta=10000.0,
-                factor=40.0,
-                original_max_position_embeddings=4096,
-                beta_fast=32,
-                beta_slow=1,
-                mscale=1.0,
-                mscale_all_dim=1.0,
-            ),
-        ),
-    ),
-}
-
-
-def _legacy(folder: Path) -> Path:
-    """``folder`` with its RoPE in transformers 4's keys (mlx_lm reads those for most
-    families); Gemma 3's in its own (``rope_local_base_freq``, ``sliding_window_pattern``)."""
-    target = folder.with_name(folder.name + "-legacy")
-    shutil.copytree(folder, target)
-    config = json.loads((target / "config.json").read_text())
-    parameters = config.pop("rope_parameters")
-    if "full_attention" in parameters:
-        full = dict(parameters["full_attention"])
-        config["rope_theta"] = full.pop("rope_theta")
-        config["rope_local_base_freq"] = parameters["sliding_attention"]["rope_theta"]
-        config["rope_scaling"] = full
-        config["sliding_window_pattern"] = 2
-    else:
-        config["rope_theta"] = parameters.pop("rope_theta")
-        config["rope_scaling"] = {**parameters, "type": parameters["rope_type"]}
-    (target / "config.json").write_text(json.dumps(config, indent=2))
-    return target
-
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory) -> dict:
+    """Each model of tests/engine_models.py as transformers 5 saves it, and with the legacy
+    keys mlx_lm reads."""
     root = tmp_path_factory.mktemp("mlx")
-    found = {"llama-3.1": Path(shift.save(root / "llama-3.1"))}
-    found["llama-3.1-legacy"] = Path(shift.with_legacy_keys(found["llama-3.1"], root / "l-legacy"))
-    for name, (config_cls, model_cls, keywords) in MODELS.items():
-        config = getattr(transformers, config_cls)(**SMALL, **keywords)
-        torch.manual_seed(0)
-        getattr(transformers, model_cls)(config).save_pretrained(root / name)
-        found[name] = root / name
-        found[name + "-legacy"] = _legacy(root / name)
+    found = {}
+    for name in ["llama-3.1", *engine_models.MODELS]:
+        found[name] = engine_models.save(name, root / name)
+        found[name + "-legacy"] = engine_models.with_legacy_keys(found[name], root / f"{name}-l")
     return found
 
 
-def _load(folder: Path):
+def _load(folder):
     model, _ = mlx_utils.load_model(folder)
     return model
 
@@ -175,6 +80,8 @@ def test_a_model_mlx_lm_reads_right_drifts_and_is_patched_exact(folders, name):
         assert report.decades[-1][2] > 100 * report.decades[0][2]
     patched = smlx.patch(model, folder / "config.json")
     assert all(p.replaced for p in patched), patched
+    ropes = [rope for _, _, _, rope in smlx._probe.find_ropes(model)]
+    assert len({id(rope) for rope in ropes}) == len(patched)  # alike layers share one table
     assert {r.verdict for r in smlx.check(model, folder / "config.json")} == {"match"}
     spec = sinpe.rope_config(folder / "config.json")
     data = json.loads((folder / "config.json").read_text())

@@ -152,20 +152,23 @@ def _differs(original, candidate, dims: int) -> str:
 
 def patch(model, config, *, rows: int | None = None) -> list:
     """Replace each RoPE module of ``model`` that reads ``config`` by an ``ExactRoPE`` (one
-    ``PatchReport`` per distinct module: replaced, or left and why)."""
+    ``PatchReport`` per distinct module: replaced, or left and why). The layers whose modules
+    are alike share one replacement, and so one table."""
     data = load_config(config)
     spec = rope_config(data)
     verdicts = {name: report for report in check(model, data) for name in report.names}
+    candidates: dict = {}  # one replacement (one table) for the layers of one report
     done: dict = {}
     for name, parent, attribute, rope in find_ropes(model):
         report = verdicts[name]
         reason = report.reason if report.verdict == "mismatch" else ""
-        if not reason:
+        if not reason and report.names not in candidates:
             one = layer_spec(spec, data, layer_index(name))
-            candidate = ExactRoPE(one, report.rotary_dim, report.rotation, rows)
-            reason = _differs(rope, candidate, report.rotary_dim)
+            candidates[report.names] = ExactRoPE(one, report.rotary_dim, report.rotation, rows)
         if not reason:
-            parent[attribute] = candidate
+            reason = _differs(rope, candidates[report.names], report.rotary_dim)
+        if not reason:
+            parent[attribute] = candidates[report.names]
         key = (report.names, reason)
         done.setdefault(key, PatchReport(report.names, report.cls, not reason, reason))
     return list(done.values())
