@@ -87,9 +87,9 @@ def _float64_norms(model) -> None:
             module.forward = forward
 
 
-def transformers_logprobs(folder, offsets=OFFSETS, *, exact: bool = False) -> dict:
-    """``{p: (K, vocab) log-probabilities}``: transformers float32 as it runs, or (``exact``)
-    the float64 reference."""
+def transformers_logprobs(folder, offsets=OFFSETS, *, exact=False, patched=False) -> dict:
+    """``{p: (K, vocab) log-probabilities}``: transformers float32 as it runs, float32 with
+    its RoPE replaced by sinpe's table (``patched``), or (``exact``) the float64 reference."""
     import torch
     import transformers
 
@@ -97,10 +97,11 @@ def transformers_logprobs(folder, offsets=OFFSETS, *, exact: bool = False) -> di
     model = transformers.LlamaForCausalLM.from_pretrained(
         folder, dtype=dtype, attn_implementation="eager"
     ).eval()
-    if exact:
+    if exact or patched:
         import sinpe.torch as st
 
         assert st.patch(model, warn=False, max_positions=max(offsets) + K + 1)
+    if exact:
         _float64_norms(model)
     ids = torch.tensor(tokens())[None]
     found = {}

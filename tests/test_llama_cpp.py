@@ -228,3 +228,10 @@ def test_llama_cpp_and_transformers_against_the_exact_reference(converted):
         "GGUF F32 from its own converter, F32 KV cache",
     )
     shift.record("transformers float32", f"transformers {transformers.__version__}", hf)
+    patched = shift.distances(shift.transformers_logprobs(folder, patched=True), reference)
+    assert max(patched.values()) < 1e-5, patched
+    shift.record(
+        "transformers float32, sinpe.torch.patch",
+        f"transformers {transformers.__version__}",
+        patched,
+    )
