@@ -129,3 +129,24 @@ def test_torch_compiled_script_runs(capsys):
     assert len(rows) == 4, out
     for row in rows:
         assert float(row.split("**")[1]) > 0
+
+
+def test_engines_combines_the_legs_records(tmp_path, capsys):
+    import json
+
+    import engines
+
+    rows = [{"offset": 0, "error": 3.1e-7}, {"offset": 100000, "error": 4.7e-4}]
+    record = {"engine": "llama.cpp", "version": "0.3.36", "note": "F32 KV cache", "rows": rows}
+    (tmp_path / "llama-cpp.json").write_text(json.dumps(record))
+    record = {"engine": "MLX", "version": "0.32.4", "note": "", "rows": rows[1:]}
+    (tmp_path / "mlx.json").write_text(json.dumps(record))
+    assert engines.main([str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| engine | version | 0 | 100,000 |"
+    assert lines[2] == "| llama.cpp (1) | 0.3.36 | 3.1e-07 | 0.00047 |"
+    assert lines[3] == "| MLX | 0.32.4 |  | 0.00047 |"
+    assert lines[-1] == "1. F32 KV cache"
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(ValueError, match="not an engine record"):
+        engines.main([str(tmp_path)])

@@ -223,6 +223,44 @@ def test_each_published_misreading_is_called_wrong_with_its_reason(tmp_path, cas
     assert data["exit_code"] == 1
 
 
+def test_a_big_endian_file_is_read_and_called_wrong(tmp_path):
+    path, config = _file(tmp_path, "qwen3")
+    data = bytearray(path.read_bytes())
+    swapped = tmp_path / "big.gguf"
+    swapped.write_bytes(_big_endian(bytes(data)))
+    report = sinpe.check_gguf(swapped, config)
+    assert report.reasons == ("a big-endian file: llama.cpp reads little-endian GGUF only",)
+    assert [p.largest < 1e-12 for p in report.parts] == [True]  # its values read right
+
+
+def _big_endian(data: bytes) -> bytes:
+    """The converted qwen3 file (no tensors) with every number byte-swapped."""
+    from gguf_files import TYPES
+
+    out = bytearray(b"GGUF")
+    version, n_tensors, n_kv = struct.unpack_from("<IQQ", data, 4)
+    out += struct.pack(">IQQ", version, n_tensors, n_kv)
+    pos = 24
+    codes = {code: fmt for code, fmt in TYPES.values()}
+    for _ in range(n_kv):
+        (n,) = struct.unpack_from("<Q", data, pos)
+        out += struct.pack(">Q", n) + data[pos + 8 : pos + 8 + n]
+        pos += 8 + n
+        (kind,) = struct.unpack_from("<I", data, pos)
+        out += struct.pack(">I", kind)
+        pos += 4
+        if kind == 8:
+            (n,) = struct.unpack_from("<Q", data, pos)
+            out += struct.pack(">Q", n) + data[pos + 8 : pos + 8 + n]
+            pos += 8 + n
+        else:
+            fmt = codes[kind]
+            (value,) = struct.unpack_from("<" + fmt, data, pos)
+            out += struct.pack(">" + fmt, value)
+            pos += struct.calcsize(fmt)
+    return bytes(out)
+
+
 def test_a_key_written_in_vain_is_a_note_not_a_verdict(tmp_path):
     """ik_llama.cpp #2003 wrote ``yarn_ext_factor`` 64; llama.cpp reads it for grok only."""
     edit = _set("qwen3.rope.scaling.yarn_ext_factor", 64.0)

@@ -5,6 +5,7 @@ where they are absent)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -183,3 +184,21 @@ def test_the_patched_model_stays_within_float32_noise_and_loses_the_drift(folder
     version = f"mlx {mx.__version__}, mlx-lm {mlx_lm.__version__}"
     shift.record("MLX", version, original, "mlx_lm as it loads the model (legacy keys)")
     shift.record("MLX, sinpe.mlx.patch", version, patched)
+
+
+def test_the_speed_script_runs(capsys):
+    """benchmarks/mlx_patch.py, one round (its timings are read on a quiet machine)."""
+    import importlib.util
+
+    path = Path(__file__).parents[1] / "benchmarks" / "mlx_patch.py"
+    spec = importlib.util.spec_from_file_location("mlx_patch", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rows = script.main(["--rounds", "1", "--repeat", "1"])
+    assert [row[0] for row in rows] == [
+        "RoPE call, decode",
+        "RoPE call, prefill",
+        "forward, 256 tokens",
+    ]
+    assert all(row[1] > 0 and row[2] > 0 for row in rows)
+    assert "ExactRoPE" in capsys.readouterr().out

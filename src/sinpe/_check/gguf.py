@@ -155,7 +155,10 @@ def check_gguf(path, config, *, n_ctx: int | None = None) -> GGUFReport:
             one = spec if layer_type is None else spec.layer(layer_type)
             swa = layer_type in _SLIDING
             parts.append(_judge(gguf, one, layer_type, read_rope(gguf, context=context, swa=swa)))
-    reasons = tuple(dict.fromkeys(r for part in parts for r in part.reasons))
+    found = [r for part in parts for r in part.reasons]
+    if gguf.byteorder == ">":  # gguf-py writes them; ggml's loader refuses them
+        found.insert(0, "a big-endian file: llama.cpp reads little-endian GGUF only")
+    reasons = tuple(dict.fromkeys(found))
     verdict = "does not" if reasons else "reads as the config"
     return GGUFReport(
         str(path), first.arch, verdict, reasons, tuple(parts), _notes(first, spec, layer_types)
