@@ -7,26 +7,16 @@ these files are what it writes, by its rules (research: conversion/llama.py:298-
 
 from __future__ import annotations
 
+import json
 import math
 import struct
+from pathlib import Path
 
 import numpy as np
 
-TYPES = {
-    "UINT8": (0, "B"),
-    "INT8": (1, "b"),
-    "UINT16": (2, "H"),
-    "INT16": (3, "h"),
-    "UINT32": (4, "I"),
-    "INT32": (5, "i"),
-    "FLOAT32": (6, "f"),
-    "BOOL": (7, "?"),
-    "STRING": (8, ""),
-    "ARRAY": (9, ""),
-    "UINT64": (10, "Q"),
-    "INT64": (11, "q"),
-    "FLOAT64": (12, "d"),
-}
+from sinpe._check.gguf_file import VALUE_TYPES
+
+TYPES = {name: (kind, code) for kind, (name, code, _) in VALUE_TYPES.items()}
 
 
 def _string(text: str) -> bytes:
@@ -95,38 +85,12 @@ def write(path, kv: dict, tensors: dict | None = None):
 # --------------------------------------------------------------------------- families
 
 
-def _factors(n: int, low: float, high: float, seed: int) -> list:
-    rng = np.random.default_rng(seed)
-    return [float(v) for v in np.round(low + np.sort(rng.random(n)) * (high - low), 4)]
-
-
-SHORT, LONG = _factors(48, 1.0, 1.1, 0), _factors(48, 1.0, 40.0, 1)
-
+CONFIGS_DIR = Path(__file__).with_name("data") / "configs"
+# published configs where one is stored (tests/data/configs), constructed ones beside them
 CONFIGS = {
-    "llama31": {
-        "model_type": "llama",
-        "hidden_size": 4096,
-        "num_attention_heads": 32,
-        "head_dim": 128,
-        "rope_theta": 500000.0,
-        "max_position_embeddings": 131072,
-        "rope_scaling": {
-            "rope_type": "llama3",
-            "factor": 8.0,
-            "low_freq_factor": 1.0,
-            "high_freq_factor": 4.0,
-            "original_max_position_embeddings": 8192,
-        },
-    },
-    "phi3": {
-        "model_type": "phi3",
-        "hidden_size": 3072,
-        "num_attention_heads": 32,
-        "rope_theta": 10000.0,
-        "max_position_embeddings": 131072,
-        "original_max_position_embeddings": 4096,
-        "rope_scaling": {"type": "longrope", "short_factor": SHORT, "long_factor": LONG},
-    },
+    "llama31": json.loads((CONFIGS_DIR / "llama-3.1-8b.json").read_text()),
+    "phi3": json.loads((CONFIGS_DIR / "phi-3-mini-128k-instruct.dotnet.json").read_text()),
+    "deepseek3": json.loads((CONFIGS_DIR / "deepseek-v3.json").read_text()),
     "qwen3": {
         "model_type": "qwen3",
         "hidden_size": 4096,
@@ -153,33 +117,13 @@ CONFIGS = {
         "max_position_embeddings": 131072,
         "rope_scaling": {"rope_type": "linear", "factor": 8.0},
     },
-    "deepseek3": {
-        "model_type": "deepseek_v3",
-        "hidden_size": 7168,
-        "num_attention_heads": 128,
-        "qk_rope_head_dim": 64,
-        "qk_nope_head_dim": 128,
-        "v_head_dim": 128,
-        "kv_lora_rank": 512,
-        "rope_theta": 10000.0,
-        "max_position_embeddings": 163840,
-        "rope_scaling": {
-            "type": "yarn",
-            "factor": 40,
-            "original_max_position_embeddings": 4096,
-            "beta_fast": 32,
-            "beta_slow": 1,
-            "mscale": 1.0,
-            "mscale_all_dim": 1.0,
-        },
-    },
 }
 
 
 def llama3_factors(config: dict) -> np.ndarray:
     """The converter's ``rope_freqs`` (conversion/llama.py:298-326), in float32 as it is."""
     scaling = config["rope_scaling"]
-    dim = config["head_dim"]
+    dim = config["hidden_size"] // config["num_attention_heads"]
     freqs = 1.0 / (
         np.float32(config["rope_theta"]) ** (np.arange(0, dim, 2, dtype=np.float32) / dim)
     )
@@ -221,8 +165,9 @@ def converted(name: str) -> tuple:
         kv[f"{arch}.rope.dimension_count"] = 96
         kv[f"{arch}.rope.freq_base"] = 10000.0
         kv[f"{arch}.rope.scaling.attn_factor"] = math.sqrt(1 + math.log(scale) / math.log(4096))
-        tensors["rope_factors_long.weight"] = np.array(LONG, np.float32)
-        tensors["rope_factors_short.weight"] = np.array(SHORT, np.float32)
+        for kind in ("long", "short"):
+            factors = np.array(c["rope_scaling"][f"{kind}_factor"], np.float32)
+            tensors[f"rope_factors_{kind}.weight"] = factors
     elif name == "qwen3":
         kv[f"{arch}.attention.key_length"] = 128
         kv[f"{arch}.rope.freq_base"] = 1000000.0

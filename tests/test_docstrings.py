@@ -23,6 +23,8 @@ MODULES = _modules()
 def _examples(name: str) -> list:
     if name.startswith("sinpe.torch"):
         pytest.importorskip("torch")
+    if name.startswith("sinpe.mlx"):
+        pytest.importorskip("mlx.core")
     module = importlib.import_module(name)
     found = doctest.DocTestFinder(exclude_empty=True).find(module, name)
     return [test for test in found if test.examples]
@@ -41,7 +43,7 @@ def test_the_public_functions_have_examples():
     counted = sum(
         len(t.examples)
         for name in MODULES
-        if not name.startswith("sinpe.torch")
+        if not name.startswith(("sinpe.torch", "sinpe.mlx"))
         for t in _examples(name)
     )
     assert counted >= 20, counted

@@ -313,7 +313,7 @@ def test_a_gguf_is_known_by_its_magic_whatever_its_name(tmp_path):
     assert result.returncode == 0
     data = json.loads(result.stdout)
     assert data["architecture"] == "qwen3" and data["llama_cpp"] == LLAMA_CPP
-    assert data["parts"][0]["rope_type"] == "NEOX"
+    assert data["parts"][0]["llama_cpp"]["rope_type"] == "NEOX"
 
 
 # --------------------------------------------------------------------------- the reader

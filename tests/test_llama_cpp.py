@@ -8,7 +8,6 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import json
-import math
 import os
 from pathlib import Path
 
@@ -78,77 +77,31 @@ def test_what_llama_cpp_s_converter_writes_reads_as_the_config(converted, name):
     assert result.returncode == 0 and "verdict: reads as the config" in result.stdout
 
 
-def _phi3_factor() -> float:
-    return math.sqrt(1 + math.log(131072 / 4096) / math.log(4096))
-
-
-def _swapped(path):
+def _swapped(path) -> dict:
     found = gguf_file.read(path, tensors=("rope_factors_long.weight", "rope_factors_short.weight"))
     long, short = found.data["rope_factors_long.weight"], found.data["rope_factors_short.weight"]
     return {"rope_factors_long.weight": short, "rope_factors_short.weight": long}
 
 
-# the published failures, edited into converted files: (model, edit, the reason said)
-EDITS = {
-    "unsloth #6197: Llama-3.1 scaling dropped": (
-        "llama-3.1",
-        dict(drop=("rope_freqs.weight",)),
-        "Llama-3 scaling missing: no rope_freqs tensor",
-    ),
-    "llama.cpp #24820: Phi-3 long factors dropped": (
-        "phi3-longrope",
-        dict(drop=("rope_factors_long.weight",)),
-        "LongRoPE short factors only: no rope_factors_long tensor",
-    ),
-    "Phi-3 factors swapped": (
-        "phi3-longrope",
-        dict(tensors=_swapped),
-        "LongRoPE factors swapped: rope_factors_long holds the config's short ones",
-    ),
-    "llama.cpp #17945: the attention factor reset": (
-        "phi3-longrope",
-        dict(kv={"phi3.rope.scaling.attn_factor": 1.0}),
-        f"LongRoPE attention factor 1.0 where the config gives {_phi3_factor():.6g} "
-        "(rope.scaling.attn_factor 1.0)",
-    ),
-    "llama.cpp #13322: YaRN not converted": (
-        "qwen3-yarn",
-        dict(drop=("qwen3.rope.scaling.type", "qwen3.rope.scaling.factor")),
-        "YaRN scaling missing: no rope.scaling.type where the config gives YaRN x4.0",
-    ),
-    "the base changed": (
-        "qwen3-yarn",
-        dict(kv={"qwen3.rope.freq_base": 10000.0}),
-        "base 10000.0 where the config gives 1000000.0",
-    ),
-    "the sliding layers' base changed": (
-        "gemma3",
-        dict(kv={"gemma3.rope.freq_base_swa": 1e6}),
-        "sliding_attention layers: base 1000000.0 where the config gives 10000.0",
-    ),
-    "the width changed": (
-        "llama-3.1",
-        dict(kv={"llama.rope.dimension_count": 32}),
-        "rotary width 32 where the config gives 64",
-    ),
-    "DeepSeek's YaRN log multiplier written raw": (
-        "deepseek-v3",
-        dict(kv={"deepseek2.rope.scaling.yarn_log_multiplier": 1.0}),
-        "softmax scale x21.9856 where the config gives x1.87385 (yarn mscale_all_dim)",
-    ),
-}
+# the published failures, edited into converted files: the model, the edit, the reason said
+EDITS = json.loads((Path(__file__).with_name("data") / "gguf_edits.json").read_text())["edits"]
 
 
 @pytest.mark.parametrize("case", sorted(EDITS))
 def test_each_published_failure_edited_into_a_converted_file_is_called_wrong(
     converted, tmp_path, case
 ):
-    name, edit, reason = EDITS[case]
-    folder, path = converted[name]
-    edit = dict(edit)
-    if callable(edit.get("tensors")):
-        edit["tensors"] = edit["tensors"](path)
-    edited = rewrite(path, tmp_path / "edited.gguf", **edit)
+    edit = EDITS[case]
+    folder, path = converted[edit["model"]]
+    tensors = _swapped(path) if edit.get("swap_factors") else None
+    edited = rewrite(
+        path,
+        tmp_path / "edited.gguf",
+        kv=edit.get("kv"),
+        drop=edit.get("drop", ()),
+        tensors=tensors,
+    )
+    reason = edit["reason"]
     report = sinpe.check_gguf(edited, folder / "config.json")
     assert report.verdict == "does not" and reason in report.reasons, report.reasons
     result = run("check", edited, folder / "config.json", "--json")

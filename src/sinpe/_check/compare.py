@@ -39,6 +39,8 @@ __all__ = [
     "number",
     "VERDICTS",
     "verdict_text",
+    "layer_json",
+    "layer_line",
     "views",
 ]
 
@@ -536,6 +538,23 @@ VERDICTS = {
     "errs in proportion to the position; the exact table's error stays at the dtype's rounding)",
     "mismatch": "does not match this config",
 }
+
+
+def layer_line(report, what: str, extra: str = "") -> str:
+    """An engine's layer report as its log line says it: the layers it covers (the first and
+    how many more), ``what`` was compared, the verdict's words, its reason and note."""
+    names = report.names[0] + (f" (+{len(report.names) - 1} more)" if len(report.names) > 1 else "")
+    reason = f": {report.reason}" if report.reason else ""
+    note = f" ({report.note})" if report.note else ""
+    return f"{names} {what}: {report.text}{reason}{note}{extra}"
+
+
+def layer_json(report) -> dict:
+    """An engine's layer report as JSON-ready data."""
+    data = report._asdict()
+    data["names"] = list(report.names)
+    data["decades"] = [{"first": a, "last": b, "error": e} for a, b, e in report.decades]
+    return data
 
 
 def number(value: float) -> str:

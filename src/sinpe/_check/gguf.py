@@ -75,24 +75,16 @@ class GGUFReport(NamedTuple):
 
 
 def _part_dict(part: GGUFPart) -> dict:
-    reading = part.reading
-    return {
-        "layer_type": part.layer_type,
-        "context": part.context,
-        "rope_type": reading.rope_type,
-        "rotary_dim": reading.n_rot,
-        "config_rotary_dim": part.rotary_dim,
-        "base": reading.base,
-        "scaling": reading.scaling,
-        "factor": 1.0 / reading.freq_scale,
-        "factor_tensor": reading.factors,
-        "attention_factor": reading.attention_factor,
-        "config_attention_factor": part.attention_factor,
-        "softmax_scale": reading.softmax_scale,
-        "config_softmax_scale": part.softmax_scale,
-        "largest_frequency_difference": part.largest,
-        "reasons": list(part.reasons),
-    }
+    """One part as JSON-ready data: llama.cpp's reading beside the config's values."""
+    reading = {k: v for k, v in part.reading._asdict().items() if k not in ("inv_freq", "arch")}
+    reading["ignored"] = list(reading["ignored"])
+    reading["factor"] = 1.0 / reading.pop("freq_scale")
+    config = dict(rotary_dim=part.rotary_dim, attention_factor=part.attention_factor)
+    config["softmax_scale"] = part.softmax_scale
+    return dict(
+        layer_type=part.layer_type, llama_cpp=reading, config=config,
+        largest_frequency_difference=part.largest, reasons=list(part.reasons),
+    )  # fmt: skip
 
 
 def gguf_part_text(part: GGUFPart) -> str:
@@ -103,11 +95,12 @@ def gguf_part_text(part: GGUFPart) -> str:
         f"{reading.scaling} x{number(1 / reading.freq_scale)}"
     )  # fmt: skip
     factors = f", factors {reading.factors}" if reading.factors else ""
-    far = (
-        "not compared (the widths differ)"
-        if math.isinf(part.largest)
-        else f"within {part.largest:.2g} of the config's"
-    )
+    if math.isinf(part.largest):
+        far = "not compared (the widths differ)"
+    elif part.largest > TOLERANCE:
+        far = f"off the config's by up to {part.largest:.2g} (relative)"
+    else:
+        far = f"within {part.largest:.2g} of the config's (relative)"
     return (
         f"{layers} at context {part.context:,}: {reading.rope_type}, rotary dim {reading.n_rot}, "
         f"base {number(reading.base)}, scaling {scaling}{factors}, attention factor "

@@ -40,62 +40,33 @@ MAX_STRINGS = 1 << 22  # strings in one array (a real vocabulary has < 300k)
 KEEP_ARRAY = 4096  # a numeric array is kept (copied) up to this many elements
 
 # GGUF value types: id -> (name, struct code, size; a string's size is its length field)
+_VALUE_NAMES = "UINT8 INT8 UINT16 INT16 UINT32 INT32 FLOAT32 BOOL STRING ARRAY UINT64 INT64 FLOAT64"
+_VALUE_SIZES = (1, 1, 2, 2, 4, 4, 4, 1, 8, 12, 8, 8, 8)
 VALUE_TYPES = {
-    0: ("UINT8", "B", 1),
-    1: ("INT8", "b", 1),
-    2: ("UINT16", "H", 2),
-    3: ("INT16", "h", 2),
-    4: ("UINT32", "I", 4),
-    5: ("INT32", "i", 4),
-    6: ("FLOAT32", "f", 4),
-    7: ("BOOL", "?", 1),
-    8: ("STRING", "", 8),
-    9: ("ARRAY", "", 12),
-    10: ("UINT64", "Q", 8),
-    11: ("INT64", "q", 8),
-    12: ("FLOAT64", "d", 8),
+    i: (name, code.strip(), size)
+    for i, (name, code, size) in enumerate(zip(_VALUE_NAMES.split(), "BbHhIif?  Qqd", _VALUE_SIZES))
 }
 STRING, ARRAY = 8, 9
 
 _K = 256  # QK_K
 # ggml types: id -> (name, block size, bytes per block), as gguf-py's GGML_QUANT_SIZES
+# fmt: off
 GGML_TYPES = {
-    0: ("F32", 1, 4),
-    1: ("F16", 1, 2),
-    2: ("Q4_0", 32, 18),
-    3: ("Q4_1", 32, 20),
-    6: ("Q5_0", 32, 22),
-    7: ("Q5_1", 32, 24),
-    8: ("Q8_0", 32, 34),
-    9: ("Q8_1", 32, 36),
-    10: ("Q2_K", _K, 4 + _K // 16 + _K // 4),
-    11: ("Q3_K", _K, 2 + _K // 4 + _K // 8 + 12),
-    12: ("Q4_K", _K, 4 + _K // 2 + 12),
-    13: ("Q5_K", _K, 4 + _K // 2 + _K // 8 + 12),
-    14: ("Q6_K", _K, 2 + _K // 2 + _K // 4 + _K // 16),
-    15: ("Q8_K", _K, 4 + _K + _K // 8),
-    16: ("IQ2_XXS", _K, 2 + _K // 4),
-    17: ("IQ2_XS", _K, 2 + _K // 4 + _K // 32),
-    18: ("IQ3_XXS", _K, 2 + _K // 4 + _K // 8),
-    19: ("IQ1_S", _K, 2 + _K // 8 + _K // 16),
-    20: ("IQ4_NL", 32, 18),
-    21: ("IQ3_S", _K, 2 + _K // 4 + _K // 8 + _K // 32 + 4),
-    22: ("IQ2_S", _K, 2 + _K // 4 + _K // 16),
-    23: ("IQ4_XS", _K, 4 + _K // 2 + _K // 64),
-    24: ("I8", 1, 1),
-    25: ("I16", 1, 2),
-    26: ("I32", 1, 4),
-    27: ("I64", 1, 8),
-    28: ("F64", 1, 8),
-    29: ("IQ1_M", _K, _K // 8 + _K // 16 + _K // 32),
-    30: ("BF16", 1, 2),
-    34: ("TQ1_0", _K, 2 + 4 * 13),
-    35: ("TQ2_0", _K, 2 + 64),
-    39: ("MXFP4", 32, 17),
-    40: ("NVFP4", 64, 36),
-    41: ("Q1_0", 128, 18),
-    42: ("Q2_0", 64, 18),
+    0: ("F32", 1, 4), 1: ("F16", 1, 2), 2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20),
+    6: ("Q5_0", 32, 22), 7: ("Q5_1", 32, 24), 8: ("Q8_0", 32, 34), 9: ("Q8_1", 32, 36),
+    10: ("Q2_K", _K, 4 + _K // 16 + _K // 4), 11: ("Q3_K", _K, 2 + _K // 4 + _K // 8 + 12),
+    12: ("Q4_K", _K, 4 + _K // 2 + 12), 13: ("Q5_K", _K, 4 + _K // 2 + _K // 8 + 12),
+    14: ("Q6_K", _K, 2 + _K // 2 + _K // 4 + _K // 16), 15: ("Q8_K", _K, 4 + _K + _K // 8),
+    16: ("IQ2_XXS", _K, 2 + _K // 4), 17: ("IQ2_XS", _K, 2 + _K // 4 + _K // 32),
+    18: ("IQ3_XXS", _K, 2 + _K // 4 + _K // 8), 19: ("IQ1_S", _K, 2 + _K // 8 + _K // 16),
+    20: ("IQ4_NL", 32, 18), 21: ("IQ3_S", _K, 2 + _K // 4 + _K // 8 + _K // 32 + 4),
+    22: ("IQ2_S", _K, 2 + _K // 4 + _K // 16), 23: ("IQ4_XS", _K, 4 + _K // 2 + _K // 64),
+    24: ("I8", 1, 1), 25: ("I16", 1, 2), 26: ("I32", 1, 4), 27: ("I64", 1, 8), 28: ("F64", 1, 8),
+    29: ("IQ1_M", _K, _K // 8 + _K // 16 + _K // 32), 30: ("BF16", 1, 2),
+    34: ("TQ1_0", _K, 2 + 4 * 13), 35: ("TQ2_0", _K, 2 + 64), 39: ("MXFP4", 32, 17),
+    40: ("NVFP4", 64, 36), 41: ("Q1_0", 128, 18), 42: ("Q2_0", 64, 18),
 }
+# fmt: on
 # the smallest records: a key/value (a u64 length and a byte of key, a u32 type, a byte of
 # value); a tensor info (a u64 length and a byte of name, u32 dims, i32 type, u64 offset)
 _MIN_KV = 8 + 1 + 4 + 1

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._check.compare import VERDICTS, judge_rows, number, verdict_text
+from .._check.compare import VERDICTS, judge_rows, layer_json, layer_line, number, verdict_text
 from .._rope.config import load_config, rope_config
 from .._rope.rope_types import ROPE_TYPES
 from ._probe import dims_of, find_ropes, fit_frequencies, layer_index, measure, rotation_of
@@ -39,16 +39,10 @@ class LayerReport(NamedTuple):
 
     def line(self) -> str:
         """One line: where, what, the verdict and its reason."""
-        where = self.names[0] + (f" (+{len(self.names) - 1} more)" if len(self.names) > 1 else "")
-        reason = f": {self.reason}" if self.reason else ""
-        note = f" ({self.note})" if self.note else ""
-        return f"{where} {self.cls} {self.rotation} x{self.rotary_dim}: {self.text}{reason}{note}"
+        return layer_line(self, f"{self.cls} {self.rotation} x{self.rotary_dim}")
 
     def as_json(self) -> dict:
-        data = self._asdict()
-        data["names"] = list(self.names)
-        data["decades"] = [{"first": a, "last": b, "error": e} for a, b, e in self.decades]
-        return data
+        return layer_json(self)
 
 
 def _layer_types(config: dict) -> list | None:

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._check.compare import compare, explanation_text, verdict_text
+from .._check.compare import compare, explanation_text, layer_json, layer_line, verdict_text
 from .._check.files import Stored
 from .._rope import rotary as rot
 from .._rope.rope_types import lookup
@@ -53,18 +53,12 @@ class LayerReport(NamedTuple):
 
     def line(self) -> str:
         """The log line: where, what, the verdict and its reason."""
-        where = self.names[0] + (f" (+{len(self.names) - 1} more)" if len(self.names) > 1 else "")
-        reason = f": {self.reason}" if self.reason else ""
         extra = " [replaced by sinpe's exact table]" if self.replaced else ""
-        note = f" ({self.note})" if self.note else ""
         what = f"{self.cls} {self.cache} {self.rows}x{self.rotary_dim} {self.dtype}"
-        return f"{where} {what}: {self.text}{reason}{note}{extra}"
+        return layer_line(self, what, extra)
 
     def as_json(self) -> dict:
-        data = self._asdict()
-        data["names"] = list(self.names)
-        data["decades"] = [{"first": a, "last": b, "error": e} for a, b, e in self.decades]
-        return data
+        return layer_json(self)
 
 
 def _stored(tensor) -> Stored:
