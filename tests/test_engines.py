@@ -174,3 +174,35 @@ def test_where_vllms_hf_config_reads_another_rope_it_is_said():
         "vLLM's hf_config reads base 500000.0 where config.json gives 10000.0"
     )
     assert hf_config_differs(config, SimpleNamespace()) == ""
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(_has("mlx") and _has("mlx_lm"), reason="mlx and mlx-lm are installed")
+def test_an_mlx_model_folder_without_mlx_is_one_line_and_exit_2(tmp_path):
+    import json
+
+    from command import run
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 64}))
+    result = run("check", tmp_path)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert f"checking the MLX model folder {tmp_path} needs mlx and mlx-lm" in result.stderr
+    assert "pip install 'sinpe[mlx]'" in result.stderr
+    result = run("check", tmp_path, "--offset", "2")
+    assert result.returncode == 2 and "--offset: not for an MLX model folder" in result.stderr
+
+
+def test_import_sinpe_mlx_without_mlx_says_what_to_install():
+    if _has("mlx"):
+        pytest.skip("mlx is installed")
+    with pytest.raises(ImportError, match=r"sinpe.mlx needs mlx: pip install 'sinpe\[mlx\]'"):
+        import sinpe.mlx  # noqa: F401
