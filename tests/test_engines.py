@@ -204,5 +204,5 @@ def test_an_mlx_model_folder_without_mlx_is_one_line_and_exit_2(tmp_path):
 def test_import_sinpe_mlx_without_mlx_says_what_to_install():
     if _has("mlx"):
         pytest.skip("mlx is installed")
-    with pytest.raises(ImportError, match=r"sinpe.mlx needs mlx: pip install 'sinpe\[mlx\]'"):
+    with pytest.raises(ImportError, match=r"mlx and mlx-lm: pip install 'sinpe\[mlx\]'"):
         import sinpe.mlx  # noqa: F401

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 
 from .._check.compare import LAYOUTS as CHECK_LAYOUTS
 from .._check.compare import compare as compare_cache
@@ -188,16 +187,11 @@ def _mlx_command(args) -> int:
     given_config = [c for c in (args.config, args.config_flag) if c is not None]
     config = config_argument(args) if given_config else os.path.join(folder, "config.json")
     try:
-        from mlx_lm.utils import load_model
-
         from .. import mlx as sinpe_mlx
-    except ImportError as exc:
-        raise ValueError(
-            f"checking the MLX model folder {folder} needs mlx and mlx-lm: "
-            f"pip install 'sinpe[mlx]' ({exc})"
-        ) from None
-    model, _ = load_model(pathlib.Path(folder))
-    reports = sinpe_mlx.check(model, config)
+
+        reports = sinpe_mlx.check_folder(folder, config)
+    except ImportError as exc:  # mlx, or mlx-lm, is not installed
+        raise ValueError(f"checking the MLX model folder {folder} needs {exc}") from None
     code = 1 if any(r.verdict == "mismatch" for r in reports) else 0
     if args.json:
         data = {"folder": folder, "layers": [r.as_json() for r in reports], "exit_code": code}

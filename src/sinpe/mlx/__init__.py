@@ -10,10 +10,10 @@ try:
     import mlx.core  # noqa: F401
 except ImportError as exc:  # one line saying what to install
     raise ImportError(
-        "sinpe.mlx needs mlx: pip install 'sinpe[mlx]' (mlx[cpu] on Linux, mlx on macOS)"
+        "mlx and mlx-lm: pip install 'sinpe[mlx]' (mlx[cpu] on Linux, mlx on macOS)"
     ) from exc
 
-from ._check import LayerReport, check
+from ._check import LayerReport, check, check_folder
 from ._exact import ExactRoPE, PatchReport, patch
 
-__all__ = ["ExactRoPE", "LayerReport", "PatchReport", "check", "patch"]
+__all__ = ["ExactRoPE", "LayerReport", "PatchReport", "check", "check_folder", "patch"]

@@ -7,6 +7,7 @@ frequencies) and scaling, each against the config's."""
 from __future__ import annotations
 
 import math
+import pathlib
 from typing import NamedTuple
 
 import numpy as np
@@ -16,7 +17,7 @@ from .._rope.config import load_config, rope_config
 from .._rope.rope_types import ROPE_TYPES
 from ._probe import dims_of, find_ropes, fit_frequencies, layer_index, measure, rotation_of
 
-__all__ = ["LayerReport", "check", "layer_spec", "positions_of"]
+__all__ = ["LayerReport", "check", "check_folder", "layer_spec", "positions_of"]
 
 FIT_TOLERANCE = 1e-4  # relative: a frequency fitted from float32 angles
 
@@ -226,3 +227,15 @@ def check(model, config) -> list:
             )
         )
     return reports
+
+
+def check_folder(folder, config=None) -> list:
+    """``check`` of the model in ``folder`` as mlx_lm loads it, against ``config`` (default:
+    the folder's config.json)."""
+    try:
+        from mlx_lm.utils import load_model
+    except ImportError as exc:
+        raise ImportError("mlx-lm, which loads model folders: pip install 'sinpe[mlx]'") from exc
+    folder = pathlib.Path(folder)
+    model, _ = load_model(folder)
+    return check(model, folder / "config.json" if config is None else config)
