@@ -91,9 +91,9 @@ def gguf_part_text(part: GGUFPart) -> str:
     """One part of a report as a line: what llama.cpp uses, and how far it is."""
     reading = part.reading
     layers = f"{part.layer_type} layers" if part.layer_type else "layers"
-    scaling = reading.scaling if reading.freq_scale == 1 else (
-        f"{reading.scaling} x{number(1 / reading.freq_scale)}"
-    )  # fmt: skip
+    scaling = f"{reading.scaling} x{number(1 / reading.freq_scale)}"
+    if reading.freq_scale == 1 and reading.scaling != SCALING_TYPES["YARN"]:
+        scaling = "none"  # llama.cpp's default type, linear, with no factor
     factors = f", factors {reading.factors}" if reading.factors else ""
     if math.isinf(part.largest):
         far = "not compared (the widths differ)"
