@@ -22,12 +22,15 @@ from .plot import save_error_figure, without_matplotlib
 def add_check_arguments(command: AddCommand) -> None:
     """The ``check`` subcommand and its arguments."""
     check_parser = command(
-        "check", "how far another engine's cos/sin cache is from the exact table, and why"
+        "check",
+        "how far another engine's cos/sin cache (or a GGUF file's, or an MLX model's RoPE) is "
+        "from the exact table, and why",
     )
     check_parser.add_argument(
         "cache",
-        help=".npy, .npz (cos and sin, or one array), .pt, .safetensors, or a .gguf model "
-        "(llama.cpp: its RoPE keys and tensors as llama.cpp reads them) (required)",
+        help=".npy, .npz (cos and sin, or one array), .pt, .safetensors; a .gguf model "
+        "(its RoPE keys and tensors as llama.cpp reads them); or an MLX model folder (its "
+        "RoPE modules as mlx_lm loads them) (required)",
     )
     check_parser.add_argument(
         "config",
