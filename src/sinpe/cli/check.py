@@ -21,11 +21,8 @@ from .plot import save_error_figure, without_matplotlib
 
 def add_check_arguments(command: AddCommand) -> None:
     """The ``check`` subcommand and its arguments."""
-    check_parser = command(
-        "check",
-        "how far another engine's cos/sin cache (or a GGUF file's, or an MLX model's RoPE) is "
-        "from the exact table, and why",
-    )
+    what = "another engine's cos/sin cache (a GGUF file's, an MLX model's RoPE)"
+    check_parser = command("check", f"how far {what} is from the exact table, and why")
     check_parser.add_argument(
         "cache",
         help=".npy, .npz (cos and sin, or one array), .pt, .safetensors; a .gguf model "
