@@ -82,6 +82,29 @@ def write(path, kv: dict, tensors: dict | None = None):
     return path
 
 
+def write_split(folder, stem: str, kv: dict, tensors: dict, count: int) -> list:
+    """A split set as gguf-split and gguf-py write one: ``count`` shards named
+    ``<stem>-0000k-of-0000n.gguf``, the metadata in the first, every shard with the split
+    keys, the tensors (and a weight of its own per shard) spread over them, the RoPE tensors
+    in the last shards."""
+    tensors = dict(tensors)
+    for k in range(count):
+        tensors[f"blk.{k}.attn_norm.weight"] = np.ones(8, np.float32)
+    names = list(tensors)[::-1]  # the RoPE tensors go last
+    shards = [names[k::count] for k in range(count)]
+    paths = []
+    for k in range(count):
+        split = {
+            "split.no": ("UINT16", k),
+            "split.count": ("UINT16", count),
+            "split.tensors.count": ("INT32", len(tensors)),
+        }
+        shard_kv = {**kv, **split} if k == 0 else split
+        path = folder / f"{stem}-{k + 1:05d}-of-{count:05d}.gguf"
+        paths.append(write(path, shard_kv, {n: tensors[n] for n in shards[k]}))
+    return paths
+
+
 # --------------------------------------------------------------------------- families
 
 

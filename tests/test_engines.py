@@ -2,8 +2,8 @@
 entry point every install declares, importing without the engine, the mode variable, and a
 layer's verdict on duck-typed stand-ins for vLLM's rotary layers."""
 
+import json
 import logging
-import math
 from importlib.metadata import entry_points
 
 import numpy as np
@@ -28,7 +28,7 @@ def test_importing_and_registering_without_vllm_does_nothing():
         import sinpe.vllm as sv
         sv.register()
         sv.register()
-        assert "torch" not in sys.modules and sv.seen() == [] and sv.reports() == []
+        assert "torch" not in sys.modules and sv.wrapped() == [] and sv.reports() == []
         print("done")
         """
     )
@@ -78,6 +78,10 @@ class LinearScalingRotaryEmbedding(_Layer):
     scaling_factors = [2.0, 4.0]
 
 
+class MyOwnRotaryEmbedding(_Layer):  # a class this vLLM does not have
+    pass
+
+
 def _spec(base=10000.0):
     return sinpe.rope_config(
         {"model_type": "llama", "head_dim": 64, "max_position_embeddings": 4096, "rope_theta": base}
@@ -92,7 +96,7 @@ def _float32_angles(n, base=10000.0):
     return torch.cat((angles.cos(), angles.sin()), dim=-1)
 
 
-def test_a_layer_gets_the_verdict_sinpe_check_gives():
+def test_a_layer_gets_the_verdict_of_the_core():
     torch = pytest.importorskip("torch")
     from sinpe.vllm import audit_layer
 
@@ -100,17 +104,21 @@ def test_a_layer_gets_the_verdict_sinpe_check_gives():
     exact = torch.from_numpy(spec.rope_cache(4096, dtype=np.float32))
     (match,) = audit_layer(RotaryEmbedding(exact), spec, ["model.layers.0.self_attn.rotary_emb"])
     assert match.verdict == "match" and match.reason == "" and match.rows == 4096
+    assert match.judgment.bound == 8 * 2.0**-24  # 8 float32 ulps below the factor 1
     (drift,) = audit_layer(RotaryEmbedding(_float32_angles(4096)), spec, ["l"])
     assert drift.verdict == "drift" and "float32 angles" in drift.text
     assert drift.decades[-1][0] <= 4095 <= drift.decades[-1][1] and drift.largest > 1e-5
     (base,) = audit_layer(RotaryEmbedding(_float32_angles(4096, 5e5)), spec, ["l"])
-    assert base.verdict == "mismatch" and "base 500000" in base.reason, base.line()
+    assert base.verdict == "mismatch"
+    assert base.reason == "base 500000.0 where the config gives 10000.0", base.line()
     (width,) = audit_layer(RotaryEmbedding(exact[:, :32], rotary_dim=32), spec, ["l"])
-    assert (
-        width.verdict == "mismatch" and width.reason == "rotary width 32 where the config gives 64"
-    )
+    assert width.verdict == "mismatch"
+    assert width.reason == "rotary width 32 where the config gives 64"
     (pairs,) = audit_layer(RotaryEmbedding(exact, neox=False), spec, ["l"])
-    assert pairs.verdict == "mismatch" and "vLLM rotates pairs" in pairs.reason
+    assert pairs.verdict == "mismatch"
+    assert pairs.reason == (
+        "rotates pairs (is_neox_style=False) where the model's attention rotates halves"
+    )
 
 
 def test_a_scaled_cache_names_the_attention_factor():
@@ -121,23 +129,43 @@ def test_a_scaled_cache_names_the_attention_factor():
     scaled = torch.from_numpy(spec.rope_cache(4096, dtype=np.float32)) * 1.2
     (report,) = audit_layer(RotaryEmbedding(scaled), spec, ["l"])
     assert report.verdict == "mismatch"
-    assert report.reason == "attention factor 1.2 where the config gives 1", report.line()
+    assert report.reason == "attention factor 1.2 where the config gives 1.0", report.line()
+    assert [r["code"] for r in report.as_json()["reasons"]] == ["attention_factor"]
 
 
-def test_an_unknown_layer_is_unchecked_never_replaced():
+def test_a_class_sinpe_does_not_know_is_unchecked_and_named_never_replaced():
     torch = pytest.importorskip("torch")
     from sinpe.vllm import audit_layer
     from sinpe.vllm._audit import fill_exact
 
     spec = _spec()
-    layer = FourierRotaryEmbedding(torch.zeros(16, 2, 128))
-    (report,) = audit_layer(layer, spec, ["l"])
-    assert report.verdict == "unchecked" and "learned weights" in report.reason
-    assert math.isnan(report.largest) and "unchecked" in report.line()
-    assert fill_exact(layer, spec, report) is report and not layer.cos_sin_cache.any()
-    stacked = LinearScalingRotaryEmbedding(torch.zeros(24, 64))
-    (report,) = audit_layer(stacked, spec, ["l"])
-    assert report.verdict == "unchecked" and report.reason.startswith("2 linear scaling factors")
+    padded = torch.from_numpy(spec.rope_cache(64, dtype=np.float32))
+    padded = torch.cat([padded, torch.zeros(64, 32)], 1)  # a cache of another form
+    for layer, reason in [
+        (MyOwnRotaryEmbedding(padded), "MyOwnRotaryEmbedding is not a rotary class sinpe knows"),
+        (FourierRotaryEmbedding(torch.zeros(16, 2, 128)), "learned weights"),
+        (LinearScalingRotaryEmbedding(torch.zeros(24, 64)), "2 linear scaling factors stacked"),
+    ]:
+        before = layer.cos_sin_cache.clone()
+        (report,) = audit_layer(layer, spec, ["l"])
+        assert report.verdict == "unchecked" and reason in report.reason, report.line()
+        assert report.largest is None and f"l {report.cls}: unchecked: " in report.line()
+        assert json.loads(json.dumps(report.as_json(), allow_nan=False))["largest_error"] is None
+        assert fill_exact(layer, spec, report) is report and layer.cos_sin_cache.equal(before)
+
+
+def test_a_known_class_without_its_attributes_is_unchecked_saying_which():
+    torch = pytest.importorskip("torch")
+    from sinpe.vllm import audit_layer
+
+    layer = RotaryEmbedding(torch.zeros(8, 64))
+    del layer.rotary_dim
+    (report,) = audit_layer(layer, _spec(), ["l"])
+    assert report.verdict == "unchecked"
+    assert report.reason == "RotaryEmbedding has no rotary_dim: not judged"
+    layer = RotaryEmbedding(torch.zeros(8, 64), rotary_dim=2**40)
+    with pytest.raises(ValueError, match="rotary_dim 1099511627776 is outside 2 .. 65536"):
+        audit_layer(layer, _spec(), ["l"])
 
 
 def test_exact_fills_a_drifting_cache_in_place_and_leaves_a_mismatch():
@@ -159,6 +187,122 @@ def test_exact_fills_a_drifting_cache_in_place_and_leaves_a_mismatch():
     assert wrong.cos_sin_cache.equal(before)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_exact_writes_a_non_contiguous_cache_of_any_dtype_in_its_own_layout(dtype):
+    """A transposed (non-contiguous) cache, in half precision too: filled where it lies,
+    each value sinpe's table rounded once to its dtype; more rows than one block."""
+    torch = pytest.importorskip("torch")
+    if dtype == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    from sinpe.vllm import audit_layer
+    from sinpe.vllm._audit import fill_exact
+
+    spec = _spec()
+    kind = getattr(torch, dtype)
+    storage = _float32_angles(20000).t().contiguous().to(kind)
+    cache = storage.t()  # (20000, 64), strides (1, 20000)
+    assert not cache.is_contiguous()
+    layer = RotaryEmbedding(cache)
+    (report,) = audit_layer(layer, spec, ["l"])
+    assert report.verdict in ("match", "drift"), report.line()
+    assert fill_exact(layer, spec, report).replaced
+    assert layer.cos_sin_cache.data_ptr() == storage.data_ptr()
+    want = spec.rope_cache(20000, dtype=dtype)
+    got = layer.cos_sin_cache.contiguous()
+    if dtype == "bfloat16":
+        got, want = got.view(torch.int16).numpy(), want.view(np.int16)
+    assert np.array_equal(got.numpy() if hasattr(got, "numpy") else got, want)
+
+
+def test_a_fill_that_fails_leaves_the_cache_whole_and_says_so(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from sinpe._rope import rotary
+    from sinpe.vllm._model import Context, audit
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rotary_emb = RotaryEmbeddingModule(_float32_angles(40000))
+
+    made = []
+    real = rotary.table_block
+
+    def failing(*args):
+        made.append(1)
+        if len(made) == 2:  # the second block of three
+            raise RuntimeError("out of device memory")
+        return real(*args)
+
+    monkeypatch.setattr(rotary, "table_block", failing)
+    model = Model()
+    before = model.rotary_emb.cos_sin_cache.clone()
+    context = Context(_spec_config(), "config.json", (), None)
+    (report,) = audit(model, context, exact=True)
+    assert report.verdict == "drift" and not report.replaced
+    assert report.outcome == "left as vLLM made it (RuntimeError: out of device memory)"
+    assert model.rotary_emb.cos_sin_cache.equal(before)
+    assert "[exact: left as vLLM made it" in report.line()
+
+
+def _spec_config():
+    return {"model_type": "llama", "head_dim": 64, "max_position_embeddings": 4096,
+            "rope_theta": 10000.0}  # fmt: skip
+
+
+def RotaryEmbeddingModule(cache):  # noqa: N802 (a stand-in class made as torch allows)
+    torch = pytest.importorskip("torch")
+
+    class RotaryEmbedding(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("cos_sin_cache", cache, persistent=False)
+            self.rotary_dim, self.head_size, self.is_neox_style = 64, 64, True
+
+    return RotaryEmbedding()
+
+
+def test_the_audit_reads_only_sampled_rows_off_the_device():
+    """A 1,000,000-row cache: the rows that reach the host are the sampled ones (a few
+    hundred), never the cache."""
+    torch = pytest.importorskip("torch")
+    from sinpe.vllm import audit_layer
+
+    moved = []
+
+    class Watched(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if func in (torch.Tensor.cpu, torch.Tensor.numpy, torch.Tensor.tolist):
+                moved.append(tuple(args[0].shape))
+            if func is torch.Tensor.to and any(
+                getattr(a, "type", None) == "cpu" or a == "cpu" for a in args[1:]
+            ):
+                moved.append(tuple(args[0].shape))
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    n = 1_000_000
+    spec = sinpe.rope_config({**_spec_config(), "max_position_embeddings": n})
+    cache = torch.from_numpy(spec.rope_cache(n, dtype=np.float32)).as_subclass(Watched)
+    (report,) = audit_layer(RotaryEmbedding(cache), spec, ["l"])
+    assert report.verdict == "match" and report.rows == n
+    assert moved and max(shape[0] for shape in moved) <= 3 * 64 + 1, moved
+    assert sum(shape[0] for shape in moved) < 1000, sum(shape[0] for shape in moved)
+
+
+def test_the_log_line_gives_the_error_at_the_deployment_length():
+    torch = pytest.importorskip("torch")
+    from sinpe.vllm import audit_layer
+
+    spec = sinpe.rope_config({**_spec_config(), "max_position_embeddings": 65536})
+    cache = _float32_angles(65536)
+    (full,) = audit_layer(RotaryEmbedding(cache), spec, ["l"], max_model_len=65536)
+    (short,) = audit_layer(RotaryEmbedding(cache), spec, ["l"], max_model_len=1024)
+    assert "largest error" in full.line() and "up to max_model_len 65,536" in full.line()
+    at = [float(n.split()[2]) for n in short.notes if n.startswith("largest error")]
+    assert at and at[0] < full.largest / 10  # float32 angles: the error grows with the length
+    assert isinstance(torch.Tensor, type)
+
+
 def test_where_vllms_hf_config_reads_another_rope_it_is_said():
     from types import SimpleNamespace
 
@@ -174,6 +318,43 @@ def test_where_vllms_hf_config_reads_another_rope_it_is_said():
         "vLLM's hf_config reads base 500000.0 where config.json gives 10000.0"
     )
     assert hf_config_differs(config, SimpleNamespace()) == ""
+
+
+def _fake_llm(model, folder, hf_config):
+    """A ``vllm.LLM`` stand-in: its engine's model config, ``apply_model`` in this process."""
+    from types import SimpleNamespace
+
+    model_config = SimpleNamespace(
+        model=str(folder), hf_config=hf_config, max_model_len=4096, revision=None
+    )
+    return SimpleNamespace(
+        llm_engine=SimpleNamespace(model_config=model_config),
+        apply_model=lambda function: [function(model)],
+    ), model_config
+
+
+def test_a_model_without_config_json_is_judged_by_hf_config_and_says_so(tmp_path):
+    """A GGUF or Mistral-format folder served by vLLM has no config.json: vLLM's hf_config
+    is the config, every report says so, and check(llm) gives what the plugin gives."""
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    import sinpe.vllm as sv
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rotary_emb = RotaryEmbeddingModule(_float32_angles(4096))
+
+    hf_config = SimpleNamespace(to_dict=lambda: _spec_config())
+    model = Model()
+    llm, model_config = _fake_llm(model, tmp_path / "not-a-repo id!", hf_config)
+    plugin = sv.audit_model(model, model_config)
+    checked = sv.check(llm)
+    assert [r.as_json() for r in plugin] == [r.as_json() for r in checked]
+    (report,) = checked
+    assert report.verdict == "drift"
+    assert "config: vLLM's hf_config (no config.json found)" in report.notes
 
 
 def _has(module: str) -> bool:
@@ -206,3 +387,91 @@ def test_import_sinpe_mlx_without_mlx_says_what_to_install():
         pytest.skip("mlx is installed")
     with pytest.raises(ImportError, match=r"mlx and mlx-lm: pip install 'sinpe\[mlx\]'"):
         import sinpe.mlx  # noqa: F401
+
+
+# --------------------------------------------------------------------------- the plugin
+
+_FAKE_VLLM = """
+import sys, types, logging
+def module(name, **attrs):
+    found = types.ModuleType(name)
+    found.__path__ = []
+    found.__dict__.update(attrs)
+    sys.modules[name] = found
+    return found
+module("vllm", __version__="9.9.9")
+module("vllm.logger", init_logger=lambda name: logging.getLogger(name))
+module("vllm.model_executor")
+"""
+_LOADERS = """
+class BaseModelLoader:
+    def load_model(self, vllm_config, model_config):
+        return MODEL
+class TensorizerLoader(BaseModelLoader):
+    def load_model(self, vllm_config, model_config):
+        return super().load_model(vllm_config, model_config)
+module("vllm.model_executor.model_loader")
+module("vllm.model_executor.model_loader.base_loader", BaseModelLoader=BaseModelLoader)
+"""
+
+
+def test_where_vllms_loaders_moved_one_warning_names_the_version():
+    result = run_script(
+        _FAKE_VLLM
+        + """
+import sinpe.vllm as sv
+sv.register(); sv.register()
+print(sv.wrapped())
+"""
+    )
+    assert result.stdout == "[]\n"
+    lines = [line for line in result.stderr.splitlines() if "sinpe" in line]
+    assert len(lines) == 1, result.stderr
+    assert "vLLM 9.9.9 has no" in lines[0] and "vllm.model_executor.model_loader" in lines[0]
+
+
+@pytest.mark.parametrize("trouble", ["audit", "report path"])
+def test_the_plugin_never_stops_vllm_loading_a_model(tmp_path, trouble):
+    """Every loader that overrides load_model is wrapped (its call of the base's audits
+    once); an audit that raises, or a report path that cannot be written, is one warning
+    and the model loads."""
+    pytest.importorskip("torch")
+    report = tmp_path / "no-such-folder" / "r.json" if trouble == "report path" else ""
+    script = (
+        _FAKE_VLLM
+        + _LOADERS
+        + f"""
+import os, types
+import torch, sinpe.vllm as sv
+from sinpe.vllm import _model
+os.environ["SINPE_VLLM_REPORT"] = {str(report)!r}
+class RotaryEmbedding(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cos_sin_cache = torch.zeros(8, 64)
+        self.rotary_dim, self.is_neox_style = 64, True
+MODEL = torch.nn.Sequential(RotaryEmbedding())
+calls = []
+real = _model.audit
+def audit(*args, **kwargs):
+    calls.append(1)
+    if {trouble!r} == "audit":
+        raise RuntimeError("an engine object sinpe did not foresee")
+    return real(*args, **kwargs)
+_model.audit = audit
+sv.register()
+config = types.SimpleNamespace(model="/nowhere", max_model_len=8, revision=None,
+    hf_config=types.SimpleNamespace(to_dict=lambda: dict(model_type="llama", head_dim=64,
+    max_position_embeddings=8, rope_theta=10000.0)))
+assert TensorizerLoader().load_model(None, config) is MODEL
+print(len(calls), sorted(w.rsplit(".", 1)[1] for w in sv.wrapped()))
+"""
+    )
+    result = run_script(script)
+    assert result.stdout == "1 ['BaseModelLoader', 'TensorizerLoader']\n", result.stderr
+    warned = [line for line in result.stderr.splitlines() if "sinpe could not" in line]
+    assert len(warned) == 1, result.stderr
+    if trouble == "audit":
+        assert "RuntimeError: an engine object sinpe did not foresee" in warned[0]
+    else:
+        assert "SINPE_VLLM_REPORT" in warned[0] and "No such file or directory" in warned[0]

@@ -37,7 +37,7 @@ def _file(tmp_path, name, edit=None, config=None):
 def test_what_the_converter_writes_reads_as_the_config(tmp_path, name):
     path, config = _file(tmp_path, name)
     report = sinpe.check_gguf(path, config)
-    assert report.verdict == "reads as the config", report.reasons
+    assert report.verdict == "match", report.reasons
     assert report.reasons == ()
     assert all(part.largest < 2e-7 for part in report.parts)
     result = run("check", path, config)
@@ -212,14 +212,14 @@ def test_each_published_misreading_is_called_wrong_with_its_reason(tmp_path, cas
     name, edit, config, reason = MISREADINGS[case]
     path, config_path = _file(tmp_path, name, edit, config)
     report = sinpe.check_gguf(path, config_path)
-    assert report.verdict == "does not"
+    assert report.verdict == "mismatch"
     assert reason in report.reasons, report.reasons
     result = run("check", path, config_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "verdict: does not read as the config" in result.stdout
     assert reason in result.stdout
     data = json.loads(run("check", path, config_path, "--json").stdout)
-    assert data["verdict"] == "does not" and reason in data["reasons"]
+    assert data["verdict"] == "mismatch" and reason in [r["text"] for r in data["reasons"]]
     assert data["exit_code"] == 1
 
 
@@ -265,7 +265,7 @@ def test_a_key_written_in_vain_is_a_note_not_a_verdict(tmp_path):
     """ik_llama.cpp #2003 wrote ``yarn_ext_factor`` 64; llama.cpp reads it for grok only."""
     edit = _set("qwen3.rope.scaling.yarn_ext_factor", 64.0)
     report = sinpe.check_gguf(*_file(tmp_path, "qwen3", edit))
-    assert report.verdict == "reads as the config"
+    assert report.verdict == "match"
     assert (
         "written but never read by llama.cpp for 'qwen3': qwen3.rope.scaling.yarn_ext_factor"
         in report.notes
@@ -445,3 +445,280 @@ def test_import_sinpe_and_a_gguf_check_import_neither_gguf_nor_mlx(tmp_path):
     )
     assert found.returncode == 0, found.stderr
     assert found.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- every reason path
+
+
+TRUNCATE = {**CONFIGS["qwen3"], "rope_scaling": {**CONFIGS["qwen3"]["rope_scaling"]}}
+TRUNCATE["rope_scaling"]["truncate"] = False
+PLAIN_LLAMA = {**CONFIGS["llama31"], "rope_scaling": None}
+_LONGROPE = {k: v for k, v in CONFIGS["phi3"]["rope_scaling"].items() if k != "type"}
+PHIMOE = {
+    **CONFIGS["phi3"],
+    "model_type": "phimoe",
+    "rope_scaling": {**_LONGROPE, "rope_type": "longrope", "short_mscale": 1.243,
+                     "long_mscale": 1.243, "original_max_position_embeddings": 4096},
+}  # fmt: skip
+PHIMOE_LENGTH = {**PHIMOE, "rope_scaling": {**PHIMOE["rope_scaling"]}}
+del PHIMOE_LENGTH["rope_scaling"]["original_max_position_embeddings"]  # transformers: 131072
+
+
+def _phimoe(kv, tensors):
+    _renamed("phimoe")(kv, tensors)
+
+
+def _bent_long(kv, tensors):
+    tensors["rope_factors_long.weight"] = tensors["rope_factors_long.weight"] * np.float32(1.01)
+
+
+def _as_plain(kv, tensors):
+    kv.pop("llama.rope.freq_base")
+    kv["llama.rope.freq_base"] = 500000.0
+
+
+REASON_PATHS = {
+    "YaRN original length changed": (
+        "qwen3",
+        _set("qwen3.rope.scaling.original_context_length", 16384),
+        None,
+        "YaRN original context 16384 where the config gives 32768",
+    ),
+    "truncate false": (
+        "qwen3",
+        None,
+        TRUNCATE,
+        "YaRN truncate false in the config: llama.cpp always rounds the ramp",
+    ),
+    "a factor tensor where the config has none": (
+        "llama31",
+        _as_plain,
+        PLAIN_LLAMA,
+        "a rope_freqs.weight tensor where the config has no such scaling",
+    ),
+    "an architecture llama.cpp runs without RoPE": (
+        "llama31",
+        _renamed("gptj"),
+        None,
+        "llama.cpp runs 'gptj' without RoPE",
+    ),
+    "PhiMoE's mscale": (
+        "phi3",
+        _phimoe,
+        PHIMOE,
+        "LongRoPE attention factor 1.19024 where the config gives 1.243 (rope.scaling.attn_factor "
+        "1.19024; GGUF has no key for the config's short_mscale and long_mscale)",
+    ),
+    "LongRoPE's factors chosen by another original length": (
+        "phi3",
+        _phimoe,
+        PHIMOE_LENGTH,
+        "llama.cpp uses rope_factors_long.weight at context 131,072 where the config uses its "
+        "LongRoPE short factors (original length 131072 in the config, 4096 in the file)",
+    ),
+    "long factors differ": (
+        "phi3",
+        _bent_long,
+        None,
+        "rope_factors_long differ from the config's long_factor",
+    ),
+    "the YaRN factor is not written": (
+        "qwen3",
+        _drop("qwen3.rope.scaling.factor"),
+        None,
+        "YaRN factor 1.0 where the config gives 4.0",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REASON_PATHS))
+def test_each_reason_path_is_said(tmp_path, case):
+    name, edit, config, reason = REASON_PATHS[case]
+    report = sinpe.check_gguf(*_file(tmp_path, name, edit, config))
+    assert report.verdict == "mismatch"
+    assert reason in report.reasons, report.reasons
+
+
+def test_the_base_alone_is_said_when_it_alone_explains(tmp_path):
+    """A changed base in a Llama-3.1 file: the base is the reason, and its rope_freqs,
+    which are the config's, are not called different."""
+    report = sinpe.check_gguf(*_file(tmp_path, "llama31", _set("llama.rope.freq_base", 1e4)))
+    assert report.reasons == ("base 10000.0 where the config gives 500000.0",)
+
+
+def test_the_rotation_note_says_as_expected_where_they_agree(tmp_path):
+    qwen = sinpe.check_gguf(*_file(tmp_path, "qwen3"))
+    assert "llama.cpp rotates 'qwen3' as NEOX (halves), as the config's attention does" in (
+        qwen.notes
+    )
+    assert not any("permutes" in note for note in qwen.notes)
+
+
+def test_a_scaling_carried_by_a_tensor_is_said_so(tmp_path):
+    result = run("check", *_file(tmp_path, "llama31"))
+    assert "scaling factors rope_freqs.weight," in result.stdout, result.stdout
+    assert "scaling none" not in result.stdout
+
+
+# --------------------------------------------------------------------------- bounded, refused
+
+
+def _with_width(width):
+    def edit(kv, tensors):
+        kv["llama.rope.dimension_count"] = width
+
+    return edit
+
+
+def _peak(function) -> int:
+    tracemalloc.start()
+    try:
+        function()
+        return tracemalloc.get_traced_memory()[1]
+    except ValueError:
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("width", [2**32 - 2, 2**26, 2**17])
+def test_a_width_no_model_has_is_refused_in_the_memory_of_a_valid_check(tmp_path, width):
+    """A file of a few hundred bytes claiming a rotary width of 2**32 - 2: one line, exit 2,
+    and no more memory than checking the real Llama-3.1 file takes."""
+    path, config = _file(tmp_path, "llama31", _with_width(width))
+    valid = _file(tmp_path / "..", "llama31")
+    normal = _peak(lambda: sinpe.check_gguf(*valid))
+    hostile = _peak(lambda: sinpe.check_gguf(path, config))
+    assert hostile <= normal, (hostile, normal)
+    result = run("check", path, config)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert f"rope.dimension_count) {width} is outside 2 .. 65536" in result.stderr
+
+
+def test_a_plausible_width_that_differs_is_a_mismatch_not_a_refusal(tmp_path):
+    report = sinpe.check_gguf(*_file(tmp_path, "qwen3", _set("qwen3.rope.dimension_count", 4096)))
+    assert report.reasons == ("rotary width 4096 where the config gives 128",)
+    assert report.parts[0].largest is None  # not compared: never computed at that width
+
+
+@pytest.mark.parametrize("case", sorted(_hostile()))
+def test_a_hostile_gguf_checked_stays_within_a_valid_check_s_memory(tmp_path, case):
+    path = tmp_path / "hostile.gguf"
+    path.write_bytes(_hostile()[case])
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps(CONFIGS["llama31"]))
+    valid = _file(tmp_path, "llama31")
+    normal = _peak(lambda: sinpe.check_gguf(*valid))
+    assert _peak(lambda: sinpe.check_gguf(path, config)) <= normal
+    with pytest.raises(ValueError):
+        sinpe.check_gguf(path, config)
+
+
+def test_a_refusal_with_json_is_one_object_and_a_usage_error_none(tmp_path):
+    path = tmp_path / "hostile.gguf"
+    path.write_bytes(_hostile()["a lying tensor count"])
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps(CONFIGS["llama31"]))
+    result = run("check", path, config, "--json")
+    assert result.returncode == 2
+    data = json.loads(result.stdout)
+    assert data["verdict"] == "refused" and data["exit_code"] == 2
+    assert data["reason"] in result.stderr and result.stderr.count("\n") == 1
+    usage = run("check", path, config, "--json", "--offset", "3")
+    assert usage.returncode == 2 and usage.stdout == ""
+    assert "--offset: for a cos/sin cache" in usage.stderr
+
+
+# --------------------------------------------------------------------------- split files
+
+
+def _split(tmp_path, name, count, edit=None):
+    from gguf_files import write_split
+
+    kv, tensors = converted(name)
+    if edit is not None:
+        edit(kv, tensors)
+    paths = write_split(tmp_path, "Model", kv, tensors, count)
+    config = tmp_path / f"{name}.json"
+    config.write_text(json.dumps(CONFIGS[name]))
+    return paths, config
+
+
+@pytest.mark.parametrize("name", ["llama31", "phi3"])
+def test_any_shard_of_a_split_set_reads_as_the_whole_file(tmp_path, name):
+    """The RoPE tensors are in the last shards, the metadata in the first: from any shard,
+    the verdict of the file before it was split."""
+    paths, config = _split(tmp_path, name, 3)
+    whole = sinpe.check_gguf(*_file(tmp_path, name))
+    for path in paths:
+        report = sinpe.check_gguf(path, config)
+        assert report.verdict == whole.verdict == "match", report.reasons
+        assert report.shards == tuple(str(p) for p in paths)
+        assert [p.reading.factors for p in report.parts] == [p.reading.factors for p in whole.parts]
+    result = run("check", paths[1], config)
+    assert result.returncode == 0 and "(split: 3 shards)" in result.stdout
+
+
+def test_a_split_set_missing_its_scaling_is_still_called_wrong(tmp_path):
+    paths, config = _split(tmp_path, "llama31", 2, _drop("rope_freqs.weight"))
+    report = sinpe.check_gguf(paths[0], config)
+    assert report.reasons == ("Llama-3 scaling missing: no rope_freqs tensor",)
+
+
+def _corrupt_shard(k, key, value):
+    def corrupt(paths):
+        from gguf_files import TYPES  # noqa: F401 (the writer's types)
+
+        data = paths[k].read_bytes()
+        return data, key, value
+
+    return corrupt
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("missing", "shard 2, {prefix}-00002-of-00003.gguf, is missing"),
+        ("renamed", "but its name is not <prefix>-00001-of-00003.gguf"),
+        ("wrong number", "where shard 3 of 3 is expected"),
+        ("tensor twice", "is in two shards"),
+        ("count", "split.tensors.count 99, where the shards hold"),
+    ],
+)
+def test_a_broken_split_set_is_refused_naming_what_is_wrong(tmp_path, case, message):
+    from gguf_files import write_split
+
+    kv, tensors = converted("llama31")
+    if case == "count":
+        kv["split.tensors.count"] = ("INT32", 99)
+    paths = write_split(tmp_path, "Model", kv, tensors, 3)
+    if case == "count":  # the writer's own count follows: put 99 back in the first shard
+        first_kv = {**kv, "split.no": ("UINT16", 0), "split.count": ("UINT16", 3)}
+        first_kv["split.tensors.count"] = ("INT32", 99)
+        write(paths[0], first_kv, _shard_tensors(paths[0]))
+    if case == "missing":
+        paths[1].unlink()
+    if case == "renamed":
+        paths[0] = paths[0].rename(tmp_path / "model.gguf")
+    if case == "wrong number":
+        split = {"split.no": ("UINT16", 1), "split.count": ("UINT16", 3)}
+        write(paths[2], {**split, "split.tensors.count": ("INT32", 4)}, {})
+    if case == "tensor twice":
+        write(paths[2], _shard_kv(paths[2]), {"rope_freqs.weight": np.ones(64, np.float32)})
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps(CONFIGS["llama31"]))
+    result = run("check", paths[0], config)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout == "" and result.stderr.count("\n") == 1
+    assert message.format(prefix=tmp_path / "Model") in result.stderr, result.stderr
+
+
+def _shard_kv(path) -> dict:
+    found = gguf_file._read_one(str(path), ())
+    return {key: (found.types[key], value) for key, value in found.kv.items()}
+
+
+def _shard_tensors(path) -> dict:
+    found = gguf_file._read_one(str(path), ())
+    return {name: np.ones(info.dims, np.float32) for name, info in found.tensors.items()}

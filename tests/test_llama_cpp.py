@@ -72,7 +72,7 @@ def converted(tmp_path_factory) -> dict:
 def test_what_llama_cpp_s_converter_writes_reads_as_the_config(converted, name):
     folder, path = converted[name]
     report = sinpe.check_gguf(path, folder / "config.json")
-    assert report.verdict == "reads as the config", report.reasons
+    assert report.verdict == "match", report.reasons
     result = run("check", path, folder / "config.json")
     assert result.returncode == 0 and "verdict: reads as the config" in result.stdout
 
@@ -103,7 +103,7 @@ def test_each_published_failure_edited_into_a_converted_file_is_called_wrong(
     )
     reason = edit["reason"]
     report = sinpe.check_gguf(edited, folder / "config.json")
-    assert report.verdict == "does not" and reason in report.reasons, report.reasons
+    assert report.verdict == "mismatch" and reason in report.reasons, report.reasons
     result = run("check", edited, folder / "config.json", "--json")
     assert result.returncode == 1 and reason in json.loads(result.stdout)["reasons"]
 

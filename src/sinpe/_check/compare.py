@@ -1,65 +1,45 @@
-"""``sinpe check``: how far another engine's cos/sin cache is from the exact table, and what
-that means.
+"""``sinpe check`` on a cos/sin cache file: the adapter that reads the cache's layout and
+hands its rows to the verdict core (``judge.py``: the bounds, and what match, drift and
+mismatch mean).
 
-The cache's arrays (``cache_files.load``) are read as each layout their shapes allow; the
-layout kept is the one the values and the config explain (a single ``(n, rot)`` array is
-vLLM's ``[cos | sin]`` or a cos without its sin: row values tell them apart, and a cos alone
-is refused, never guessed into a verdict). The comparison runs a block of rows at a time
-against the exact float64 table. The verdict, with ``ulp`` the spacing of the cache's dtype
-just below the table's largest value (the attention factor ``A``):
-
-- **match**: every row within ``8 ulp``: the exact table at the dtype's rounding;
-- **drift**: every row within ``8 ulp + 2**-21 * A * p * max(w)`` (an angle ``p * w`` formed in
-  float32, as transformers' and vLLM's own computations form it, errs by up to about
-  ``2**-23 * p * w``; ``2**-21`` leaves 4x), and some row beyond ``8 ulp``;
-- **mismatch**: anything else (a wrong config, layout, offset, base, width or scaling), with
-  the explanation from a finite set (layout, offset 0 or 1, base, rotary width, scaling)
-  that fits best, and the error it leaves.
+The cache's arrays (``files.load``) are read as each layout their shapes allow; the layout
+kept is the one the values and the config explain (a single ``(n, rot)`` array is vLLM's
+``[cos | sin]`` or a cos without its sin: row values tell them apart, and a cos alone is
+refused, never guessed into a verdict). Every row is judged, a block at a time. A mismatch's
+explanation comes from a finite set: values of a narrower dtype, another layout, offset 0 or
+1, the width without ``partial_rotary_factor`` (each tried on sampled rows), then what the
+table's own angles and row 0 show (base, scaling, attention factor: ``judge.fit``).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, NoReturn
 
 import numpy as np
 
 from .._rope import rotary as rot
-from .._rope.rope_types import is_plain, parse
-from .._tables.checks import F64
 from .files import NARROW, Stored
+from .judge import fit, judge_parameters, judge_table, sample, ulp
+from .verdict import (
+    DRIFT,
+    MISMATCH,
+    Verdict,
+    explained,
+    explanation,
+    finding,
+    mismatch,
+    note,
+)
 
-__all__ = [
-    "LAYOUTS",
-    "Report",
-    "compare",
-    "explanation_text",
-    "judge_rows",
-    "number",
-    "VERDICTS",
-    "verdict_text",
-    "layer_json",
-    "layer_line",
-    "views",
-]
+__all__ = ["LAYOUTS", "Report", "compare", "views"]
 
 LAYOUTS = rot.format_names("check")
-MATCH_ULPS = 8
-DRIFT_RATE = 2.0**-21  # the float32-angle envelope, per unit of A * p * max(w)
-BASES = (1e4, 5e5, 1e6)  # the bases an engine most often puts in by default
-BLOCK_ENTRIES = 1 << 20  # float64 entries per array per block: 8 MiB
-_EPS = {
-    "float64": 2.0**-52,
-    "float32": 2.0**-23,
-    "float16": 2.0**-10,
-    "bfloat16": 2.0**-7,
-    "float8_e4m3fn": 2.0**-3,
-    "float8_e5m2": 2.0**-2,
-}
+_DTYPES = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 
 
-_COS_ALONE = "cos alone"  # the layout of a cos without its sin: refused, never a verdict
+_COS_ALONE = "cos_alone"  # the layout of a cos without its sin: refused, never a verdict
 
 
 class View(NamedTuple):
@@ -83,31 +63,6 @@ class View(NamedTuple):
     def alone(self) -> bool:
         """Whether this reads a cos without its sin."""
         return self.layout == _COS_ALONE
-
-
-class Explanation(NamedTuple):
-    layout: str
-    offset: int
-    base: float
-    width: int
-    scaling: str  # "config" or "none"; or "rounded to <dtype>": values of a narrower dtype
-    error: float
-
-
-class Report(NamedTuple):
-    layout: str
-    rows: int
-    dtype: str
-    rounding: float  # the dtype's rounding bound on the table's values
-    ulp: float
-    decades: list  # (first position, last position, largest error)
-    largest: float
-    verdict: str  # "match", "drift" or "mismatch"
-    drift: str | None  # "float32" or "float64" angles, for a drift
-    worst: tuple  # (position, error, allowed) of the row furthest outside the match bound
-    explanation: Explanation | None
-    errors: np.ndarray  # the largest error of each row
-    note: str  # a word on how the layout was found
 
 
 # --------------------------------------------------------------------------- values
@@ -152,7 +107,7 @@ def _real_dtype(stored: Stored) -> str:
     kind = stored.dtype
     if kind in ("complex64", "complex128"):
         return "float32" if kind == "complex64" else "float64"
-    if kind not in _EPS:
+    if kind not in _DTYPES:
         what = "integers" if stored.values.dtype.kind in "iub" else f"dtype {kind}"
         raise ValueError(
             f"the cache's {stored.name} holds {what}, not a table of floats (sinpe rope writes "
@@ -234,182 +189,101 @@ def _pair_views(cos, sin, dtype: str, reading: str) -> list:
     ]
 
 
-# --------------------------------------------------------------------------- exact tables
-
-
-def _exact(rotary, positions: np.ndarray, kind: str, length: int):
-    if rotary.n_axes > 1:  # a text run: every axis at the same position
-        positions = np.broadcast_to(positions, (rotary.n_axes, positions.shape[0]))
-    return rot.table_at(rotary, positions, kind, F64, None, "auto", length)
-
-
-def _row_errors(view: View, rotary, positions: np.ndarray, rows: np.ndarray, length: int):
-    """The largest |cache - exact| of each of ``rows`` (positions ``positions``)."""
-    out = np.empty(rows.shape[0])
-    step = max(1, BLOCK_ENTRIES // max(view.width, 1))
-    for k in range(0, rows.shape[0], step):
-        chunk = rows[k : k + step]
-        contiguous = chunk[-1] - chunk[0] + 1 == chunk.shape[0]
-        if contiguous:
-            cos, sin = view.read(int(chunk[0]), int(chunk[-1]) + 1)
-        else:
-            parts = [view.read(int(r), int(r) + 1) for r in chunk]
-            cos = np.concatenate([p[0] for p in parts])
-            sin = None if parts[0][1] is None else np.concatenate([p[1] for p in parts])
-        want_cos, want_sin = _exact(rotary, positions[k : k + step], view.kind, length)
-        error = _largest(cos, want_cos)
-        if sin is not None:
-            np.maximum(error, _largest(sin, want_sin), out=error)
-        if not np.isfinite(error).all():  # NaN and inf propagate into the row's error
-            bad = int(chunk[np.nonzero(~np.isfinite(error))[0][0]])
-            raise ValueError(
-                f"the cache holds NaN or inf (first in row {bad}): not a table to check"
-            )
-        out[k : k + step] = error
-    return out
-
-
-def _largest(values: np.ndarray, exact: np.ndarray) -> np.ndarray:
-    """Each row's largest |values - exact| (``values`` is a block copy: overwritten)."""
-    if not values.flags.writeable or not values.flags.owndata:
-        values = values.copy()
-    np.subtract(values, exact, out=values)
-    np.abs(values, out=values)
-    return values.max(axis=1, initial=0.0) if values.shape[1] else np.zeros(values.shape[0])
-
-
-def _sample(n: int) -> np.ndarray:
-    """Rows a layout or an explanation is judged on: the first 64 and 64 spread to the end."""
-    far = np.geomspace(64, max(n - 1, 64), 64).astype(np.int64) if n > 64 else np.zeros(0)
-    return np.unique(np.concatenate([np.arange(min(n, 64)), far, [n - 1]])).astype(np.int64)
-
-
 # --------------------------------------------------------------------------- the verdict
 
 
-def _ulp(dtype: str, factor: float) -> float:
-    """The spacing of ``dtype`` just below ``factor`` (the table's largest value)."""
-    exponent = math.floor(math.log2(factor))
-    if 2.0**exponent == factor:
-        exponent -= 1
-    return _EPS[dtype] * 2.0**exponent
+class Report(NamedTuple):
+    """A cache file judged: the layout read, its rows and dtype, the dtype's rounding bound
+    and ulp at the attention factor, the core's ``Verdict`` (``judgment``), each row's
+    largest error, and a note on layouts that fit as well."""
+
+    layout: str
+    rows: int
+    dtype: str
+    rounding: float
+    ulp: float
+    judgment: Verdict
+    errors: np.ndarray
+    note: str
+
+    @property
+    def verdict(self) -> str:
+        return self.judgment.verdict
+
+    @property
+    def decades(self) -> tuple:
+        return self.judgment.decades
+
+    @property
+    def largest(self):
+        return self.judgment.largest
+
+    @property
+    def drift(self):
+        return self.judgment.drift
+
+    @property
+    def worst(self):
+        return self.judgment.worst
 
 
-def _variants(rotary, full_width: int | None, given_offset: int):
-    """``(offset, base, width, scaling, rotary)`` for each explanation tried."""
-    offsets = sorted({given_offset, 0, 1})
-    bases = [rotary.base] + [b for b in BASES if b != rotary.base]
-    widths = [rotary.head_dim] + ([full_width] if full_width not in (None, rotary.head_dim) else [])
-    for offset, base, width, scaled in itertools.product(offsets, bases, widths, (True, False)):
-        if not scaled and is_plain(rotary.scaling.rope_type):
-            continue
-        try:
-            scaling = rotary.scaling if scaled else parse(None, None, width)
-            variant = rot.from_scaling(width, base, scaling)
-        except (TypeError, ValueError):
-            continue
-        yield offset, base, width, "config" if scaled else "none", variant
+_PAIRS = {  # the pair each column of a table of kind k holds, for h pairs
+    "half": lambda h: np.arange(2 * h) % h,
+    "interleaved": lambda h: np.arange(2 * h) // 2,
+    "compact": lambda h: np.arange(h),
+}
 
 
-def _decades(positions: np.ndarray, errors: np.ndarray) -> list:
-    decades, lo = [], 0
-    last = int(positions[-1]) if positions.size else 0
-    while lo <= last:
-        hi = 10 if lo == 0 else lo * 10
-        mask = (positions >= lo) & (positions < hi)
-        if mask.any():
-            decades.append(
-                (int(positions[mask][0]), int(positions[mask][-1]), float(errors[mask].max()))
-            )
-        lo = hi
-    return decades
+def _read_rows(view: View, offset: int) -> Callable:
+    """``read(positions)`` of a view: its rows at ``positions`` (rows from ``offset``)."""
+
+    def read(positions: np.ndarray):
+        rows = positions - offset
+        if rows.size and rows[-1] - rows[0] + 1 == rows.size:
+            return view.read(int(rows[0]), int(rows[-1]) + 1)
+        parts = [view.read(int(r), int(r) + 1) for r in rows]
+        cos = np.concatenate([p[0] for p in parts])
+        return cos, None if parts[0][1] is None else np.concatenate([p[1] for p in parts])
+
+    return read
 
 
-def compare(
-    spec,
-    arrays: list,
-    offset: int = 0,
-    layout: str | None = None,
-    full_width=None,
-    sampled: bool = False,
-):
-    """The cache's ``Report`` against ``spec``'s exact table at positions ``offset ..``:
-    every row, or (``sampled``) the first 64 and 64 spread to the end, as an engine's audit
-    takes them (never a multi-million-row exact table for a check)."""
+def _judge_view(view: View, rotary, offset: int, positions, dtype: str, length: int):
+    return judge_table(
+        rotary, _read_rows(view, offset), positions, _PAIRS[view.kind](rotary.h), dtype, length
+    )
+
+
+def compare(spec, arrays: list, offset: int = 0, layout: str | None = None, full_width=None):
+    """The cache's ``Report`` against ``spec``'s exact table at positions ``offset ..``."""
     rotary = spec._one()
     found, dtype = views(arrays)
     n = found[0].rows
     if n == 0:
         raise ValueError("the cache has no rows: nothing to check")
     length = offset + n
-    inv_freq, factor = rot.frequencies(rotary, length)
-    ulp = _ulp(dtype, factor)
+    _, factor = rot.frequencies(rotary, length)
+    step = ulp(dtype, factor)
     found = _of_layout(found, layout)
     fitting = [v for v in found if v.width == rotary.head_dim]
     wider = [v for v in found if full_width is not None and v.width == full_width]
     if not fitting and wider:  # the width without partial_rotary_factor: a mismatch, named
-        found_width = _explain(spec, arrays, layout, offset, full_width, _sample(n), dtype, n)
-        return _width_report(wider[0], n, dtype, ulp, offset, found_width)
+        wrong = finding("rotary_width", engine=full_width, config=rotary.head_dim)
+        judgment = mismatch([wrong], dtype=dtype)
+        return Report(wider[0].label, n, dtype, step / 2, step, judgment, np.full(n, np.nan), "")
     if not fitting:
-        raise _unfitting(arrays, layout, rotary.head_dim)
-    rows = _sample(n)
-    best, tie = _choose(fitting, arrays, rotary, offset + rows, rows, length, ulp)
-    all_rows = rows if sampled else np.arange(n, dtype=np.int64)
-    errors = _row_errors(best, rotary, offset + all_rows, all_rows, length)
-    all_positions = offset + all_rows
-    match_bound = MATCH_ULPS * ulp
-    verdict, drift, worst, envelope = _verdict(
-        errors, all_positions, match_bound, factor, float(inv_freq.max())
-    )
-    explanation: Explanation | None = None
-    if verdict == "mismatch":
-        explanation = _narrower(dtype, errors, envelope - match_bound, factor) or _explain(
-            spec, arrays, layout, offset, full_width, rows, dtype, n
+        _unfitting(arrays, layout, rotary.head_dim)
+    rows = sample(n)
+    best, tie = _choose(fitting, arrays, rotary, offset, offset + rows, dtype, length)
+    table = _judge_view(best, rotary, offset, offset + np.arange(n), dtype, length)
+    judgment = table.verdict
+    if judgment.verdict == MISMATCH and not judgment.findings[0].code == "not_a_number":
+        judgment = explained(
+            judgment, _explain(spec, found, best, offset, full_width, rows, dtype, n)
         )
-    return _report(
-        best.label,
-        n,
-        dtype,
-        ulp,
-        decades=_decades(all_positions, errors),
-        largest=float(errors.max()),
-        verdict=verdict,
-        drift=drift,
-        worst=worst,
-        explanation=explanation,
-        errors=errors,
-        note=_tie_note(tie, verdict),
+    return Report(
+        best.label, n, dtype, step / 2, step, judgment, table.errors, _tie_note(tie, judgment)
     )
-
-
-def judge_rows(spec, cos, sin, positions, length: int, dtype: str = "float32") -> Report:
-    """A ``Report`` of rows an engine computed at any ``positions`` (an engine's module probed
-    at sampled offsets, not a stored cache): ``cos`` and ``sin`` of shape ``(rows, rot/2)``
-    (the ``compact`` layout, the attention factor in them) against the exact table at the
-    current length ``length``; the verdict by the same bounds as :func:`compare`, without an
-    explanation (the caller probes the module for one)."""
-    rotary = spec._one()
-    positions = np.asarray(positions, np.int64)
-    inv_freq, factor = rot.frequencies(rotary, length)
-    ulp = _ulp(dtype, factor)
-    want_cos, want_sin = _exact(rotary, positions, "compact", length)
-    cos, sin = np.array(cos, np.float64), np.array(sin, np.float64)
-    errors = np.maximum(_largest(cos, want_cos), _largest(sin, want_sin))
-    order = np.argsort(positions, kind="stable")
-    positions, errors = positions[order], errors[order]
-    verdict, drift, worst, _ = _verdict(
-        errors, positions, MATCH_ULPS * ulp, factor, float(inv_freq.max())
-    )
-    return _report(
-        "compact", len(positions), dtype, ulp, decades=_decades(positions, errors),
-        largest=float(errors.max()), verdict=verdict, drift=drift, worst=worst,
-        explanation=None, errors=errors, note="",
-    )  # fmt: skip
-
-
-def _report(layout: str, rows: int, dtype: str, ulp: float, **verdict) -> Report:
-    """A ``Report`` of ``rows`` rows of a ``dtype`` cache read as ``layout``."""
-    return Report(layout=layout, rows=rows, dtype=dtype, rounding=ulp / 2, ulp=ulp, **verdict)
 
 
 def _of_layout(found: list, layout: str | None) -> list:
@@ -417,183 +291,141 @@ def _of_layout(found: list, layout: str | None) -> list:
     return found if layout is None else [v for v in found if v.layout == layout]
 
 
-def _unfitting(arrays: list, layout: str | None, width: int) -> ValueError:
-    """The error for a cache no view of which has the rotary width ``width``."""
+def _unfitting(arrays: list, layout: str | None, width: int) -> NoReturn:
+    """Refuse a cache no view of which has the rotary width ``width``."""
     shapes = ", ".join(str(a.shape) for a in arrays)
-    allowed = f"layout {layout!r}" if layout else f"any layout ({', '.join(LAYOUTS)})"
-    return ValueError(f"the cache's arrays {shapes} do not fit {allowed} of rotary dim {width}")
-
-
-def _width_report(view: View, n: int, dtype: str, ulp: float, offset: int, explanation) -> Report:
-    """The mismatch of a cache as wide as the config's width without partial_rotary_factor."""
-    return _report(
-        view.label,
-        n,
-        dtype,
-        ulp,
-        decades=[],
-        largest=math.inf,
-        verdict="mismatch",
-        drift=None,
-        worst=(offset, math.inf, MATCH_ULPS * ulp),
-        explanation=explanation,
-        errors=np.full(n, np.inf),
-        note="",
+    raise ValueError(
+        f"the cache's arrays {shapes} do not fit "
+        + (f"layout {layout!r}" if layout else f"any layout ({', '.join(LAYOUTS)})")
+        + f" of rotary dim {width}"
     )
 
 
-def _judge(group: list, rotary, positions: np.ndarray, rows: np.ndarray, length: int) -> list:
-    """``(largest error on rows, index, view)`` of each view of ``group``, least error first."""
-    return sorted(
-        (float(_row_errors(v, rotary, positions, rows, length).max()), k, v)
-        for k, v in enumerate(group)
-    )
+def _largest(view: View, rotary, offset: int, positions, dtype: str, length: int) -> float:
+    """The largest error of a view's sampled rows (``inf`` where one is not a number)."""
+    table = _judge_view(view, rotary, offset, positions, dtype, length)
+    return float(np.max(table.errors, initial=0.0)) if np.isfinite(table.errors).all() else math.inf
 
 
-def _choose(fitting: list, arrays: list, rotary, positions, rows, length: int, ulp: float):
+def _choose(fitting: list, arrays: list, rotary, offset, positions, dtype, length: int):
     """The view whose values the exact table explains best, and the views as near; a cache
     that reads better as a cos without its sin than as vLLM's ``[cos | sin]`` is refused."""
-    alone = _judge([v for v in fitting if v.alone], rotary, positions, rows, length)
-    judged = _judge([v for v in fitting if not v.alone], rotary, positions, rows, length)
-    if alone and (not judged or alone[0][0] < 0.5 * judged[0][0]):
+
+    def judged(group):
+        return sorted(
+            (_largest(v, rotary, offset, positions, dtype, length), k, v)
+            for k, v in enumerate(group)
+        )
+
+    alone = judged([v for v in fitting if v.alone])
+    others = judged([v for v in fitting if not v.alone])
+    if alone and (not others or alone[0][0] < 0.5 * others[0][0]):
         raise ValueError(
             f"the cache's one array {arrays[0].shape} reads as a cos table without its sin "
             "(its values fit that better than vLLM's [cos | sin]): pass its sin with --sin "
             "FILE, or --layout vllm if it is [cos | sin]"
         )
-    best_error, _, best = judged[0]
-    tie = [v for e, _, v in judged[1:] if e <= best_error * 1.01 + MATCH_ULPS * ulp]
-    return best, tie
+    best_error, _, best = others[0]
+    _, factor = rot.frequencies(rotary, length)
+    near = best_error * 1.01 + 8 * ulp(dtype, factor)
+    return best, [v for e, _, v in others[1:] if e <= near]
 
 
-def _verdict(errors, positions, match_bound: float, factor: float, w_max: float) -> tuple:
-    """``(verdict, drift, worst, envelope)`` of each row's error at its position."""
-    envelope = match_bound + DRIFT_RATE * factor * positions * w_max
-    outside = errors - match_bound
-    worst_row = int(np.argmax(outside))
-    worst = (int(positions[worst_row]), float(errors[worst_row]), match_bound)
-    if (errors <= match_bound).all():
-        return "match", None, worst, envelope
-    if (errors <= envelope).all():
-        over = outside > 0
-        rate = float((outside[over] / (factor * positions[over] * w_max)).max())
-        return "drift", "float32" if rate > 2.0**-40 else "float64", worst, envelope
-    worst_row = int(np.argmax(errors - envelope))
-    worst = (int(positions[worst_row]), float(errors[worst_row]), float(envelope[worst_row]))
-    return "mismatch", None, worst, envelope
-
-
-def _tie_note(tie: list, verdict: str) -> str:
+def _tie_note(tie: list, judgment: Verdict) -> str:
     """A word on the views as near as the one kept: the verdict holds for each, each named."""
     if not tie:
         return ""
     names = ", ".join(v.label for v in tie)
-    if verdict == "mismatch":
-        return f"{names} as near: {'neither' if len(tie) == 1 else 'none'} matches"
-    return f"{names} fit{'s' if len(tie) == 1 else ''} equally"
+    if judgment.verdict == MISMATCH:
+        return note("ties_mismatch", engine=names, config="neither" if len(tie) == 1 else "none")
+    return note("ties", engine=names, s="s" if len(tie) == 1 else "")
 
 
-def _narrower(dtype: str, errors, drift, factor: float):
-    """A cache whose values carry a narrower dtype's rounding (bfloat16 values stored as
-    float32): the explanation is that dtype, at the layout and config found: the errors
-    reach its rounding bound and stay within twice it (and the drift envelope)."""
-    largest = float(errors.max())
-    for narrow in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"):
-        rounding = _ulp(narrow, factor) / 2  # its errors reach its rounding, and stay there
-        fits = (errors <= 2 * rounding + drift).all() and largest >= rounding / 2
-        if _EPS[narrow] > _EPS[dtype] and fits:
-            return Explanation("", 0, 0.0, 0, f"rounded to {narrow}", float(errors.max()))
-    return None
+# --------------------------------------------------------------------------- why not
 
 
-def _explain(spec, arrays, layout, offset, full_width, rows, dtype, n) -> Explanation | None:
-    """The explanation of a mismatch, from the finite set, that leaves the least error."""
+def _explain(spec, found, best: View, offset, full_width, rows, dtype, n) -> list:
+    """The explanation of a mismatch: values of a narrower dtype; else another layout,
+    offset or width (the one that leaves the least error on the sampled rows); else what
+    the table's angles and row 0 show."""
     rotary = spec._one()
-    found = _of_layout(views(arrays)[0], layout)
-    best = None
-    for start, base, width, scaling, variant in _variants(rotary, full_width, offset):
+    positions = offset + rows
+    narrower = _narrower(rotary, best, offset, positions, dtype, offset + n)
+    if narrower:
+        return narrower
+    fits = sorted(_variants(rotary, found, offset, full_width, rows, dtype, n))
+    if fits:  # another layout, offset or width reads as the config: that is the reason
+        error, _, view, start, width = fits[0]
+        return [
+            explanation(
+                error,
+                layout=view.label if view.label != best.label else None,
+                offset=start if start != offset else None,
+                given=offset,
+                width=width if width != rotary.head_dim else None,
+                config_width=rotary.head_dim,
+            )
+        ]
+    return _from_angles(spec, best, offset, n) or [
+        finding("unexplained", engine=_largest(best, rotary, offset, positions, dtype, offset + n))
+    ]
+
+
+def _narrower(rotary, view: View, offset: int, positions, dtype: str, length: int) -> list:
+    """Values of a narrower dtype stored in this one (bfloat16 values as float32): they read
+    as a match or drift at that dtype's rounding, and reach it."""
+    for narrow in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        if _DTYPES.index(narrow) <= _DTYPES.index(dtype):
+            continue
+        table = _judge_view(view, rotary, offset, positions, narrow, length)
+        _, factor = rot.frequencies(rotary, length)
+        step, largest = ulp(narrow, factor), float(np.max(table.errors, initial=0.0))
+        if table.verdict.verdict == MISMATCH or largest < step / 4:
+            continue
+        if table.verdict.verdict == DRIFT or largest <= step:
+            return [finding("rounded", engine=narrow, config=dtype)]
+    return []
+
+
+def _variants(rotary, found, offset: int, full_width, rows, dtype: str, n: int):
+    """``(error, index, view, offset, width)`` of each other reading that reads as the
+    config (a match or a drift on the sampled rows)."""
+    widths = [rotary.head_dim] + ([full_width] if full_width not in (None, rotary.head_dim) else [])
+    k = 0
+    for start, width in itertools.product(sorted({offset, 0, 1}), widths):
+        variant = rotary if width == rotary.head_dim else _wider(rotary, width)
+        if variant is None:
+            continue
         for view in found:
-            if view.width != width or view.alone:
+            if view.width != width or view.alone or (start, width) == (offset, rotary.head_dim):
                 continue
-            try:
-                error = float(_row_errors(view, variant, start + rows, rows, start + n).max())
-            except ValueError:
-                continue
-            if best is None or error < best[0]:
-                best = (error, view, start, base, width, scaling, variant)
-    if best is None:
+            table = _judge_view(view, variant, start, start + rows, dtype, start + n)
+            k += 1
+            if table.verdict.verdict != MISMATCH:
+                yield float(np.max(table.errors, initial=0.0)), k, view, start, width
+
+
+def _wider(rotary, width: int):
+    try:
+        return rot.from_scaling(width, rotary.base, rotary.scaling)
+    except (TypeError, ValueError):
         return None
-    _, view, start, base, width, scaling, variant = best
-    every = np.arange(n, dtype=np.int64)
-    error = float(_row_errors(view, variant, start + every, every, start + n).max())
-    return Explanation(view.label, start, base, width, scaling, error)
 
 
-# --------------------------------------------------------------------------- in words
+def _from_angles(spec, view: View, offset: int, n: int) -> list:
+    """The reasons the table's own angles and row 0 give (position 0 and 1 in the cache)."""
+    if offset != 0 or view.kind not in _PAIRS:
+        return []
+    rotary = spec._one()
+    columns = _PAIRS[view.kind](rotary.h)
+    first = np.unique(columns, return_index=True)[1]  # one column per pair
 
+    def read(positions):
+        cos, sin = _read_rows(view, 0)(positions)
+        return cos[:, first], None if sin is None else sin[:, first]
 
-VERDICTS = {
-    "match": "matches the exact table at {dtype} rounding",
-    "drift": "drifts with the position: {drift} angles (an angle p * w formed in {drift} "
-    "errs in proportion to the position; the exact table's error stays at the dtype's rounding)",
-    "mismatch": "does not match this config",
-}
-
-
-def layer_line(report, what: str, extra: str = "") -> str:
-    """An engine's layer report as its log line says it: the layers it covers (the first and
-    how many more), ``what`` was compared, the verdict's words, its reason and note."""
-    names = report.names[0] + (f" (+{len(report.names) - 1} more)" if len(report.names) > 1 else "")
-    reason = f": {report.reason}" if report.reason else ""
-    note = f" ({report.note})" if report.note else ""
-    return f"{names} {what}: {report.text}{reason}{note}{extra}"
-
-
-def layer_json(report) -> dict:
-    """An engine's layer report as JSON-ready data."""
-    data = report._asdict()
-    data["names"] = list(report.names)
-    data["decades"] = [{"first": a, "last": b, "error": e} for a, b, e in report.decades]
-    return data
-
-
-def number(value: float) -> str:
-    """A parameter as people write it: ``500000.0``, ``1.0``, else 6 significant digits."""
-    if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
-        return f"{value:.1f}"
-    return f"{value:.6g}"
-
-
-def verdict_text(report: Report) -> str:
-    """The verdict in the words ``sinpe check`` prints."""
-    return VERDICTS[report.verdict].format(dtype=report.dtype, drift=report.drift)
-
-
-def explanation_text(report: Report, spec, offset: int) -> str:
-    """A mismatch's likeliest reason, in the words ``sinpe check`` prints."""
-    found = report.explanation
-    if found is None:
-        return "no explanation tried reads this cache"
-    if found.scaling.startswith("rounded to"):
-        return (
-            f"best explanation: the values are {found.scaling} (stored as {report.dtype}), "
-            "at this config and layout"
-        )
-    changes = []
-    if found.layout != report.layout:
-        changes.append(f"layout {found.layout}")
-    if found.offset != offset:
-        changes.append(f"offset {found.offset} (given {offset})")
-    if found.base != spec.base:
-        changes.append(f"base {found.base:g} (the config's is {spec.base:g})")
-    if found.width != spec.head_dim:
-        changes.append(f"rotary width {found.width} (the config's is {spec.head_dim})")
-    if found.scaling == "none":
-        changes.append(f"no scaling (the config's is {spec.scaling['rope_type']})")
-    if not changes:
-        return (
-            "no explanation tried fits better (layouts, offsets 0 and 1, bases 1e4, 5e5, 1e6, "
-            "the width without partial_rotary_factor, no scaling): the error stays "
-            f"{found.error:.3g}"
-        )
-    return f"best explanation: {', '.join(changes)}: leaves an error of {found.error:.3g}"
+    held = fit(read, n)
+    if held is None:
+        return []
+    found, _ = judge_parameters(spec, held, n)
+    return found

@@ -1,21 +1,17 @@
-"""``sinpe check model.gguf config.json``: does llama.cpp read the file's RoPE as the config?
-
-A GGUF file holds parameters, not a table: its keys and factor tensors are read as llama.cpp
-reads them (``llama_cpp.read_rope``) into the inverse frequency of each rotated pair, the
-cos/sin magnitude, the rotary width and the softmax scale, and those are compared with the
-config's exact RoPE as transformers reads it (``rope_config``), for each kind of layer (full
-and sliding-window) and at each context size where the config's values change with the length
-(LongRoPE: at the original length and at the file's). The file's numbers are float32, so
-"reads as the config" allows 16 float32 ulps (``TOLERANCE``, relative); every real misreading
-is orders of magnitude past that. A difference comes with its reason, from a finite set of
-the misreadings conversions have shipped: a scaling tensor or type missing, a factor, base,
-width or original length changed, LongRoPE's factors swapped or one set missing, an
-attention factor reset, a YaRN key llama.cpp does not read.
+"""``sinpe check model.gguf config.json``: the GGUF adapter. A GGUF file holds parameters, not
+a table: its keys and factor tensors are read as llama.cpp reads them (``llama_cpp.read_rope``)
+into what llama.cpp will use -- each rotated pair's inverse frequency, the cos/sin magnitude,
+the rotary width, the softmax scale -- for each kind of layer (full and sliding-window) at
+each context size where the config's values change with the length (``layers.lengths``), and
+handed to the verdict core (``judge.judge_parameters``), which compares them with the config's
+exact RoPE as transformers reads it. Where they differ, the reasons come from what llama.cpp
+reads in the file (a scaling tensor or type missing, a factor, original length or YaRN key
+llama.cpp does not read, LongRoPE's factors swapped or one set missing, an attention factor
+reset); the words are the core's. A split GGUF is read as a set (``gguf_file.read``).
 """
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -23,21 +19,32 @@ import numpy as np
 from .._rope.config import rope_config
 from .._rope.rope_types import ROPE_TYPES
 from . import gguf_file
-from .compare import number
+from .judge import PARAMETER_TOLERANCE, Held, attention_finding, judge_parameters, relative, title
+from .layers import lengths
 from .llama_cpp import FACTOR_TENSORS, LLAMA_CPP, Reading, read_rope
 from .llama_cpp_types import ARCH_RULES, SCALING_TYPES
+from .verdict import (
+    MATCH,
+    Finding,
+    Verdict,
+    evidence,
+    finding,
+    for_layer,
+    mismatch,
+    note,
+    number,
+    strict,
+)
 
-__all__ = ["GGUFPart", "GGUFReport", "check_gguf", "gguf_part_text"]
+__all__ = ["GGUFPart", "GGUFReport", "check_gguf"]
 
-TOLERANCE = 2.0**-19  # 16 float32 ulps, relative: the file's numbers are float32
-_LAYOUTS = {"NORM": "pairs", "NEOX": "halves", "MROPE": "halves", "IMROPE": "halves"}
+_TURNS = {"NORM": "pairs", "NEOX": "halves", "MROPE": "halves", "IMROPE": "halves"}
 _SLIDING = ("sliding_attention", "chunked_attention")
 
 
 class GGUFPart(NamedTuple):
     """One kind of layer at one context size: llama.cpp's reading, the config's values,
-    the largest relative frequency difference and the reasons it does not read as the
-    config (empty: it does)."""
+    the largest relative frequency difference (``None``: not compared) and the findings."""
 
     layer_type: str | None
     context: int
@@ -45,246 +52,269 @@ class GGUFPart(NamedTuple):
     rotary_dim: int
     attention_factor: float
     softmax_scale: float
-    largest: float
-    reasons: tuple
+    largest: float | None
+    findings: tuple
+
+    @property
+    def reasons(self) -> tuple:
+        return tuple(f.text for f in self.findings)
 
 
 class GGUFReport(NamedTuple):
-    """The verdict on a GGUF file: ``"reads as the config"`` or ``"does not"``, the reasons
-    (each once), the parts judged and the notes (keys written in vain, the rotation)."""
+    """The verdict on a GGUF file: the core's ``Verdict`` (``match``: read as the config,
+    within 16 float32 ulps; ``mismatch``, with every reason once), the parts judged, the
+    notes, and the shards read (a split set)."""
 
     path: str
     arch: str
-    verdict: str
-    reasons: tuple
+    judgment: Verdict
     parts: tuple
     notes: tuple
     llama_cpp: str = LLAMA_CPP
+    shards: tuple = ()
+
+    @property
+    def verdict(self) -> str:
+        return self.judgment.verdict
+
+    @property
+    def reasons(self) -> tuple:
+        return tuple(f.text for f in self.judgment.findings)
 
     def as_dict(self) -> dict:
-        """The report as JSON-ready data."""
-        return {
-            "file": self.path,
-            "architecture": self.arch,
-            "llama_cpp": self.llama_cpp,
-            "verdict": self.verdict,
-            "reasons": list(self.reasons),
-            "notes": list(self.notes),
-            "parts": [_part_dict(part) for part in self.parts],
-        }
+        """The report as strict JSON-ready data."""
+        return strict(
+            {
+                "file": self.path,
+                "shards": list(self.shards),
+                "architecture": self.arch,
+                "llama_cpp": self.llama_cpp,
+                **self.judgment.as_json(),
+                "notes": list(self.notes),
+                "parts": [_part_dict(part) for part in self.parts],
+            }
+        )
 
 
 def _part_dict(part: GGUFPart) -> dict:
     """One part as JSON-ready data: llama.cpp's reading beside the config's values."""
     reading = {k: v for k, v in part.reading._asdict().items() if k not in ("inv_freq", "arch")}
     reading["ignored"] = list(reading["ignored"])
-    reading["factor"] = 1.0 / reading.pop("freq_scale")
+    reading["factor"] = reading.pop("factor") or None
+    reading.pop("freq_scale")
     config = dict(rotary_dim=part.rotary_dim, attention_factor=part.attention_factor)
     config["softmax_scale"] = part.softmax_scale
     return dict(
         layer_type=part.layer_type, llama_cpp=reading, config=config,
-        largest_frequency_difference=part.largest, reasons=list(part.reasons),
+        largest_frequency_difference=part.largest,
+        reasons=[f.as_json() for f in part.findings],
     )  # fmt: skip
 
 
-def gguf_part_text(part: GGUFPart) -> str:
-    """One part of a report as a line: what llama.cpp uses, and how far it is."""
-    reading = part.reading
-    layers = f"{part.layer_type} layers" if part.layer_type else "layers"
-    scaling = f"{reading.scaling} x{number(1 / reading.freq_scale)}"
-    if reading.freq_scale == 1 and reading.scaling != SCALING_TYPES["YARN"]:
-        scaling = "none"  # llama.cpp's default type, linear, with no factor
-    factors = f", factors {reading.factors}" if reading.factors else ""
-    if math.isinf(part.largest):
-        far = "not compared (the widths differ)"
-    elif part.largest > TOLERANCE:
-        far = f"off the config's by up to {part.largest:.2g} (relative)"
-    else:
-        far = f"within {part.largest:.2g} of the config's (relative)"
-    return (
-        f"{layers} at context {part.context:,}: {reading.rope_type}, rotary dim {reading.n_rot}, "
-        f"base {number(reading.base)}, scaling {scaling}{factors}, attention factor "
-        f"{number(reading.attention_factor)}; frequencies {far}"
-    )
-
-
-def _relative(got, want) -> float:
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    return float(np.max(np.abs(got - want) / np.abs(want), initial=0.0))
-
-
-def _f32(value) -> float:
-    return float(np.float32(value))
-
-
-def _contexts(spec, trained: int, n_ctx: int | None) -> list:
-    """The context sizes to judge: ``n_ctx`` if given; else the file's trained length, and
-    the config's original length where its values change with the length."""
-    if n_ctx is not None:
-        return [n_ctx]
-    found = {trained}
-    original = spec.scaling.get("original_max_position_embeddings")
-    if spec.length_dependent() and isinstance(original, int) and original < trained:
-        found.add(original)
-    return sorted(found)
-
-
 def check_gguf(path, config, *, n_ctx: int | None = None) -> GGUFReport:
-    """Whether llama.cpp reads the RoPE of the GGUF file at ``path`` as ``config`` (a
-    config.json path or mapping, as :func:`sinpe.rope_config` takes) gives it, at the
-    context size ``n_ctx`` (default: the file's trained length, llama.cpp's default, and the
-    original length where the config's values change with the length)."""
+    """Whether llama.cpp reads the RoPE of the GGUF file at ``path`` (any shard of a split
+    set) as ``config`` (a config.json path or mapping, as :func:`sinpe.rope_config` takes)
+    gives it, at the context size ``n_ctx`` (default: the file's trained length, llama.cpp's
+    default, and the original length where the config's values change with the length)."""
     if n_ctx is not None and (isinstance(n_ctx, bool) or not isinstance(n_ctx, int) or n_ctx < 1):
         raise ValueError(f"n_ctx must be an integer >= 1, got {n_ctx!r}")
     spec = rope_config(config)
     gguf = gguf_file.read(path, tensors=FACTOR_TENSORS)
     first = read_rope(gguf)
     layer_types = spec.layer_types or (None,)
+    last = spec if spec.layer_types is None else spec.layer(layer_types[-1])
     parts = []
-    for context in _contexts(
-        spec if spec.layer_types is None else spec.layer(layer_types[-1]), first.context, n_ctx
-    ):
+    for context in lengths(last, first.context, n_ctx):
         for layer_type in layer_types:
             one = spec if layer_type is None else spec.layer(layer_type)
             swa = layer_type in _SLIDING
             parts.append(_judge(gguf, one, layer_type, read_rope(gguf, context=context, swa=swa)))
-    found = [r for part in parts for r in part.reasons]
+    found = [f for part in parts for f in part.findings]
     if gguf.byteorder == ">":  # gguf-py writes them; ggml's loader refuses them
-        found.insert(0, "a big-endian file: llama.cpp reads little-endian GGUF only")
-    reasons = tuple(dict.fromkeys(found))
-    verdict = "does not" if reasons else "reads as the config"
-    return GGUFReport(
-        str(path), first.arch, verdict, reasons, tuple(parts), _notes(first, spec, layer_types)
+        found.insert(0, finding("big_endian"))
+    unique = tuple({f.text: f for f in found}.values())
+    judgment = (
+        mismatch(unique, kind="parameters")
+        if unique
+        else Verdict(MATCH, (), PARAMETER_TOLERANCE, kind="parameters")
+    )
+    notes = _notes(first, spec, layer_types)
+    return GGUFReport(str(path), first.arch, judgment, tuple(parts), notes, shards=gguf.shards)
+
+
+def _held(gguf, spec, reading: Reading) -> Held:
+    """What llama.cpp holds for one kind of layer, for the core."""
+    record = ROPE_TYPES[spec.scaling["rope_type"]]
+    values = []
+    if reading.factor:
+        values.append((f"{title(spec)}factor".strip(), reading.factor))
+    if reading.factors is not None:
+        stored = gguf.data[reading.factors][: reading.n_rot // 2]
+        bad = stored[~(np.isfinite(stored) & (stored > 0))]
+        if bad.size:
+            values.append((reading.factors, float(bad[0])))
+    return Held(
+        width=reading.n_rot,
+        inv_freq=reading.inv_freq,
+        attention_factor=reading.attention_factor,
+        softmax_scale=reading.softmax_scale,
+        base=None if record.gguf == "base" else reading.base,
+        values=tuple(values),
     )
 
 
 def _judge(gguf, spec, layer_type, reading: Reading) -> GGUFPart:
-    inv_freq, factor = spec.frequencies(reading.context)
-    reasons = list(_arch_reasons(reading))
-    largest = math.inf
-    if reading.n_rot != spec.head_dim:
-        reasons.append(f"rotary width {reading.n_rot} where the config gives {spec.head_dim}")
-    else:
-        largest = _relative(reading.inv_freq, inv_freq)
-        if largest > TOLERANCE:
-            reasons.extend(_frequency_reasons(gguf, spec, reading, inv_freq, largest))
-    if _relative(reading.attention_factor, factor) > TOLERANCE:
-        reasons.append(_factor_reason(gguf, spec, reading, factor))
-    if _relative(reading.softmax_scale, spec.softmax_scale) > TOLERANCE:
-        reasons.append(
-            f"softmax scale x{number(reading.softmax_scale)} where the config gives "
-            f"x{number(spec.softmax_scale)} (yarn mscale_all_dim)"
-        )
-    where = f"{layer_type} layers: " if layer_type else ""
-    reasons = [where + reason for reason in reasons]
+    _, factor = spec.frequencies(reading.context)
+    findings = list(_arch_reasons(reading))
+
+    def explained(inv_freq):
+        return _frequency_reasons(gguf, spec, reading, inv_freq)
+
+    found, largest = judge_parameters(spec, _held(gguf, spec, reading), reading.context, explained)
+    for one in found:  # the attention factor, with what llama.cpp read it from
+        findings.append(_with_causes(gguf, spec, reading, factor) if _is_factor(one) else one)
+    findings = [for_layer(f, layer_type) for f in findings]
     return GGUFPart(
         layer_type, reading.context, reading, spec.head_dim, factor, spec.softmax_scale,
-        largest, tuple(reasons),
+        largest, tuple(findings),
     )  # fmt: skip
+
+
+def _is_factor(one: Finding) -> bool:
+    return one.code == "attention_factor"
 
 
 def _arch_reasons(reading: Reading):
     if reading.rope_type == "unknown":
-        yield f"llama.cpp {LLAMA_CPP} does not know the architecture {reading.arch!r}"
+        yield finding("unknown_architecture", engine=reading.arch, commit=LLAMA_CPP)
     elif reading.rope_type == "NONE":
-        yield f"llama.cpp runs {reading.arch!r} without RoPE"
+        yield finding("no_rope", engine=reading.arch)
 
 
-def _frequency_reasons(gguf, spec, reading: Reading, inv_freq, largest: float) -> list:
-    """Why the frequencies differ: every explanation that holds, else the size of it."""
-    scaling = spec.scaling
-    record = ROPE_TYPES[scaling["rope_type"]]
+def _frequency_reasons(gguf, spec, reading: Reading, inv_freq) -> list:
+    """Why llama.cpp's frequencies differ from the config's: the base, where the config's
+    base alone would make them the config's; else what the file's scaling shows."""
+    record = ROPE_TYPES[spec.scaling["rope_type"]]
     found = []
-    if spec.base is not None and _f32(spec.base) != _f32(reading.base) and record.gguf != "base":
-        found.append(f"base {number(reading.base)} where the config gives {number(spec.base)}")
+    if spec.base is not None and np.float32(spec.base) != np.float32(reading.base):
+        if record.gguf != "base":
+            found.append(finding("base", engine=number(reading.base), config=number(spec.base)))
+            fixed = _reread(gguf, reading, {"rope.freq_base": float(spec.base)})
+            if relative(fixed.inv_freq, inv_freq) <= PARAMETER_TOLERANCE:
+                return found
     explain = _EXPLAIN.get(record.gguf or "", _explain_plain)
-    found.extend(explain(gguf, scaling, reading, record.title or record.name))
-    if not found:
-        pair = int(np.argmax(np.abs(reading.inv_freq - inv_freq) / inv_freq))
-        found.append(
-            f"frequencies differ from the config's by up to {largest:.3g} (relative, pair {pair})"
-        )
-    return found
+    return found + explain(gguf, spec, reading)
 
 
-def _explain_plain(gguf, scaling, reading: Reading, title: str) -> list:
+def _reread(gguf, reading: Reading, keys: dict) -> Reading:
+    """llama.cpp's reading of the file with ``keys`` (arch prefix omitted) set otherwise."""
+    kv, types = dict(gguf.kv), dict(gguf.types)
+    for name, value in keys.items():
+        kv[f"{reading.arch}.{name}"] = value
+        types[f"{reading.arch}.{name}"] = "FLOAT32"
+    return read_rope(gguf._replace(kv=kv, types=types), context=reading.context)
+
+
+def _factor(reading: Reading) -> float:
+    """The factor llama.cpp scales the frequencies by (1: none)."""
+    scale = reading.freq_scale
+    return 1.0 / scale if np.isfinite(scale) and scale > 0 else reading.factor
+
+
+def _explain_plain(gguf, spec, reading: Reading) -> list:
     """A config without scaling, or with a type GGUF has no form for."""
-    record = ROPE_TYPES[scaling["rope_type"]]
+    record = ROPE_TYPES[spec.scaling["rope_type"]]
     found = []
     if reading.factors is not None:
-        found.append(f"a {reading.factors} tensor where the config has no such scaling")
+        found.append(finding("unexpected_tensor", engine=reading.factors))
     if reading.freq_scale != 1 and record.plain:
-        factor = number(1 / reading.freq_scale)
-        found.append(f"{reading.scaling} scaling x{factor} where the config has none")
+        factor = number(_factor(reading))
+        found.append(finding("unexpected_scaling", engine=reading.scaling, factor=factor))
     if record.gguf is None:
-        found.append(f"llama.cpp has no {title} scaling")
+        found.append(finding("no_such_scaling", title=title(spec)))
     return found
 
 
-def _explain_scale(gguf, scaling, reading: Reading, title: str) -> list:
-    if _f32(1 / reading.freq_scale) != _f32(scaling["factor"]):
-        got, want = number(1 / reading.freq_scale), number(scaling["factor"])
-        return [f"{title} factor {got} where the config gives {want}"]
-    return _explain_plain(gguf, scaling, reading, title)
+def _explain_scale(gguf, spec, reading: Reading) -> list:
+    factor = spec.scaling["factor"]
+    if np.float32(_factor(reading)) != np.float32(factor):
+        got = number(_factor(reading))
+        return [finding("factor", title=title(spec), engine=got, config=number(factor))]
+    return _explain_plain(gguf, spec, reading)
 
 
-def _explain_freq_factors(gguf, scaling, reading: Reading, title: str) -> list:
+def _explain_freq_factors(gguf, spec, reading: Reading) -> list:
     if reading.factors is None:
-        return [f"{title} scaling missing: no rope_freqs tensor"]
+        cause = ("no_factor_tensor", {"engine": "rope_freqs"})
+        return [finding("scaling_missing", title=title(spec), engine=_evidence(*cause))]
     if reading.factors != "rope_freqs.weight":
-        return [f"{title} scaling read from {reading.factors}, not rope_freqs"]
-    return [f"rope_freqs differ from the config's {title} factors"]
+        return [finding("factors_elsewhere", title=title(spec), engine=reading.factors)]
+    return [finding("factors_differ", engine="rope_freqs", config=f"{title(spec)}factors")]
 
 
-def _explain_ramp(gguf, scaling, reading: Reading, title: str) -> list:
+def _evidence(code: str, fields: dict) -> str:
+    return evidence(code, **fields)
+
+
+def _explain_ramp(gguf, spec, reading: Reading) -> list:
+    scaling, name = spec.scaling, title(spec)
     factor = scaling["factor"]
     if reading.scaling != SCALING_TYPES["YARN"]:
         key = f"{reading.arch}.rope.scaling.type"
-        given = f"rope.scaling.type is {reading.scaling!r}" if key in gguf.kv else (
-            "no rope.scaling.type"
-        )  # fmt: skip
-        return [
-            f"{title} scaling missing: {given} where the config gives {title} x{number(factor)}"
-        ]
+        fields = {"engine": reading.scaling, "title": name, "config": number(factor)}
+        cause = _evidence("scaling_type" if key in gguf.kv else "no_scaling_type", fields)
+        return [finding("scaling_missing", title=name, engine=cause)]
     found = []
-    if _f32(1 / reading.freq_scale) != _f32(factor):
-        got = number(1 / reading.freq_scale)
-        found.append(f"{title} factor {got} where the config gives {number(factor)}")
-    arch = reading.arch
-    original = gguf.kv.get(f"{arch}.rope.scaling.original_context_length")
+    if np.float32(_factor(reading)) != np.float32(factor):
+        got = number(_factor(reading))
+        found.append(finding("factor", title=name, engine=got, config=number(factor)))
+    original = gguf.kv.get(f"{reading.arch}.rope.scaling.original_context_length")
     want = scaling.get("original_max_position_embeddings")
     if want is not None and original is not None and original != want:
-        found.append(f"{title} original context {original} where the config gives {want}")
-    reads = ARCH_RULES.get(arch, {}).get("reads", ())
+        found.append(finding("original_length", title=name, engine=original, config=want))
+    reads = ARCH_RULES.get(reading.arch, {}).get("reads", ())
     for key, default in (("beta_fast", 32.0), ("beta_slow", 1.0)):
         if scaling.get(key, default) != default and f"rope.scaling.yarn_{key}" not in reads:
+            value = number(scaling[key])
             found.append(
-                f"{title} {key} {number(scaling[key])} in the config: llama.cpp reads none for "
-                f"{arch!r} (rope.scaling.yarn_{key} is not read)"
+                finding("key_not_read", title=name, key=key, config=value, arch=reading.arch)
             )
     if scaling.get("truncate") is False:
-        found.append(f"{title} truncate false in the config: llama.cpp always rounds the ramp")
+        found.append(finding("truncate", title=name))
     return found
 
 
-def _explain_factor_sets(gguf, scaling, reading: Reading, title: str) -> list:
+def _explain_factor_sets(gguf, spec, reading: Reading) -> list:
+    scaling, name = spec.scaling, title(spec)
     long = "rope_factors_long.weight" in gguf.data
     short = "rope_factors_short.weight" in gguf.data
     if not long and not short:
-        return [f"{title} factors missing: no rope_factors_long or rope_factors_short tensor"]
-    wants_long = reading.context > (
-        scaling.get("original_max_position_embeddings") or reading.context
-    )
-    want = "long" if wants_long else "short"
+        return [finding("factors_missing", title=name)]
+    original = scaling.get("original_max_position_embeddings") or reading.context
+    want = "long" if reading.context > original else "short"
     if want == "long" and not long:
-        return [f"{title} short factors only: no rope_factors_long tensor"]
+        return [finding("short_factors_only", title=name)]
+    used = f"rope_factors_{want}.weight"
+    if reading.factors != used:  # llama.cpp chose by the file's original length
+        file_original = gguf.kv.get(f"{reading.arch}.rope.scaling.original_context_length")
+        return [
+            finding(
+                "factors_chosen",
+                title=name,
+                engine=reading.factors,
+                config=want,
+                context=reading.context,
+                original=original,
+                file=file_original,
+            )
+        ]
     other = "short" if want == "long" else "long"
-    stored = gguf.data.get(f"rope_factors_{want}.weight")
+    stored = gguf.data.get(used)
     config_other = np.asarray(scaling[f"{other}_factor"], np.float64)
-    if stored is not None and stored.size == config_other.size:
-        if _relative(stored, config_other) <= TOLERANCE and config_other.size:
-            return [f"{title} factors swapped: rope_factors_{want} holds the config's {other} ones"]
-    return [f"rope_factors_{want} differ from the config's {want}_factor"]
+    if stored is not None and stored.size == config_other.size and config_other.size:
+        if relative(stored, config_other) <= PARAMETER_TOLERANCE:
+            return [finding("factors_swapped", title=name, engine=want, config=other)]
+    return [finding("factors_differ", engine=f"rope_factors_{want}", config=f"{want}_factor")]
 
 
 _EXPLAIN = {  # by the rope type record's ``gguf``: how a GGUF file carries the type
@@ -296,34 +326,29 @@ _EXPLAIN = {  # by the rope type record's ``gguf``: how a GGUF file carries the 
 }
 
 
-def _factor_reason(gguf, spec, reading: Reading, factor: float) -> str:
+def _with_causes(gguf, spec, reading: Reading, factor: float) -> Finding:
+    """The attention factor reason, with what llama.cpp read it from."""
     record = ROPE_TYPES[spec.scaling["rope_type"]]
-    label = "" if record.plain else f"{record.title or record.name} "
-    got, want = number(reading.attention_factor), number(factor)
-    text = f"{label}attention factor {got} where the config gives {want}"
+    causes: list = []
     key = f"{reading.arch}.rope.scaling.attn_factor"
-    causes = []
     if key in gguf.kv:
-        causes.append(f"rope.scaling.attn_factor {number(gguf.kv[key])}")
-    ignored = f"{reading.arch}.rope.scaling.yarn_attn_factor"
-    if ignored in reading.ignored:
-        causes.append(f"llama.cpp does not read rope.scaling.yarn_attn_factor for {reading.arch!r}")
+        causes.append(("attn_factor_key", {"engine": number(gguf.kv[key])}))
+    if f"{reading.arch}.rope.scaling.yarn_attn_factor" in reading.ignored:
+        causes.append(("attn_factor_unread", {"engine": reading.arch}))
     if record.gguf == "factor_sets_mscale":
-        causes.append("GGUF has no key for the config's short_mscale and long_mscale")
-    return text + (f" ({'; '.join(causes)})" if causes else "")
+        causes.append(("no_mscale_keys", {}))
+    return attention_finding(spec, reading.attention_factor, factor, tuple(causes))
 
 
 def _notes(reading: Reading, spec, layer_types) -> tuple:
-    notes = [
-        f"written but never read by llama.cpp for {reading.arch!r}: {key}"
-        for key in reading.ignored
-    ]
+    notes = [note("written_in_vain", arch=reading.arch, engine=key) for key in reading.ignored]
     one = spec if layer_types == (None,) else spec.layer(layer_types[0])
-    turns = _LAYOUTS.get(reading.rope_type)
+    turns = _TURNS.get(reading.rope_type)
     if turns is not None and one.rotation is not None:
-        notes.append(
-            f"llama.cpp rotates {reading.arch!r} as {reading.rope_type} ({turns}); the config's "
-            f"attention rotates {one.rotation} (not in the file: the converter permutes the "
-            "Q/K weights where the two differ)"
-        )
+        fields = dict(arch=reading.arch, engine=reading.rope_type, turns=turns)
+        if turns == one.rotation:
+            notes.append(note("rotation_as_expected", **fields))
+        else:
+            notes.append(note("rotation_permuted", config=one.rotation, **fields))
+    notes.append(note("parameters_only"))
     return tuple(notes)

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 import struct
 from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["GGUF", "TensorInfo", "read"]
+__all__ = ["GGUF", "TensorInfo", "read", "shard_paths"]
 
 MAGIC = b"GGUF"
 DEFAULT_ALIGNMENT = 32
@@ -38,6 +39,8 @@ MAX_TENSORS = 1 << 20
 MAX_ARRAY = 1 << 24  # numbers in one array
 MAX_STRINGS = 1 << 22  # strings in one array (a real vocabulary has < 300k)
 KEEP_ARRAY = 4096  # a numeric array is kept (copied) up to this many elements
+# gguf-split's and gguf-py's shard names (llama.cpp's llama_split_path: "%s-%05d-of-%05d.gguf")
+SHARD_NAME = re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
 
 # GGUF value types: id -> (name, struct code, size; a string's size is its length field)
 _VALUE_NAMES = "UINT8 INT8 UINT16 INT16 UINT32 INT32 FLOAT32 BOOL STRING ARRAY UINT64 INT64 FLOAT64"
@@ -107,6 +110,7 @@ class GGUF(NamedTuple):
     types: dict
     tensors: dict
     data: dict
+    shards: tuple = ()  # a split set's files, the first (which holds the metadata) first
 
     @property
     def architecture(self) -> str | None:
@@ -147,8 +151,18 @@ class _Cursor:
 
 def read(path, *, tensors: tuple = ()) -> GGUF:
     """Read the metadata of the GGUF file at ``path``, and the data of the F32 tensors named
-    in ``tensors`` that it holds; ``ValueError`` for anything malformed or over a bound."""
+    in ``tensors`` that it holds; ``ValueError`` for anything malformed or over a bound. A
+    shard of a split set (``split.count`` > 1) reads the set as llama.cpp loads it: the
+    metadata of its first shard, the tensors of every shard (``shard_paths``)."""
     path = os.fspath(path)
+    one = _read_one(path, tensors)
+    count = one.kv.get("split.count", 0)
+    if one.types.get("split.count") != "UINT16" or count <= 1:
+        return one
+    return _read_set(path, one, tensors)
+
+
+def _read_one(path: str, tensors: tuple) -> GGUF:
     with open(path, "rb") as stream:
         size = os.fstat(stream.fileno()).st_size
         if size < 24:
@@ -304,3 +318,60 @@ def _tensor(path: str, buf, start: int, name: str, info, order: str):
         raise ValueError(f"{path}: tensor {name!r} has {count} values, not a RoPE factor tensor")
     values = np.frombuffer(buf, np.dtype(order + "f4"), count, start + info.offset)
     return values.astype(np.float64)
+
+
+# --------------------------------------------------------------------------- split sets
+
+
+def shard_paths(path: str, number: int, count: int) -> list:
+    """The paths of the ``count`` shards of the set the file at ``path`` (shard ``number``,
+    from 0, of ``count``) belongs to, as llama.cpp derives them from its name
+    (``llama_split_prefix``, ``llama_split_path``)."""
+    found = SHARD_NAME.match(os.path.basename(path))
+    if not found or int(found["no"]) != number + 1 or int(found["count"]) != count:
+        raise ValueError(
+            f"{path}: shard {number + 1} of a split GGUF of {count} (split.no, split.count), "
+            f"but its name is not <prefix>-{number + 1:05d}-of-{count:05d}.gguf as llama.cpp "
+            "requires to find the other shards"
+        )
+    prefix = os.path.join(os.path.dirname(path), found["prefix"])
+    return [f"{prefix}-{k:05d}-of-{count:05d}.gguf" for k in range(1, count + 1)]
+
+
+def _read_set(path: str, given: GGUF, wanted: tuple) -> GGUF:
+    """A split set read from any of its shards: each shard bounded as one file, its
+    ``split.no`` checked, no tensor in two shards, ``split.tensors.count`` the total."""
+    count = given.kv["split.count"]
+    number = given.kv.get("split.no")
+    if given.types.get("split.no") != "UINT16" or not isinstance(number, int) or number >= count:
+        raise ValueError(f"{path}: split.count {count} but split.no is {number!r}")
+    paths = shard_paths(path, number, count)
+    shards = []
+    for k, shard in enumerate(paths):
+        if not os.path.exists(shard):
+            raise ValueError(
+                f"{path} is shard {number + 1} of a split GGUF of {count}: shard {k + 1}, "
+                f"{shard}, is missing (every shard is needed: the RoPE tensors may be in any)"
+            )
+        read_ = given if k == number else _read_one(shard, wanted)
+        if read_.kv.get("split.no") != k or read_.kv.get("split.count") != count:
+            raise ValueError(
+                f"{shard}: split.no {read_.kv.get('split.no')!r} of "
+                f"{read_.kv.get('split.count')!r}, where shard {k + 1} of {count} is expected"
+            )
+        shards.append(read_)
+    first = shards[0]
+    tensors: dict = {}
+    data: dict = {}
+    for shard, shard_path in zip(shards, paths):
+        for name, info in shard.tensors.items():
+            if name in tensors:
+                raise ValueError(f"{shard_path}: tensor {name!r} is in two shards")
+            tensors[name] = info
+        data.update(shard.data)
+    expected = first.kv.get("split.tensors.count")
+    if expected != len(tensors):
+        raise ValueError(
+            f"{paths[0]}: split.tensors.count {expected!r}, where the shards hold {len(tensors)}"
+        )
+    return first._replace(path=path, tensors=tensors, data=data, shards=tuple(paths))

@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .judge import MAX_POSITION, MAX_WIDTH, bounded
 from .llama_cpp_types import ARCH_RULES, LLAMA_CPP, ROPE_TYPES, SCALING_TYPES
 
 __all__ = ["FACTOR_TENSORS", "LLAMA_CPP", "Reading", "read_rope"]
@@ -82,6 +83,7 @@ class Reading(NamedTuple):
     softmax_scale: float
     ignored: tuple  # keys written that this architecture's loader never reads
     context: int  # the context size (padded to 256) the reading is for
+    factor: float  # the scaling factor as the file gives it (0: none)
 
 
 def _key(gguf, arch: str, name: str, default=None):
@@ -111,9 +113,9 @@ def _width(gguf, arch: str, swa: bool) -> int:
     )
     if swa:
         width = _key(gguf, arch, "rope.dimension_count_swa", width)
-    if not isinstance(width, int) or width < 2:
+    if not isinstance(width, int):
         raise ValueError(f"{gguf.path}: no rotary width (rope.dimension_count) in the file")
-    return width
+    return bounded(f"{gguf.path}: the rotary width (rope.dimension_count)", width, MAX_WIDTH, 2)
 
 
 def _scaling(gguf, arch: str) -> tuple:
@@ -126,8 +128,10 @@ def _scaling(gguf, arch: str) -> tuple:
             + ")"
         )
     factor = _key(gguf, arch, "rope.scaling.factor", _key(gguf, arch, "rope.scale_linear", 0.0))
-    freq_scale = 1.0 if factor == 0 or kind == SCALING_TYPES["NONE"] else 1.0 / factor
-    return kind, freq_scale
+    if factor == 0 or kind == SCALING_TYPES["NONE"]:
+        return kind, 1.0, float(factor)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return kind, float(np.float64(1.0) / np.float64(factor)), float(factor)
 
 
 def _factors(gguf, n_rot: int, context: int, original: int, longrope: bool) -> tuple:
@@ -158,6 +162,8 @@ def _yarn_magnitude(arch: str, freq_scale: float, log_mul: float) -> float:
     def mscale(scale: float, m: float) -> float:
         return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
 
+    if not (math.isfinite(freq_scale) and freq_scale > 0):
+        return math.nan  # no factor a magnitude can be made of: said by the verdict
     factor = 1.0 / freq_scale
     if log_mul:
         m = log_mul if arch == "deepseek2" and log_mul != 1 else 1.0
@@ -174,6 +180,9 @@ def _ramp(n_rot: int, base: float, original: int, betas: tuple) -> np.ndarray:
     def corr_dim(rotations: float) -> float:
         return n_rot * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(base))
 
+    usable = all(math.isfinite(v) and v > 0 for v in (base, *betas)) and base != 1
+    if not usable:  # a base or beta that is not a number: said by the verdict
+        return np.full(n_rot // 2, math.nan)
     low = max(0.0, math.floor(corr_dim(betas[0])))
     high = min(n_rot - 1.0, math.ceil(corr_dim(betas[1])))
     i = np.arange(n_rot // 2, dtype=np.float64)
@@ -217,10 +226,11 @@ def read_rope(gguf, *, context: int | None = None, swa: bool = False) -> Reading
     trained = _key(gguf, arch, "context_length")
     if not isinstance(trained, int) or trained < 1:
         raise ValueError(f"{gguf.path}: no {arch}.context_length in the file")
+    bounded(f"{gguf.path}: {arch}.context_length", trained, MAX_POSITION, 1)
     context = -(-(context or trained) // 256) * 256
     n_rot = _width(gguf, arch, swa)
     base = float(_key(gguf, arch, "rope.freq_base", 10000.0))
-    kind, freq_scale = _scaling(gguf, arch)
+    kind, freq_scale, factor = _scaling(gguf, arch)
     if swa:
         base, freq_scale = _swa(gguf, arch, base, freq_scale)
     original = _key(gguf, arch, "rope.scaling.original_context_length", 0) or trained
@@ -228,21 +238,28 @@ def read_rope(gguf, *, context: int | None = None, swa: bool = False) -> Reading
     longrope = arch in LONGROPE or kind == SCALING_TYPES["LONGROPE"]
     factors, source = _factors(gguf, n_rot, context, original, longrope)
     i = np.arange(n_rot // 2, dtype=np.float64)
-    inv_freq = base ** (-2.0 * i / n_rot) / factors
+    with np.errstate(all="ignore"):  # a value that is not a number is the verdict's to say
+        inv_freq = np.float64(base) ** (-2.0 * i / n_rot) / factors
     magnitude = float(_key(gguf, arch, "rope.scaling.attn_factor", 1.0))
-    if (
-        kind == SCALING_TYPES["YARN"]
-    ):  # ext_factor 1 (an architecture reading yarn_ext_factor: grok)
-        mix = _ramp(n_rot, base, original, betas)
-        inv_freq = inv_freq * (freq_scale * (1 - mix) + mix)
-        magnitude *= _yarn_magnitude(arch, freq_scale, log_mul)
-    else:
-        inv_freq = inv_freq * freq_scale
+    with np.errstate(all="ignore"):
+        if kind == SCALING_TYPES["YARN"]:  # ext_factor 1 (grok reads yarn_ext_factor)
+            mix = _ramp(n_rot, base, original, betas)
+            inv_freq = inv_freq * (freq_scale * (1 - mix) + mix)
+            magnitude *= _yarn_magnitude(arch, freq_scale, log_mul)
+        else:
+            inv_freq = inv_freq * freq_scale
     softmax = 1.0
     if arch in _DEEPSEEK_SOFTMAX and kind == SCALING_TYPES["YARN"]:
-        softmax = (magnitude * (1 + 0.1 * log_mul * math.log(1.0 / freq_scale))) ** 2
+        softmax = _softmax(magnitude, log_mul, freq_scale)
     rope_type = ROPE_TYPES.get(arch, "unknown")
     return Reading(
         arch, rope_type, n_rot, base, kind, freq_scale, source, inv_freq, magnitude,
-        softmax, ignored, context,
+        softmax, ignored, context, factor,
     )  # fmt: skip
+
+
+def _softmax(magnitude: float, log_mul: float, freq_scale: float) -> float:
+    """DeepSeek-2's softmax scale (its graph's ``kq_scale`` over ``1/sqrt(d)``)."""
+    if not (math.isfinite(freq_scale) and freq_scale > 0):
+        return math.nan
+    return (magnitude * (1 + 0.1 * log_mul * math.log(1.0 / freq_scale))) ** 2

@@ -485,6 +485,18 @@ def table_run(rotary: Rotary, seq_len, offset, name: str, dtype, threads, backen
     return planes
 
 
+def table_block(rotary: Rotary, length: int, start: int, n: int, name: str, dtype) -> tuple:
+    """The planes of rows ``start .. start + n - 1`` of the table of a run of ``length``
+    positions (the current length of a length-dependent RoPE): one block of a table made a
+    block at a time, each value as the whole table has it."""
+    backend = get_backend("auto")
+    reserve(n, rotary.h, name, dtype)
+    filler_ = filler(backend, rotary, length, name)
+    planes = tables(filler_, n, dtype)
+    fill_run(filler_, planes + (None,) * (2 - len(planes)), start, n, None)
+    return planes
+
+
 def table_at(rotary: Rotary, positions, name: str, dtype, threads, backend, seq_len=None, out=None):
     """``(cos, sin)`` at ``positions`` (checked here), each ``shape + (width,)`` (into
     ``out``, two arrays of that shape, when given)."""

@@ -13,11 +13,16 @@ DTYPES = ["float64", "float32", "float16", "bfloat16"]
 SUFFIX_HELP = " (%s is appended unless the name ends with it; a device is written as is)"
 
 
+class UsageError(ValueError):
+    """A wrong use of the command's arguments (not a refused input): ``--json`` prints no
+    JSON for it, as for argparse's own usage errors."""
+
+
 def config_argument(args) -> str:
     """The config.json given once: as the ``config`` argument or with ``--config``."""
     given = [c for c in (args.config, args.config_flag) if c is not None]
     if len(given) != 1:
-        raise ValueError(
+        raise UsageError(
             "pass the model's config.json once: as an argument or with --config"
             + ("" if given else " (it is required)")
         )

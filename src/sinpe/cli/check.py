@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 from .._check.compare import LAYOUTS as CHECK_LAYOUTS
 from .._check.compare import compare as compare_cache
-from .._check.compare import explanation_text, verdict_text
 from .._check.files import DEFAULT_MAX_BYTES
 from .._check.files import load as load_cache
-from .._check.gguf import check_gguf, gguf_part_text
+from .._check.gguf import check_gguf
 from .._check.gguf_file import MAGIC as GGUF_MAGIC
+from .._check.judge import frequencies_text
+from .._check.llama_cpp_types import SCALING_TYPES
+from .._check.verdict import MISMATCH, dumps, number, refusal, worst_text
 from .._rope.config import load_config, rope_config
 from .._rope.rope_types import ROPE_TYPES
-from .arguments import SUFFIX_HELP, AddCommand, config_argument
+from .arguments import SUFFIX_HELP, AddCommand, UsageError, config_argument
 from .output import output_path
 from .plot import save_error_figure, without_matplotlib
 
@@ -82,21 +83,34 @@ def add_check_arguments(command: AddCommand) -> None:
 
 
 def check_command(args) -> int:
-    """``sinpe check``: the cache compared with the exact table, the report printed (text or
-    JSON), the picture drawn; exit 1 for a mismatch or an error over ``--max-error``. A GGUF
-    file: its RoPE as llama.cpp reads it against the config; exit 1 where it differs."""
-    if _is_gguf(args.cache):
-        return _gguf_command(args)
-    if os.path.isdir(args.cache):
-        return _mlx_command(args)
+    """``sinpe check``: the cache, GGUF file or MLX model folder judged against the config,
+    the report printed (text or JSON); exit 0 for a match or a drift, 1 for a mismatch (or an
+    error over ``--max-error``). A refused input (one the verdict core cannot judge: not a
+    table, a hostile or truncated file, a missing shard) is exit 2: one line on stderr, and
+    with ``--json`` one object ``{"verdict": "refused", ...}`` on stdout."""
+    try:
+        if _is_gguf(args.cache):
+            return _gguf_command(args)
+        if os.path.isdir(args.cache):
+            return _mlx_command(args)
+        return _cache_command(args)
+    except UsageError:
+        raise
+    except (ValueError, OSError) as exc:
+        if args.json:
+            print(dumps(refusal(str(exc) or type(exc).__name__), indent=2))
+        raise
+
+
+def _cache_command(args) -> int:
     if args.n_ctx is not None:
-        raise ValueError("--n-ctx is for a .gguf model file")
+        raise UsageError("--n-ctx is for a .gguf model file")
     if args.offset < 0:
-        raise ValueError(f"--offset must be >= 0, got {args.offset}")
+        raise UsageError(f"--offset must be >= 0, got {args.offset}")
     if args.max_error is not None and not args.max_error >= 0:
-        raise ValueError(f"--max-error must be a number >= 0, got {args.max_error}")
+        raise UsageError(f"--max-error must be a number >= 0, got {args.max_error}")
     if args.max_bytes < 0:
-        raise ValueError(f"--max-bytes must be >= 0, got {args.max_bytes}")
+        raise UsageError(f"--max-bytes must be >= 0, got {args.max_bytes}")
     if args.plot:
         output_path(args.plot, ".png")  # a bad name is said before any work
         if without_matplotlib("sinpe check --plot"):
@@ -105,17 +119,17 @@ def check_command(args) -> int:
     arrays = load_cache(args.cache, layer_type=args.layer_type, max_bytes=args.max_bytes)
     if args.sin is not None:
         if len(arrays) != 1:
-            raise ValueError(f"--sin is for a CACHE holding the cos alone; {args.cache} has both")
+            raise UsageError(f"--sin is for a CACHE holding the cos alone; {args.cache} has both")
         (sin,) = load_cache(args.sin, layer_type=args.layer_type, max_bytes=args.max_bytes)
         arrays = [arrays[0]._replace(name="cos"), sin._replace(name="sin")]
     report = compare_cache(spec, arrays, args.offset, args.layout, full_width)
-    over = args.max_error is not None and report.largest > args.max_error
-    code = 1 if report.verdict == "mismatch" or over else 0
-    verdict = verdict_text(report)
+    largest = report.largest
+    over = args.max_error is not None and not (largest is not None and largest <= args.max_error)
+    code = 1 if report.verdict == MISMATCH or over else 0
     if args.json:
-        print(json.dumps(_as_json(args, spec, report, verdict, code), indent=2))
+        print(dumps(_as_json(args, spec, report, code), indent=2))
     else:
-        _print_report(args, spec, report, verdict, over)
+        _print_report(args, spec, report, over)
     if args.plot:
         path = save_error_figure(report, args.offset, os.path.basename(args.cache), args.plot)
         print(f"wrote {path}")
@@ -153,16 +167,20 @@ def _gguf_command(args) -> int:
     given = [name for name, unset in _NOT_FOR_GGUF.items() if getattr(args, name) != unset]
     if given:
         flags = ", ".join("--" + name.replace("_", "-") for name in given)
-        raise ValueError(f"{flags}: for a cos/sin cache, not a .gguf model file")
+        raise UsageError(f"{flags}: for a cos/sin cache, not a .gguf model file")
     report = check_gguf(args.cache, config_argument(args), n_ctx=args.n_ctx)
-    code = 0 if report.verdict == "reads as the config" else 1
+    code = 1 if report.verdict == MISMATCH else 0
     if args.json:
-        print(json.dumps({**report.as_dict(), "exit_code": code}, indent=2))
+        print(dumps({**report.as_dict(), "exit_code": code}, indent=2))
         return code
-    print(f"{args.cache}: architecture {report.arch!r}, as llama.cpp {report.llama_cpp} reads it")
+    shards = f" (split: {len(report.shards)} shards)" if report.shards else ""
+    print(
+        f"{args.cache}{shards}: architecture {report.arch!r}, as llama.cpp {report.llama_cpp} "
+        "reads it"
+    )
     for part in report.parts:
-        print("  " + gguf_part_text(part))
-    print(f"verdict: {report.verdict}" + ("" if code == 0 else " read as the config"))
+        print("  " + _gguf_part_text(part))
+    print(f"verdict: {report.judgment.text}")
     for reason in report.reasons:
         print(f"  {reason}")
     for note in report.notes:
@@ -170,19 +188,36 @@ def _gguf_command(args) -> int:
     return code
 
 
+def _gguf_part_text(part) -> str:
+    """One part of a GGUF report as a line: what llama.cpp uses, and how far it is."""
+    reading = part.reading
+    layers = f"{part.layer_type} layers" if part.layer_type else "layers"
+    if reading.factors:
+        scaling = f"factors {reading.factors}"
+    elif reading.freq_scale == 1 and reading.scaling != SCALING_TYPES["YARN"]:
+        scaling = "none"  # llama.cpp's default type, linear, with no factor
+    else:
+        scaling = f"{reading.scaling} x{number(reading.factor)}"
+    return (
+        f"{layers} at context {part.context:,}: {reading.rope_type}, rotary dim {reading.n_rot}, "
+        f"base {number(reading.base)}, scaling {scaling}, attention factor "
+        f"{number(reading.attention_factor)}; frequencies {frequencies_text(part.largest)}"
+    )
+
+
 # --------------------------------------------------------------------------- an MLX model
 
 
 def _mlx_command(args) -> int:
-    """``sinpe check MODEL_FOLDER [config.json]``: the folder loaded by mlx_lm, each RoPE
-    module judged against the config (the folder's config.json by default); exit 1 for a
-    mismatch."""
+    """``sinpe check MODEL_FOLDER [config.json]``: the folder loaded by mlx_lm (lazily: no
+    weight is read), each RoPE module judged against the config (the folder's config.json by
+    default); exit 1 for a mismatch."""
     given = [name for name, unset in _NOT_FOR_GGUF.items() if getattr(args, name) != unset]
     if given or args.n_ctx is not None:
         flags = ", ".join(
             "--" + name.replace("_", "-") for name in given + ["n_ctx"] * (args.n_ctx is not None)
         )
-        raise ValueError(f"{flags}: not for an MLX model folder")
+        raise UsageError(f"{flags}: not for an MLX model folder")
     folder = args.cache
     given_config = [c for c in (args.config, args.config_flag) if c is not None]
     config = config_argument(args) if given_config else os.path.join(folder, "config.json")
@@ -192,15 +227,15 @@ def _mlx_command(args) -> int:
         reports = sinpe_mlx.check_folder(folder, config)
     except ImportError as exc:  # mlx, or mlx-lm, is not installed
         raise ValueError(f"checking the MLX model folder {folder} needs {exc}") from None
-    code = 1 if any(r.verdict == "mismatch" for r in reports) else 0
+    code = 1 if any(r.verdict == MISMATCH for r in reports) else 0
     if args.json:
         data = {"folder": folder, "layers": [r.as_json() for r in reports], "exit_code": code}
-        print(json.dumps(data, indent=2))
+        print(dumps(data, indent=2))
         return code
     print(f"{folder}: {len(reports)} distinct RoPE module{'s' * (len(reports) != 1)} (mlx_lm)")
     for report in reports:
         print(f"  {report.line()}")
-        for first, last, error in report.decades:
+        for first, last, error in report.judgment.decades:
             print(f"    {first:>12,} .. {last:<12,} {error:.3g}")
     return code
 
@@ -215,13 +250,13 @@ def _check_spec(args):
     spec = rope_config(config)
     if spec.layer_types is not None:
         if args.layer_type is None:
-            raise ValueError(
+            raise UsageError(
                 "the config has a RoPE per layer type: pass --layer-type, one of "
                 + ", ".join(spec.layer_types)
             )
         spec = spec.layer(args.layer_type)
     elif args.layer_type is not None:
-        raise ValueError("--layer-type is for configs with a RoPE per layer type")
+        raise UsageError("--layer-type is for configs with a RoPE per layer type")
     if ROPE_TYPES[spec.scaling["rope_type"]].axes > 1:
         raise ValueError("rope_type 'axial' has no run of positions to check a cache against")
     return spec, _full_width(config, spec)
@@ -247,11 +282,9 @@ def _full_width(config, spec) -> int | None:
 # --------------------------------------------------------------------------- the report
 
 
-def _as_json(args, spec, report, verdict: str, code: int) -> dict:
-    found = report.explanation
+def _as_json(args, spec, report, code: int) -> dict:
     return {
         "cache": args.cache,
-        "dtype": report.dtype,
         "rounding_bound": report.rounding,
         "layout": report.layout,
         "rows": report.rows,
@@ -259,19 +292,14 @@ def _as_json(args, spec, report, verdict: str, code: int) -> dict:
         "rotary_dim": spec.head_dim,
         "rope_type": spec.scaling["rope_type"],
         "base": spec.base,
-        "decades": [{"first": a, "last": b, "error": e} for a, b, e in report.decades],
-        "largest_error": report.largest,
-        "verdict": report.verdict,
-        "verdict_text": verdict,
-        "drift": report.drift,
-        "worst": dict(zip(("position", "error", "allowed"), report.worst)),
-        "explanation": None if found is None else found._asdict(),
+        **report.judgment.as_json(),
+        "note": report.note,
         "max_error": args.max_error,
         "exit_code": code,
     }
 
 
-def _print_report(args, spec, report, verdict: str, over: bool) -> None:
+def _print_report(args, spec, report, over: bool) -> None:
     equally = f" ({report.note})" if report.note else ""
     print(
         f"{args.cache}: {report.dtype} (rounding bound {report.rounding:.3g}), layout "
@@ -285,17 +313,14 @@ def _print_report(args, spec, report, verdict: str, over: bool) -> None:
         print("largest |cache - exact| by position:")
     for first, last, error in report.decades:
         print(f"  {first:>12,} .. {last:<12,} {error:.3g}")
-    if report.decades:
+    if report.decades and report.largest is not None:
         print(f"largest error {report.largest:.3g}")
-    print(f"verdict: {verdict}")
-    if report.verdict == "mismatch" and not report.decades:
-        print(f"  the cache's width does not fit the config's rotary dim {spec.head_dim}")
-        print(f"  {explanation_text(report, spec, args.offset)}")
-    elif report.verdict == "mismatch":
-        position, error, allowed = report.worst
-        print(
-            f"  at position {position:,} the error is {error:.3g}, where {allowed:.3g} is allowed"
-        )
-        print(f"  {explanation_text(report, spec, args.offset)}")
+    print(f"verdict: {report.judgment.text}")
+    if report.verdict == MISMATCH and report.judgment.findings[0].code != "table":
+        where = worst_text(report.judgment)
+        print(f"  {where}" if where else "", end="\n" if where else "")
+    for found in report.judgment.findings:
+        print(f"  {found.text}")
     if over:
-        print(f"error {report.largest:.3g} exceeds --max-error {args.max_error:g}")
+        largest = "not a number" if report.largest is None else f"{report.largest:.3g}"
+        print(f"error {largest} exceeds --max-error {args.max_error:g}")

@@ -13,8 +13,11 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 
+from .._check.layers import layer_spec
+from .._check.verdict import DRIFT, MATCH
 from .._rope.config import load_config, rope_config
-from ._check import check, layer_spec
+from .._tables import checks
+from ._check import check
 from ._probe import find_ropes, layer_index
 
 __all__ = ["ExactRoPE", "PatchReport", "patch"]
@@ -29,6 +32,9 @@ class PatchReport(NamedTuple):
     reason: str
 
 
+MAX_ROWS = 1 << 18  # the table's rows by default, at most (as sinpe.torch's MAX_POSITIONS)
+
+
 class ExactRoPE(nn.Module):
     """The exact RoPE of ``spec`` for an MLX model: ``rope(x, offset=o)`` rotates the first
     ``dims`` elements of ``x`` (``(batch, heads, L, head_dim)``) by sinpe's float32 ``A cos``
@@ -36,13 +42,17 @@ class ExactRoPE(nn.Module):
     ``i`` with ``i + dims/2``, mlx's ``traditional=False``; ``"pairs"``: ``2i`` with
     ``2i + 1``), in float32, and returns ``x``'s dtype.
 
-    ``offset`` is an int (the table grows to any position, outside the graph) or an
-    ``mx.array`` of one offset or one per batch row (mlx_lm's batched caches; negative rows
-    are left padding and read position 0). An array offset is looked up without reading it on
-    the host, so the table must already hold its positions: ``rows`` of them (default the
-    model's ``max_position_embeddings``); a position past it reads NaN, never a wrong row.
-    For LongRoPE the short factors are used while the positions stay within the original
-    length, the long ones past it (transformers' rule, by the call's last position)."""
+    It holds one compact table (``dims/2`` columns of cos and of sin, float32) of ``rows``
+    positions, made at its first call (LongRoPE: one for the short factors, one for the long
+    ones, each when first used): ``rows`` defaults to the model's ``max_position_embeddings``,
+    at most ``MAX_ROWS`` (2**18); ``table_bytes`` says what the tables held take, checked
+    against the process's memory before they are made. ``offset`` is an int (a call past the
+    table gets its own rows, exactly, made for the call and not kept) or an ``mx.array`` of
+    one offset or one per batch row (mlx_lm's batched caches; negative rows are left padding
+    and read position 0), looked up without reading it on the host: a position past the
+    table reads NaN, never a wrong row. For LongRoPE the short factors are used while the
+    positions stay within the original length, the long ones past it (transformers' rule,
+    by the call's last position)."""
 
     def __init__(self, spec, dims: int, rotation: str, rows: int | None = None):
         super().__init__()
@@ -51,26 +61,47 @@ class ExactRoPE(nn.Module):
         self._spec = spec
         self.dims = dims
         self.traditional = rotation == "pairs"
-        self._rows = int(rows or spec.max_position_embeddings or 4096)
+        if rows is not None:
+            rows = checks.integer("rows", rows, 1)
+        self._rows = rows or min(spec.max_position_embeddings or 8192, MAX_ROWS)
         original = spec.scaling.get("original_max_position_embeddings")
         self._original = int(original) if spec.length_dependent() and original else None
         self._tables: dict = {}
 
-    def _table(self, key: str, rows: int) -> tuple:
-        have = self._tables.get(key)
-        if have is not None and have[0].shape[0] > rows:
-            return have
-        rows = max(rows, self._rows, 2 * (have[0].shape[0] - 1) if have else 0)
-        length = None
-        if self._original is not None:
-            length = self._original if key == "short" else max(rows, self._original + 1)
-        cos, sin = self._spec.rope_at(np.arange(rows), dtype=np.float32, seq_len=length)
-        half = self.dims // 2
-        nan = np.full((1, half), np.nan, np.float32)  # the row past the table
-        table = (
-            mx.array(np.concatenate([cos[:, :half], nan])),
-            mx.array(np.concatenate([sin[:, :half], nan])),
+    @property
+    def rows(self) -> int:
+        """The positions the table holds (an array offset reads only these)."""
+        return self._rows
+
+    @property
+    def table_bytes(self) -> int:
+        """The bytes the tables held now take."""
+        return sum(cos.nbytes + sin.nbytes for cos, sin in self._tables.values())
+
+    def _length(self, key: str) -> int | None:
+        if self._original is None:
+            return None
+        return self._original if key == "short" else max(self._rows, self._original + 1)
+
+    def _at(self, positions: np.ndarray, key: str) -> tuple:
+        """The compact rows at ``positions`` (float32), as NumPy."""
+        cos, sin = self._spec.rope_at(
+            positions, layout="compact", dtype=np.float32, seq_len=self._length(key)
         )
+        return cos[:, : self.dims // 2], sin[:, : self.dims // 2]
+
+    def _table(self, key: str) -> tuple:
+        have = self._tables.get(key)
+        if have is not None:
+            return have
+        half = self.dims // 2
+        checks.reserve(
+            2 * 2 * (self._rows + 1) * half * 4,  # NumPy's rows, then MLX's copy
+            f"sinpe.mlx's float32 tables of {self._rows} positions (rows={self._rows})",
+        )
+        cos, sin = self._at(np.arange(self._rows), key)
+        nan = np.full((1, half), np.nan, np.float32)  # the row past the table
+        table = (mx.array(np.concatenate([cos, nan])), mx.array(np.concatenate([sin, nan])))
         self._tables[key] = table
         return table
 
@@ -84,9 +115,13 @@ class ExactRoPE(nn.Module):
         for one offset per row."""
         if not isinstance(offset, mx.array):
             start = int(offset)
-            cos, sin = self._table(self._key(start + length - 1), start + length)
+            key = self._key(start + length - 1)
+            if start < 0 or start + length > self._rows:  # past the table: exact, not kept
+                cos, sin = self._at(np.arange(start, start + length), key)
+                return mx.array(cos), mx.array(sin)
+            cos, sin = self._table(key)
             return cos[start : start + length], sin[start : start + length]
-        cos, sin = self._table(self._key(self._rows - 1), self._rows)
+        cos, sin = self._table(self._key(self._rows - 1))
         rows = cos.shape[0] - 1
         positions = mx.clip(offset.reshape(-1, 1) + mx.arange(length)[None], 0, rows)
         cos, sin = mx.take(cos, positions, axis=0), mx.take(sin, positions, axis=0)
@@ -152,8 +187,10 @@ def _differs(original, candidate, dims: int) -> str:
 
 def patch(model, config, *, rows: int | None = None) -> list:
     """Replace each RoPE module of ``model`` that reads ``config`` by an ``ExactRoPE`` (one
-    ``PatchReport`` per distinct module: replaced, or left and why). The layers whose modules
-    are alike share one replacement, and so one table."""
+    ``PatchReport`` per distinct module: replaced, or left and why). A module is replaced
+    only where the core's verdict is match or drift, and the replacement gives what it gives
+    on every input form. The layers whose modules are alike share one replacement, and so
+    one table."""
     data = load_config(config)
     spec = rope_config(data)
     verdicts = {name: report for report in check(model, data) for name in report.names}
@@ -161,7 +198,7 @@ def patch(model, config, *, rows: int | None = None) -> list:
     done: dict = {}
     for name, parent, attribute, rope in find_ropes(model):
         report = verdicts[name]
-        reason = report.reason if report.verdict == "mismatch" else ""
+        reason = "" if report.verdict in (MATCH, DRIFT) else report.reason or report.verdict
         if not reason and report.names not in candidates:
             one = layer_spec(spec, data, layer_index(name))
             candidates[report.names] = ExactRoPE(one, report.rotary_dim, report.rotation, rows)

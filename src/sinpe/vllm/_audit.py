@@ -1,41 +1,84 @@
-"""One vLLM rotary layer against the exact table of the model's config: which cache it holds,
-the verdict ``sinpe check`` gives on sampled rows, the likeliest reason for a mismatch, and
-(mode ``exact``) the cache filled with sinpe's correctly rounded table in place.
+"""The vLLM adapter: what one vLLM rotary layer holds -- its class, rotary width, rotation
+(``is_neox_style``) and ``[cos | sin]`` cache -- extracted and handed to the verdict core
+(``sinpe._check.judge``), which judges sampled rows of the cache against the exact table of
+the config; and (mode ``exact``) the cache filled with sinpe's correctly rounded table, on
+its own device, in its dtype and layout.
 
-Nothing here imports vLLM: a layer is read through the attributes every class of vLLM's
-``rotary_embedding/`` keeps (``head_size``, ``rotary_dim``, ``base``, ``is_neox_style``, its
-cache buffers), so a class this module does not know is reported as unchecked, never guessed.
+Rows are read on the cache's device: the sampled rows (``judge.sample``: a few hundred of a
+10M-row cache) are gathered there and only they are copied to the host. A class this module
+does not know is "unchecked", named, never guessed at. Nothing here imports vLLM; torch is
+imported only to read and write a layer's tensors.
 """
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 
-from .._check.compare import compare, explanation_text, layer_json, layer_line, verdict_text
-from .._check.files import Stored
+from .._check.judge import (
+    MAX_POSITION,
+    MAX_WIDTH,
+    Held,
+    bounded,
+    fit,
+    judge_parameters,
+    judge_table,
+    sample,
+)
+from .._check.layers import LayerUnknown, specs_of
+from .._check.verdict import (
+    DRIFT,
+    MATCH,
+    MISMATCH,
+    UNCHECKED,
+    Verdict,
+    evidence,
+    explained,
+    finding,
+    layer_line,
+    mismatch,
+    note,
+    strict,
+    unchecked,
+)
 from .._rope import rotary as rot
 from .._rope.rope_types import lookup
 
-__all__ = ["LayerReport", "audit_layer", "caches", "fill_exact", "unchecked"]
+__all__ = ["KNOWN", "LayerReport", "audit_layer", "fill_exact"]
 
-# classes whose cache is not a [cos | sin] table of one RoPE: why each is left unchecked
-UNCHECKED = {
-    "DualChunkRotaryEmbedding": "dual-chunk attention keeps five caches of its own",
-    "FourierRotaryEmbedding": "FoPE mixes its cache with learned weights at the first forward",
-    "Llama4VisionRotaryEmbedding": "a complex 2-D vision grid, not a cos/sin table of positions",
-    "DeepseekV4ScalingRotaryEmbedding": "DeepSeek-V4 rotates the last dimensions, inverse too",
-    "Gemma4RotaryEmbedding": "Gemma 4 pads its cache to the head size with cos 1, sin 0",
+# The rotary classes of vLLM 0.32.0's rotary_embedding/ (tests/test_vllm.py enumerates them
+# from the installed vLLM and fails when a class is added): the buffer each keeps its
+# [cos | sin] table in, or the reason (a core reason code) it is not judged.
+_CACHE = "cos_sin_cache"
+_LONG_SHORT = "long_short_cos_sin_cache"
+KNOWN = {
+    "RotaryEmbedding": _CACHE,
+    "LinearScalingRotaryEmbedding": _CACHE,
+    "NTKScalingRotaryEmbedding": _CACHE,
+    "DynamicNTKScalingRotaryEmbedding": _CACHE,
+    "DynamicNTKAlphaRotaryEmbedding": _CACHE,
+    "YaRNScalingRotaryEmbedding": _CACHE,
+    "DeepseekScalingRotaryEmbedding": _CACHE,
+    "Llama3RotaryEmbedding": _CACHE,
+    "MRotaryEmbedding": _CACHE,
+    "MRotaryEmbeddingInterleaved": _CACHE,
+    "Ernie4_5_VLRotaryEmbedding": _CACHE,
+    "BailingMRotaryEmbedding": _CACHE,
+    "Phi3LongRoPEScaledRotaryEmbedding": _LONG_SHORT,
+    "DualChunkRotaryEmbedding": "dual_chunk",
+    "FourierRotaryEmbedding": "fope",
+    "Llama4VisionRotaryEmbedding": "vision_grid",
+    "DeepseekV4ScalingRotaryEmbedding": "inverse_tail",
+    "Gemma4RotaryEmbedding": "padded",
 }
+_NEOX_ONLY = ("Phi3LongRoPEScaledRotaryEmbedding",)  # it refuses is_neox_style=False
 
 
 class LayerReport(NamedTuple):
-    """One distinct rotary layer: its names in the model, class, what was compared and the
-    verdict (``"match"``, ``"drift"``, ``"mismatch"`` or ``"unchecked"``) with its words
-    and reason, what the largest error was by position decade, a note on semantics vLLM
-    knowingly gives differently, and whether mode ``exact`` replaced its cache."""
+    """One distinct rotary layer (for the layers of one config spec): its names in the
+    model, class, the cache part judged, the core's ``Verdict`` (``judgment``), the notes,
+    and what mode ``exact`` did (``outcome``: ``""`` not asked, ``"replaced"``, or why not)."""
 
     names: tuple
     cls: str
@@ -43,201 +86,260 @@ class LayerReport(NamedTuple):
     rows: int
     dtype: str
     rotary_dim: int
-    verdict: str
-    text: str
-    reason: str
-    decades: list
-    largest: float
-    note: str
-    replaced: bool
+    judgment: Verdict
+    notes: tuple = ()
+    outcome: str = ""
+
+    @property
+    def verdict(self) -> str:
+        return self.judgment.verdict
+
+    @property
+    def text(self) -> str:
+        return self.judgment.text
+
+    @property
+    def reason(self) -> str:
+        return self.judgment.reason
+
+    @property
+    def note(self) -> str:
+        return "; ".join(self.notes)
+
+    @property
+    def replaced(self) -> bool:
+        return self.outcome == "replaced"
+
+    @property
+    def largest(self):
+        return self.judgment.largest
+
+    @property
+    def decades(self) -> tuple:
+        return self.judgment.decades
 
     def line(self) -> str:
-        """The log line: where, what, the verdict and its reason."""
-        extra = " [replaced by sinpe's exact table]" if self.replaced else ""
-        what = f"{self.cls} {self.cache} {self.rows}x{self.rotary_dim} {self.dtype}"
-        return layer_line(self, what, extra)
+        """The log line: where, what, the verdict, its reasons and notes, the outcome."""
+        what: tuple = (self.cls,)
+        if self.cache:
+            what += (self.cache, f"{self.rows}x{self.rotary_dim}", self.dtype)
+        return layer_line(self.names, what, self.judgment, self.notes, self.outcome)
 
     def as_json(self) -> dict:
-        return layer_json(self)
+        """Strict JSON-ready data (the core's verdict fields, then the layer's)."""
+        return strict(
+            {
+                "names": list(self.names),
+                "cls": self.cls,
+                "cache": self.cache,
+                "rows": self.rows,
+                "dtype": self.dtype,
+                "rotary_dim": self.rotary_dim,
+                **self.judgment.as_json(),
+                "notes": list(self.notes),
+                "replaced": self.replaced,
+                "outcome": self.outcome,
+            }
+        )
 
 
-def _stored(tensor) -> Stored:
-    """A cache tensor as ``sinpe check`` reads arrays (a narrow dtype as its bits)."""
+# --------------------------------------------------------------------------- reading
+
+
+def _parts(layer, buffer: str) -> list:
+    """``[(first row, rows, length the rows are judged at, which)]`` of a cache buffer:
+    Phi-3 LongRoPE's short rows then its long ones; else the whole table."""
+    cache = getattr(layer, buffer)
+    total = bounded("the cache's rows", int(cache.shape[0]), MAX_POSITION)
+    if buffer == _LONG_SHORT:
+        original = int(layer.original_max_position_embeddings)
+        short = bounded("original_max_position_embeddings", original, total)
+        return [(0, short, short, "short"), (short, total - short, total - short, "long")]
+    return [(0, total, total, "")]
+
+
+def _reader(tensor, first: int, h: int):
+    """``read(positions)``: the rows at ``positions`` gathered on the cache's device, and
+    only they copied to the host, as float64 ``(cos, sin)``."""
     import torch
 
-    name = str(tensor.dtype).removeprefix("torch.")
-    values = tensor.detach().cpu()
-    if tensor.dtype == torch.bfloat16:
-        values = values.view(torch.int16)
-        return Stored(values.numpy().view(np.uint16), name, "cos_sin_cache")
-    return Stored(values.numpy(), name, "cos_sin_cache")
+    def read(positions: np.ndarray):
+        index = torch.as_tensor(first + positions, dtype=torch.long, device=tensor.device)
+        rows = tensor.index_select(0, index).to(torch.float32)  # exact from any float dtype
+        values = rows.cpu().numpy().astype(np.float64)
+        return values[:, :h], values[:, h : 2 * h]
+
+    return read
 
 
-def caches(layer) -> list:
-    """``[(buffer name, first row, rows, length the rows are judged at)]`` of the layer's
-    [cos | sin] tables: one for most classes; Phi-3 LongRoPE's short rows, then its long ones;
-    the rows of a linear layer's cache that hold the factor of the config."""
-    name = type(layer).__name__
-    if hasattr(layer, "long_short_cos_sin_cache"):
-        short = int(layer.original_max_position_embeddings)
-        total = int(layer.long_short_cos_sin_cache.shape[0])
-        return [
-            ("long_short_cos_sin_cache", 0, short, short),
-            ("long_short_cos_sin_cache", short, total - short, total - short),
-        ]
-    cache = getattr(layer, "cos_sin_cache", None)
-    if cache is None or cache.ndim != 2 or name in UNCHECKED:
-        return []
-    rows = int(cache.shape[0])
-    factors = getattr(layer, "scaling_factors", None)
-    if factors is not None and len(factors) > 1:  # several linear factors stacked
-        return []
-    return [("cos_sin_cache", 0, rows, rows)]
+def _rotation(layer, cls: str) -> tuple:
+    neox = getattr(layer, "is_neox_style", True if cls in _NEOX_ONLY else None)
+    if not isinstance(neox, bool):
+        return None, ""
+    return ("halves" if neox else "pairs"), evidence("neox_style", engine=neox)
 
 
-def _why_unchecked(layer) -> str:
-    factors = getattr(layer, "scaling_factors", None)
-    if factors is not None and len(factors) > 1:
-        return f"{len(factors)} linear scaling factors stacked in one cache"
-    return UNCHECKED.get(type(layer).__name__, "no [cos | sin] cache sinpe knows in it")
+def _judge_part(layer, spec, tensor, first: int, rows: int, length: int, top: int | None):
+    """The core's verdict on rows ``first .. first + rows`` of a cache, and the largest error
+    of the rows within ``top`` (the deployment's max_model_len)."""
+    h = spec.head_dim // 2
+    if tensor.ndim != 2 or tensor.shape[1] < 2 * h:
+        return mismatch_width(tensor, spec), None
+    read = _reader(tensor, first, h)
+    positions = sample(rows)
+    table = judge_table(spec._one(), read, positions, np.arange(h), _dtype(tensor), length)
+    judgment = table.verdict
+    if judgment.verdict == MISMATCH and judgment.findings[0].code != "not_a_number":
+        held = fit(read, rows)
+        if held is not None:
+            judgment = explained(judgment, judge_parameters(spec, held, length)[0])
+    within = None
+    if top is not None:
+        errors = table.errors[positions < top]
+        within = float(errors.max()) if errors.size and np.isfinite(errors).all() else None
+    return judgment, within
 
 
-def _factor_reason(tensor, spec, length: int) -> str:
-    """ "attention factor a where the config gives b" when row 0's first cos (the factor
-    times cos 0) says so."""
-    _, factor = rot.frequencies(spec._one(), length)
-    first = float(tensor[0, 0])
-    if math.isclose(first, factor, rel_tol=2.0**-7):
-        return ""
-    return f"attention factor {first:.6g} where the config gives {factor:.6g}"
+def mismatch_width(tensor, spec) -> Verdict:
+    width = int(tensor.shape[-1]) // 2 * 2 if tensor.ndim else 0
+    return mismatch([finding("cache_width", engine=width, config=spec.head_dim)])
 
 
-def _rotation_reason(layer, spec) -> str:
-    neox = bool(getattr(layer, "is_neox_style", True))
-    vllm = "halves" if neox else "pairs"
-    if spec.rotation is None or spec.rotation == vllm:
-        return ""
-    return f"vLLM rotates {vllm} (is_neox_style={neox}) where the model rotates {spec.rotation}"
+def _dtype(tensor) -> str:
+    return str(tensor.dtype).removeprefix("torch.")
 
 
-def _note(layer, spec, part: int) -> str:
-    """What vLLM knowingly computes differently from transformers, for this layer."""
-    record = lookup(spec.scaling.get("rope_type")) if spec.scaling else None
-    if hasattr(layer, "long_short_cos_sin_cache"):
-        which = "short" if part == 0 else "long"
-        uses = "long" if getattr(layer, "use_long_rope", False) else "short"
-        return (
-            f"the {which} factors' rows; vLLM uses its {uses} factors for every sequence "
-            "(max_model_len against the original length), transformers switches per sequence "
-            "at the original length"
-        )
-    if record is not None and record.length_state == "grows":
-        return (
-            "vLLM's cache is static, built at its largest length; transformers' dynamic base "
-            "follows the current length (the two agree only for sequences that long)"
-        )
-    return ""
-
-
-def audit_layer(layer, spec, names) -> list:
-    """The ``LayerReport`` of each cache of ``layer`` against ``spec`` (the model's RoPE as
-    transformers reads its config), on sampled rows."""
-    found = caches(layer)
+def audit_layer(layer, spec, names, config: dict | None = None, max_model_len=None) -> list:
+    """The ``LayerReport`` of each cache of ``layer`` (for each config spec its layers
+    ``names`` are judged by: ``config``, the config mapping, places each layer) against
+    ``spec`` (the model's RoPE as transformers reads its config), on sampled rows."""
     cls = type(layer).__name__
-    rotary_dim = int(getattr(layer, "rotary_dim", 0))
-    if not found:
-        return [unchecked(layer, names, _why_unchecked(layer))]
+    known = KNOWN.get(cls)
+    if known is None:
+        return [_unchecked(layer, names, "unknown_class", engine=cls)]
+    if known not in (_CACHE, _LONG_SHORT):
+        return [_unchecked(layer, names, known)]
+    factors = getattr(layer, "scaling_factors", None)
+    if isinstance(factors, (list, tuple)) and len(factors) > 1:
+        return [_unchecked(layer, names, "stacked_factors", engine=len(factors))]
+    if not hasattr(layer, known) or not hasattr(layer, "rotary_dim"):
+        missing = known if not hasattr(layer, known) else "rotary_dim"
+        return [_unchecked(layer, names, "missing_attribute", engine=cls, config=missing)]
+    try:
+        groups = specs_of(spec, config or {}, names) if spec.layer_types else {spec: list(names)}
+    except LayerUnknown as exc:
+        return [_report(layer, names, "", 0, Verdict(UNCHECKED, (exc.finding,), kind="none"))]
     reports = []
-    for part, (buffer, first, rows, length) in enumerate(found):
-        tensor = getattr(layer, buffer)[first : first + rows]
-        verdict, text, reason, report = _judge(layer, spec, tensor, length)
-        rotation = _rotation_reason(layer, spec)
-        reports.append(
-            LayerReport(
-                names=tuple(names),
-                cls=cls,
-                cache=buffer if len(found) == 1 else f"{buffer}[{first}:{first + rows}]",
-                rows=rows,
-                dtype=str(tensor.dtype).removeprefix("torch."),
-                rotary_dim=rotary_dim,
-                verdict="mismatch" if rotation else verdict,
-                text=_MISMATCH if rotation else text,
-                reason="; ".join(r for r in (rotation, reason) if r),
-                decades=[] if report is None else report.decades,
-                largest=math.nan if report is None else report.largest,
-                note=_note(layer, spec, part),
-                replaced=False,
-            )
-        )
+    for one, group in groups.items():
+        reports += _audit_group(layer, one, group, known, max_model_len)
     return reports
 
 
-_MISMATCH = "does not match this config"
+def _audit_group(layer, spec, names, buffer: str, max_model_len) -> list:
+    cls = type(layer).__name__
+    rotary_dim = bounded("rotary_dim", int(layer.rotary_dim), MAX_WIDTH, 2)
+    rotation, detail = _rotation(layer, cls)
+    structural, _ = judge_parameters(
+        spec, Held(width=rotary_dim, rotation=rotation, rotation_detail=detail), None
+    )
+    tensor = getattr(layer, buffer)
+    parts = _parts(layer, buffer)
+    reports = []
+    for first, rows, length, which in parts:
+        cache = buffer if len(parts) == 1 else f"{buffer}[{first}:{first + rows}]"
+        notes = _notes(layer, spec, which)
+        if any(f.code == "rotary_width" for f in structural):
+            judgment = mismatch(structural)
+        else:
+            top = None if max_model_len is None else int(max_model_len)
+            judgment, within = _judge_part(layer, spec, tensor, first, rows, length, top)
+            if structural:
+                judgment = mismatch(structural + list(judgment.findings))._replace(
+                    largest=judgment.largest, decades=judgment.decades, dtype=judgment.dtype
+                )
+            if within is not None:
+                notes = notes + (note("at_length", engine=within, config=top),)
+        reports.append(_report(layer, names, cache, rows, judgment, notes))
+    return reports
 
 
-def _judge(layer, spec, tensor, length: int) -> tuple:
-    """``(verdict, its words, the likeliest reason, the Report or None)`` of one cache."""
-    rotary_dim = int(getattr(layer, "rotary_dim", 0))
-    if rotary_dim != spec.head_dim:
-        reason = f"rotary width {rotary_dim} where the config gives {spec.head_dim}"
-        return "mismatch", _MISMATCH, reason, None
-    values = _stored(tensor)
-    width = int(layer.head_size)
-    try:
-        report = compare(spec, [values], layout="vllm", full_width=width, sampled=True)
-    except ValueError as exc:
-        return "mismatch", _MISMATCH, str(exc), None
-    reason = ""
-    if report.verdict == "mismatch":
-        reason = _factor_reason(tensor, spec, length) or explanation_text(report, spec, 0)
-    return report.verdict, verdict_text(report), reason, report
-
-
-def unchecked(layer, names, why: str) -> LayerReport:
-    """The report of a layer sinpe does not judge, and why."""
+def _report(layer, names, cache, rows, judgment, notes=()) -> LayerReport:
+    tensor = getattr(layer, cache.partition("[")[0], None) if cache else None
     return LayerReport(
         names=tuple(names),
         cls=type(layer).__name__,
-        cache="",
-        rows=0,
-        dtype="",
-        rotary_dim=int(getattr(layer, "rotary_dim", 0)),
-        verdict="unchecked",
-        text="unchecked",
-        reason=why,
-        decades=[],
-        largest=math.nan,
-        note="",
-        replaced=False,
+        cache=cache,
+        rows=rows,
+        dtype="" if tensor is None else _dtype(tensor),
+        rotary_dim=_int(getattr(layer, "rotary_dim", 0)),
+        judgment=judgment,
+        notes=tuple(notes),
     )
+
+
+def _int(value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _unchecked(layer, names, code: str, **fields) -> LayerReport:
+    return _report(layer, names, "", 0, unchecked(code, **fields))
+
+
+def _notes(layer, spec, which: str) -> tuple:
+    """What vLLM knowingly computes differently from transformers, for this layer."""
+    record = lookup(spec.scaling.get("rope_type")) if spec.scaling else None
+    if which:
+        uses = "long" if getattr(layer, "use_long_rope", False) else "short"
+        return (note("longrope_policy", engine=which, config=uses),)
+    if record is not None and record.length_state == "grows":
+        return (note("dynamic_static"),)
+    return ()
+
+
+# --------------------------------------------------------------------------- exact mode
 
 
 def fill_exact(layer, spec, report: LayerReport) -> LayerReport:
-    """The layer's cache (the rows ``report`` judged) filled in place with sinpe's exact
-    table in its dtype, each value rounded once; only after a match or a drift."""
-    if report.verdict not in ("match", "drift"):
+    """The rows ``report`` judged filled with sinpe's exact table, each value rounded once
+    to the cache's dtype, on the cache's device and in its layout; only after a match or a
+    drift. The new rows are made whole (on the device) before one copy into the cache, so a
+    failure leaves the cache as vLLM made it; the report's ``outcome`` says what happened."""
+    if report.verdict not in (MATCH, DRIFT):
         return report
-    buffer, _, rest = report.cache.partition("[")
-    first = int(rest.split(":")[0]) if rest else 0
-    tensor = getattr(layer, buffer)[first : first + report.rows]
-    view = _writable(tensor)
-    rot.table_run(
-        spec._one(), report.rows, 0, "vllm", view.dtype, None, "auto", "sinpe.vllm", (view,)
-    )
-    return report._replace(replaced=True)
-
-
-def _writable(tensor) -> np.ndarray:
-    """A NumPy view of a contiguous CPU cache tensor sharing its memory."""
     import torch
 
+    buffer, _, rest = report.cache.partition("[")
+    first = int(rest.split(":")[0]) if rest else 0
+    target = getattr(layer, buffer)[first : first + report.rows]
+    dtype = _numpy_dtype(target.dtype, torch)
+    made = torch.empty(target.shape, dtype=target.dtype, device=target.device)
+    step = max(1, (1 << 20) // max(int(target.shape[1]), 1))
+    for lo in range(0, report.rows, step):
+        n = min(step, report.rows - lo)
+        (block,) = rot.table_block(spec._one(), report.rows, lo, n, "vllm", dtype)
+        made[lo : lo + n].copy_(_tensor(block, target.dtype, torch))
+    target.copy_(made)
+    return report._replace(outcome="replaced")
+
+
+def _numpy_dtype(dtype, torch):
     from .._tables.checks import bfloat16
 
-    if tensor.device.type != "cpu" or not tensor.is_contiguous():
-        raise ValueError(f"the cache is on {tensor.device} or not contiguous: not replaced")
-    if tensor.dtype == torch.bfloat16:
-        dtype = bfloat16()
-        if dtype is None:
+    found = {torch.float32: np.float32, torch.float16: np.float16, torch.float64: np.float64}
+    if dtype in found:
+        return np.dtype(found[dtype])
+    if dtype == torch.bfloat16:
+        narrow = bfloat16()
+        if narrow is None:
             raise ValueError("a bfloat16 cache needs ml_dtypes (pip install ml_dtypes)")
-        return tensor.view(torch.int16).numpy().view(dtype)
-    return tensor.numpy()
+        return np.dtype(narrow)
+    raise ValueError(f"a {dtype} cache: sinpe writes float64, float32, float16 and bfloat16")
+
+
+def _tensor(block: np.ndarray, dtype, torch):
+    if block.dtype.name == "bfloat16":
+        return torch.from_numpy(block.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(np.ascontiguousarray(block)).to(dtype)

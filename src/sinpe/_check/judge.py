@@ -1,0 +1,420 @@
+"""The verdict core, part two: the bounds, and the judgment of what an engine holds against
+the exact RoPE of a config. Every tolerance sinpe's verdicts use is here.
+
+**A table** (rows an engine computed: a cache file, a vLLM cache, an MLX module probed) is
+compared entry by entry with the exact float64 table, ``A`` the attention factor, ``w_i``
+the inverse frequency of pair ``i`` and ``u`` the spacing of the table's dtype just below
+``A``:
+
+- **match**: every entry within ``MATCH_ULPS u`` (8 ulps): the exact table at the dtype's
+  rounding;
+- **drift**: some entry beyond that, and every entry at position ``p`` of pair ``i`` within
+  ``8 u + A p w_i r_i`` with ``r_i = e (ANGLE_ULPS + ANGLE_LOG_ULPS ln(w_max / w_i))``,
+  ``e = 2**-24`` (float32 angles; ``2**-53``: float64). Why: an engine forms the angle as
+  ``fl(p fl(w_i))``. ``fl(w_i) = fl(base ** -fl(2i/d))`` errs by the exponent's rounding
+  times ``ln(base) 2i/d = ln(w_0 / w_i)`` (relative ``e``), the power's and quotient's ulps
+  and those of a scaling's few products (YaRN's blend, Llama-3's smoothing: at most 8 ``e``
+  in all); the product adds ``e``; ``|d cos|, |d sin| <= A |d angle|``. The bound takes twice
+  each term. It is per column and proportional to the position: a cache off by a flat amount
+  fails at the first rows (position 0 is exact in any precision), garbage rows fail on the
+  low frequencies at any position, and nothing passes at every position;
+- **mismatch**: anything else, or an entry that is not a number.
+
+**Parameters** (a GGUF file's, as llama.cpp reads them): float32 numbers, so frequencies and
+factors within ``PARAMETER_TOLERANCE`` (16 float32 ulps, relative) read as the config's;
+frequencies fitted from a table's float32 angles (to explain a mismatch), within
+``FIT_TOLERANCE``. A value that is not a number, or not positive, is a mismatch by itself.
+
+Tables are read a block at a time (``BLOCK_ENTRIES``), so a check's memory is known before
+it starts; ``sample`` chooses the rows an engine's audit reads.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from .._rope import rotary as rot
+from .._rope.rope_types import ROPE_TYPES
+from .._tables.checks import F64
+from .verdict import DRIFT, MATCH, MISMATCH, Finding, Verdict, finding, number
+
+__all__ = [
+    "FIT_TOLERANCE",
+    "MATCH_ULPS",
+    "MAX_WIDTH",
+    "PARAMETER_TOLERANCE",
+    "Held",
+    "Table",
+    "bounded",
+    "explain_frequencies",
+    "fit",
+    "frequencies_text",
+    "judge_parameters",
+    "judge_table",
+    "relative",
+    "sample",
+    "title",
+]
+
+MATCH_ULPS = 8
+ANGLE_ULPS = 16
+ANGLE_LOG_ULPS = 2
+_ANGLE_EPS = {"float64": 2.0**-53, "float32": 2.0**-24}  # the narrower drift is said first
+PARAMETER_TOLERANCE = 2.0**-19  # 16 float32 ulps, relative
+FIT_TOLERANCE = 1e-4  # relative: a frequency fitted from a table's float32 angles
+FACTOR_TOLERANCE = 2.0**-7  # a table's attention factor read from its row 0 (bfloat16: 1 ulp)
+BLOCK_ENTRIES = 1 << 20  # float64 entries per array per block: 8 MiB
+MAX_WIDTH = rot.MAX_HEAD_DIM  # a rotary width a file or an engine gives, at most
+MAX_POSITION = 1 << 40  # a position, a length or a context size, at most
+FIT_TOP = 1 << 20  # frequencies are fitted by doubling the position up to this one
+SAMPLE_ROWS = 64
+_EPS = {
+    "float64": 2.0**-52,
+    "float32": 2.0**-23,
+    "float16": 2.0**-10,
+    "bfloat16": 2.0**-7,
+    "float8_e4m3fn": 2.0**-3,
+    "float8_e5m2": 2.0**-2,
+}
+
+
+def title(spec) -> str:
+    """The rope type's name in prose, with its space (``"YaRN "``; ``""`` for a plain RoPE)."""
+    record = ROPE_TYPES[spec.scaling["rope_type"]]
+    return "" if record.plain else f"{record.title or record.name} "
+
+
+def bounded(name: str, value, limit: int = MAX_WIDTH, least: int = 0) -> int:
+    """``value`` (a width, a count, a length a file or an engine gave) as an int, refused
+    (``ValueError``) when it is not an integer in ``least .. limit``: checked before it sizes
+    anything."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} is {value!r:.60}, not an integer")
+    if not least <= value <= limit:
+        raise ValueError(f"{name} {value} is outside {least} .. {limit}: no model has that")
+    return int(value)
+
+
+def ulp(dtype: str, factor: float) -> float:
+    """The spacing of ``dtype`` just below ``factor`` (a table's largest value)."""
+    exponent = math.floor(math.log2(factor))
+    if 2.0**exponent == factor:
+        exponent -= 1
+    return _EPS[dtype] * 2.0**exponent
+
+
+def relative(got, want) -> float:
+    """The largest ``|got - want| / |want|`` (``inf`` where ``got`` is not a number)."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        found = np.abs(got - want) / np.abs(want)
+    if not np.isfinite(found).all():
+        return math.inf
+    return float(np.max(found, initial=0.0))
+
+
+# --------------------------------------------------------------------------- a table
+
+
+class Table(NamedTuple):
+    """A table judged: the ``Verdict``, and each row's position and largest error."""
+
+    verdict: Verdict
+    positions: np.ndarray
+    errors: np.ndarray
+
+
+def sample(end: int, start: int = 0) -> np.ndarray:
+    """The positions an audit reads of rows ``start .. end - 1``: the first 64, 64 spread
+    geometrically to the end, 64 evenly, and the last."""
+    n = end - start
+    if n <= 3 * SAMPLE_ROWS:
+        return np.arange(start, end, dtype=np.int64)
+    far = np.geomspace(SAMPLE_ROWS, n - 1, SAMPLE_ROWS).astype(np.int64)
+    even = np.linspace(SAMPLE_ROWS, n - 1, SAMPLE_ROWS).astype(np.int64)
+    rows = np.concatenate([np.arange(SAMPLE_ROWS), far, even, [n - 1]])
+    return start + np.unique(rows).astype(np.int64)
+
+
+def _exact(rotary, positions: np.ndarray, length: int):
+    if rotary.n_axes > 1:  # a text run: every axis at the same position
+        positions = np.broadcast_to(positions, (rotary.n_axes, positions.shape[0]))
+    return rot.table_at(rotary, positions, "compact", F64, None, "auto", length)
+
+
+class _Bounds:
+    """The match bound and the per-pair drift rates of one RoPE in one dtype."""
+
+    def __init__(self, rotary, length: int, dtype: str):
+        inv_freq, factor = rot.frequencies(rotary, length)
+        self.factor = factor
+        self.match = MATCH_ULPS * ulp(dtype, factor)
+        spread = np.log(inv_freq.max() / inv_freq)
+        self.rates = {
+            kind: factor * inv_freq * eps * (ANGLE_ULPS + ANGLE_LOG_ULPS * spread)
+            for kind, eps in _ANGLE_EPS.items()
+        }
+
+
+class _Tally:
+    """What the blocks of a table have shown so far."""
+
+    def __init__(self):
+        self.within = {kind: True for kind in (MATCH, *_ANGLE_EPS)}
+        self.worst = (-math.inf, None)  # (how far past float32 angles, (p, pair, error, allowed))
+        self.bad: tuple | None = None  # (position, column, value) of the first non-number
+
+    def add(self, bounds: _Bounds, positions, error, pairs, values) -> None:
+        finite = np.isfinite(error)
+        if not finite.all() and self.bad is None:
+            row, column = np.argwhere(~finite)[0]
+            value = next(v[row, column] for v in values if not np.isfinite(v[row, column]))
+            self.bad = (int(positions[row]), int(column), float(value))
+        excess = np.where(finite, error, np.inf) - bounds.match
+        self.within[MATCH] &= bool((excess <= 0).all())
+        p = positions.astype(np.float64)[:, None]
+        for kind, rates in bounds.rates.items():
+            allowed = p * rates[pairs][None, :]
+            self.within[kind] &= bool((excess <= allowed).all())
+            if kind == "float32" and excess.size:
+                past = excess - allowed
+                row, column = np.unravel_index(int(np.argmax(past)), past.shape)
+                if past[row, column] > self.worst[0]:
+                    entry = (
+                        int(positions[row]),
+                        int(pairs[column]),
+                        float(error[row, column]),
+                        float(allowed[row, column] + bounds.match),
+                    )
+                    self.worst = (float(past[row, column]), entry)
+
+
+def judge_table(rotary, read: Callable, positions, pairs, dtype: str, length: int) -> Table:
+    """The ``Table`` of the rows ``read(positions)`` gives (``(cos, sin)`` float64 arrays of
+    ``(rows, columns)``, sin may be ``None``; column ``j`` holds pair ``pairs[j]``) against
+    the exact table of ``rotary`` at the current length ``length``, in blocks."""
+    positions = np.asarray(positions, np.int64)
+    pairs = np.asarray(pairs, np.intp)
+    bounds = _Bounds(rotary, length, dtype)
+    tally = _Tally()
+    errors = np.empty(positions.shape[0])
+    step = max(1, BLOCK_ENTRIES // max(pairs.shape[0], 1))
+    for k in range(0, positions.shape[0], step):
+        chunk = positions[k : k + step]
+        cos, sin = read(chunk)
+        want_cos, want_sin = _exact(rotary, chunk, length)
+        with np.errstate(invalid="ignore"):
+            error = np.abs(np.asarray(cos, np.float64) - want_cos[:, pairs])
+            if sin is not None:
+                np.fmax(error, np.abs(np.asarray(sin, np.float64) - want_sin[:, pairs]), out=error)
+                error[~np.isfinite(sin)] = np.nan
+            error[~np.isfinite(cos)] = np.nan
+        tally.add(bounds, chunk, error, pairs, [v for v in (cos, sin) if v is not None])
+        errors[k : k + step] = error.max(axis=1, initial=0.0) if error.shape[1] else 0.0
+    return Table(_table_verdict(tally, bounds, positions, errors, dtype), positions, errors)
+
+
+def _table_verdict(tally: _Tally, bounds: _Bounds, positions, errors, dtype: str) -> Verdict:
+    common: dict[str, Any] = dict(dtype=dtype, decades=decades(positions, errors), kind="table")
+    if tally.bad is not None:
+        position, column, value = tally.bad
+        what = f"the entry at position {position:,}, column {column}"
+        return Verdict(
+            MISMATCH, (finding("not_a_number", what=what, engine=number(value)),), None, **common
+        )
+    largest = float(errors.max(initial=0.0))
+    worst = None
+    if tally.worst[1] is not None:
+        position, _, error, allowed = tally.worst[1]
+        worst = (position, error, allowed)
+    if tally.within[MATCH]:
+        return Verdict(MATCH, (), bounds.match, largest=largest, **common)
+    for kind in _ANGLE_EPS:
+        if tally.within[kind]:
+            return Verdict(
+                DRIFT, (), bounds.match, largest=largest, drift=kind, worst=worst, **common
+            )
+    assert worst is not None  # some entry is past float32 angles: the worst of them
+    found = finding("table", position=worst[0], engine=worst[1], config=worst[2])
+    return Verdict(MISMATCH, (found,), bounds.match, largest=largest, worst=worst, **common)
+
+
+def decades(positions: np.ndarray, errors: np.ndarray) -> tuple:
+    """``(first position, last position, largest error)`` of each position decade."""
+    found, lo = [], 0
+    order = np.argsort(positions, kind="stable")
+    positions, errors = positions[order], errors[order]
+    last = int(positions[-1]) if positions.size else -1
+    while lo <= last:
+        hi = 10 if lo == 0 else lo * 10
+        mask = (positions >= lo) & (positions < hi)
+        if mask.any():
+            found.append(
+                (int(positions[mask][0]), int(positions[mask][-1]), float(errors[mask].max()))
+            )
+        lo = hi
+    return tuple(found)
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+class Held(NamedTuple):
+    """What an engine holds for one kind of layer, as its adapter extracted it; ``None``
+    where the engine does not say. ``inv_freq`` per rotated pair; ``fitted``: fitted from a
+    table's angles (else stored or read as the engine reads them)."""
+
+    width: int | None = None
+    rotation: str | None = None
+    rotation_detail: str = ""
+    inv_freq: np.ndarray | None = None
+    attention_factor: float | None = None
+    softmax_scale: float | None = None
+    base: float | None = None
+    fitted: bool = False
+    values: tuple = ()  # (what, value): other parameters the engine holds, each > 0 or absent
+
+
+def _not_numbers(held: Held) -> list:
+    """A mismatch by itself: a base, factor or frequency that is not a positive number."""
+    found = []
+    for what, value in (
+        ("the base", held.base),
+        ("the attention factor", held.attention_factor),
+        ("the softmax scale", held.softmax_scale),
+        *held.values,
+    ):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            found.append(finding("not_a_number", what=what, engine=number(value)))
+    if held.inv_freq is not None:
+        values = np.asarray(held.inv_freq, np.float64)
+        bad = np.flatnonzero(~(np.isfinite(values) & (values > 0)))
+        if bad.size:
+            what = f"the inverse frequency of pair {int(bad[0])}"
+            found.append(finding("not_a_number", what=what, engine=number(values[bad[0]])))
+    return found
+
+
+def judge_parameters(spec, held: Held, length: int | None, explained: Callable | None = None):
+    """``(findings, largest relative frequency difference)`` of ``held`` against ``spec`` at
+    the current length ``length``: width, rotation, values that are not numbers, then the
+    frequencies (their reasons from ``explained(inv_freq)`` where the adapter knows the
+    engine's form, else the core's), the attention factor and the softmax scale."""
+    found: list = []
+    if held.width is not None and held.width != spec.head_dim:
+        found.append(finding("rotary_width", engine=held.width, config=spec.head_dim))
+    if held.rotation is not None and spec.rotation is not None and held.rotation != spec.rotation:
+        detail = held.rotation_detail
+        found.append(finding("rotation", engine=held.rotation, config=spec.rotation, detail=detail))
+    broken = _not_numbers(held)
+    found += broken
+    if found and (broken or held.width not in (None, spec.head_dim)):
+        return found, None
+    inv_freq, factor = spec.frequencies(length)
+    tolerance = FIT_TOLERANCE if held.fitted else PARAMETER_TOLERANCE
+    largest = None
+    if held.inv_freq is not None:
+        largest = relative(held.inv_freq, inv_freq)
+        if largest > tolerance:
+            found += (explained(inv_freq) if explained else []) or explain_frequencies(
+                spec, held, inv_freq, largest
+            )
+    if held.attention_factor is not None and relative(held.attention_factor, factor) > tolerance:
+        found.append(
+            finding(
+                "attention_factor",
+                title=title(spec),
+                engine=number(held.attention_factor),
+                config=number(factor),
+            )
+        )
+    if held.softmax_scale is not None and relative(held.softmax_scale, spec.softmax_scale) > (
+        tolerance
+    ):
+        found.append(
+            finding(
+                "softmax_scale",
+                engine=number(held.softmax_scale),
+                config=number(spec.softmax_scale),
+            )
+        )
+    return found, largest
+
+
+def attention_finding(spec, got: float, want: float, causes: tuple = ()) -> Finding:
+    """The attention factor reason, with the adapter's causes (``_EVIDENCE`` codes)."""
+    return finding(
+        "attention_factor",
+        title=title(spec),
+        engine=number(got),
+        config=number(want),
+        evidence=causes,
+    )
+
+
+def explain_frequencies(spec, held: Held, inv_freq, largest: float) -> list:
+    """Why frequencies differ from the config's, from the frequencies alone: the base they
+    give (``held.base``, else fitted from pairs 0 and 1), the scaling not applied, every
+    frequency divided alike; else by how much."""
+    got = np.asarray(held.inv_freq, np.float64)
+    tolerance = FIT_TOLERANCE if held.fitted else PARAMETER_TOLERANCE
+    width = 2 * got.shape[0]
+    base = held.base
+    if base is None and got.shape[0] > 1:
+        base = float((got[0] / got[1]) ** (width / 2))
+        base = float(f"{base:.5g}") if held.fitted else base  # 5 digits of float32 angles
+    found = []
+    if base is not None and spec.base is not None and relative(base, spec.base) > tolerance:
+        found.append(finding("base", engine=number(base), config=number(spec.base)))
+    record = ROPE_TYPES[spec.scaling["rope_type"]]
+    if base is not None and base > 1:
+        plain = base ** (-np.arange(0, width, 2) / width)
+        ratio = plain / got
+        if relative(ratio, np.ones_like(ratio)) <= tolerance and not record.plain:
+            found.append(finding("scaling_not_applied", title=title(spec)))
+            return found
+        if relative(ratio, np.full_like(ratio, ratio[0])) <= tolerance:
+            if relative(ratio[0], 1.0) > tolerance:
+                found.append(finding("uniform_factor", engine=number(float(ratio[0]))))
+            return found
+    if not found or held.base is None:
+        pair = int(np.argmax(np.abs(got - inv_freq) / inv_freq))
+        found.append(finding("frequencies", engine=f"{largest:.3g}", pair=pair))
+    return found
+
+
+def frequencies_text(largest: float | None) -> str:
+    """How far frequencies read from parameters are from the config's, in words."""
+    if largest is None:
+        return "not compared (the widths differ, or a value is not a number)"
+    if largest > PARAMETER_TOLERANCE:
+        return f"off the config's by up to {largest:.2g} (relative)"
+    return f"within {largest:.2g} of the config's (relative)"
+
+
+def fit(read: Callable, end: int | None) -> Held | None:
+    """What a table's rows at positions 0, 1, 2, 4, ... (up to ``end`` and ``FIT_TOP``)
+    show: the attention factor (row 0's cos, where every pair agrees) and each pair's
+    inverse frequency (position 1's angle, each doubling fixing the next one's turns);
+    ``None`` where the table has no positions 0 and 1 or no sin. ``read`` as
+    :func:`judge_table`'s, its columns one per pair."""
+    top = FIT_TOP if end is None else min(FIT_TOP, end - 1)
+    if top < 1:
+        return None
+    positions = [0, 1]
+    while positions[-1] * 2 <= top:
+        positions.append(positions[-1] * 2)
+    cos, sin = read(np.array(positions, np.int64))
+    if sin is None or not (np.isfinite(cos).all() and np.isfinite(sin).all()):
+        return None
+    factor = float(np.mean(cos[0]))
+    agree = factor > 0 and relative(cos[0], np.full_like(cos[0], factor)) <= FACTOR_TOLERANCE
+    theta = np.arctan2(sin[1], cos[1])
+    for k, position in enumerate(positions[2:], start=2):
+        angle = np.arctan2(sin[k], cos[k])
+        turns = np.round((theta * position - angle) / (2 * np.pi))
+        theta = (angle + 2 * np.pi * turns) / position
+    return Held(inv_freq=theta, attention_factor=factor if agree else None, fitted=True)

@@ -1,0 +1,371 @@
+"""The verdict core, part one: the verdicts, every reason's words and JSON field, and strict
+JSON. One finding reads the same whichever engine it comes from (a cache file, a GGUF file as
+llama.cpp reads it, a vLLM layer, an MLX module): an adapter names a reason by its code and
+hands over the values; the words are made here, and only here.
+
+The bounds each verdict claims are made in ``judge.py`` (the other part of the core), which
+also says how they are derived; ``layers.py`` says which layer's spec applies and at which
+lengths LongRoPE is judged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "DRIFT",
+    "MATCH",
+    "MISMATCH",
+    "REFUSED",
+    "REASONS",
+    "UNCHECKED",
+    "VERDICTS",
+    "Finding",
+    "Verdict",
+    "dumps",
+    "evidence",
+    "explained",
+    "explanation",
+    "finding",
+    "for_layer",
+    "layer_line",
+    "note",
+    "number",
+    "refusal",
+    "strict",
+    "worst_text",
+]
+
+MATCH, DRIFT, MISMATCH, UNCHECKED, REFUSED = "match", "drift", "mismatch", "unchecked", "refused"
+VERDICTS = (MATCH, DRIFT, MISMATCH, UNCHECKED, REFUSED)
+
+# --------------------------------------------------------------------------- the words
+# code -> words. The code is the reason's JSON field (``"code"``); ``{engine}`` is what the
+# engine holds, ``{config}`` what the config gives; ``{title}`` the rope type's name in prose
+# ("YaRN ", with its space; empty for a plain RoPE).
+REASONS = {
+    # what every engine can get wrong
+    "rotary_width": "rotary width {engine} where the config gives {config}",
+    "rotation": "rotates {engine}{detail} where the model's attention rotates {config}",
+    "not_a_number": "{what} is {engine}: not a value a RoPE can use",
+    "base": "base {engine} where the config gives {config}",
+    "attention_factor": "{title}attention factor {engine} where the config gives {config}{detail}",
+    "softmax_scale": "softmax scale x{engine} where the config gives x{config} "
+    "(yarn mscale_all_dim)",
+    "scaling_not_applied": "{title}scaling not applied",
+    "uniform_factor": "every frequency divided by {engine}",
+    "frequencies": "frequencies differ from the config's by up to {engine} (relative, pair {pair})",
+    "table": "at position {position:,} the error is {engine:.3g}, where {config:.3g} is allowed",
+    "not_drift": "the error does not grow as float32 angles make it: at position {position:,}, "
+    "pair {pair}, it is {engine:.3g}, where float32 angles err by at most {config:.3g}",
+    "length_regime": "{title}{engine} factors at every length (transformers: {config} factors "
+    "while the sequence is {op} {original})",
+    "past_width": "the module changes the elements past its rotary width",
+    "rotation_unknown": "its rotation is neither halves nor pairs: not judged",
+    # a table's form (a cache file)
+    "explanation": "best explanation: {engine}: leaves an error of {error:.3g}",
+    "unexplained": "no explanation tried fits better (layouts, offsets 0 and 1, the width "
+    "without partial_rotary_factor): the error stays {engine:.3g}",
+    "rounded": "the values are rounded to {engine} (stored as {config}), at this config and layout",
+    "cache_width": "the cache's width {engine} does not fit the config's rotary dim {config}",
+    # a scaling as a GGUF file carries it (llama.cpp's reading)
+    "scaling_missing": "{title}scaling missing: {engine}",
+    "factor": "{title}factor {engine} where the config gives {config}",
+    "original_length": "{title}original context {engine} where the config gives {config}",
+    "key_not_read": "{title}{key} {config} in the config: llama.cpp reads none for {arch!r} "
+    "(rope.scaling.yarn_{key} is not read)",
+    "truncate": "{title}truncate false in the config: llama.cpp always rounds the ramp",
+    "factors_missing": "{title}factors missing: no rope_factors_long or rope_factors_short tensor",
+    "short_factors_only": "{title}short factors only: no rope_factors_long tensor",
+    "factors_swapped": "{title}factors swapped: rope_factors_{engine} holds the config's "
+    "{config} ones",
+    "factors_differ": "{engine} differ from the config's {config}",
+    "factors_chosen": "llama.cpp uses {engine} at context {context:,} where the config uses its "
+    "{title}{config} factors (original length {original} in the config, {file} in the file)",
+    "factors_elsewhere": "{title}scaling read from {engine}, not rope_freqs",
+    "unexpected_tensor": "a {engine} tensor where the config has no such scaling",
+    "unexpected_scaling": "{engine} scaling x{factor} where the config has none",
+    "no_such_scaling": "llama.cpp has no {title}scaling",
+    "unknown_architecture": "llama.cpp {commit} does not know the architecture {engine!r}",
+    "no_rope": "llama.cpp runs {engine!r} without RoPE",
+    "big_endian": "a big-endian file: llama.cpp reads little-endian GGUF only",
+    # why a layer is not judged (unchecked)
+    "unknown_class": "{engine} is not a rotary class sinpe knows: not judged",
+    "dual_chunk": "dual-chunk attention keeps five caches of its own",
+    "fope": "FoPE mixes its cache with learned weights at the first forward",
+    "vision_grid": "a complex 2-D vision grid, not a cos/sin table of positions",
+    "inverse_tail": "DeepSeek-V4 rotates the last dimensions, inverse too",
+    "padded": "Gemma 4 pads its cache to the head size with cos 1, sin 0",
+    "stacked_factors": "{engine} linear scaling factors stacked in one cache",
+    "no_cache": "no [cos | sin] cache sinpe knows in it",
+    "missing_attribute": "{engine} has no {config}: not judged",
+    "unreadable": "{engine} could not be read ({config}): not judged",
+    "config_refused": "sinpe.rope_config refuses {engine}: {config}",
+    "layer_of": "the config says no layer type for layer {engine} (layer_types)",
+}
+_EVIDENCE = {  # the causes said beside a reason, in parentheses
+    "attn_factor_key": "rope.scaling.attn_factor {engine}",
+    "attn_factor_unread": "llama.cpp does not read rope.scaling.yarn_attn_factor for {engine!r}",
+    "no_mscale_keys": "GGUF has no key for the config's short_mscale and long_mscale",
+    "no_factor_tensor": "no {engine} tensor",
+    "no_scaling_type": "no rope.scaling.type where the config gives {title}x{config}",
+    "scaling_type": "rope.scaling.type is {engine!r} where the config gives {title}x{config}",
+    "neox_style": " (is_neox_style={engine})",
+}
+NOTES = {
+    "written_in_vain": "written but never read by llama.cpp for {arch!r}: {engine}",
+    "rotation_as_expected": "llama.cpp rotates {arch!r} as {engine} ({turns}), as the config's "
+    "attention does",
+    "rotation_permuted": "llama.cpp rotates {arch!r} as {engine} ({turns}); the config's "
+    "attention rotates {config} (not in the file: the converter permutes the Q/K weights "
+    "where the two differ)",
+    "parameters_only": "a file holds parameters: llama.cpp forms its angles in float32 at run "
+    "time (docs/engines.md), which no file can show",
+    "ties": "{engine} fit{s} equally",
+    "ties_mismatch": "{engine} as near: {config} matches",
+    "longrope_policy": "the {engine} factors' rows; vLLM uses its {config} factors for every "
+    "sequence (max_model_len against the original length), transformers switches per sequence "
+    "at the original length",
+    "dynamic_static": "vLLM's cache is static, built at its largest length; transformers' "
+    "dynamic base follows the current length (the two agree only for sequences that long)",
+    "config_source": "config: {engine}",
+    "hf_config_source": "vLLM's hf_config (no config.json found)",
+    "hf_config_differs": "vLLM's hf_config reads {engine}",
+    "hf_field": "{field} {engine!r} where config.json gives {config!r}",
+    "left": "left as vLLM made it ({engine})",
+    "at_length": "largest error {engine:.3g} up to max_model_len {config:,}",
+    "softmax_not_checked": "the attention's softmax scale is not read from this engine",
+}
+_TEXTS = {"mismatch": "does not match this config", "misread": "does not read as the config"}
+
+
+class Finding(NamedTuple):
+    """One reason a verdict gives: its code (the JSON field), its words (the same from every
+    engine), the values on each side (``None`` where a value does not exist or is not a
+    number), and what this engine's adapter knows of its cause (``evidence``)."""
+
+    code: str
+    words: str
+    engine: object = None
+    config: object = None
+    evidence: str = ""
+
+    @property
+    def text(self) -> str:
+        """The words, and the evidence in parentheses."""
+        return f"{self.words} ({self.evidence})" if self.evidence else self.words
+
+    def as_json(self) -> dict:
+        return strict({**self._asdict(), "text": self.text})
+
+
+def _fill(template: str, fields: dict) -> str:
+    return template.format(**fields)
+
+
+def finding(code: str, *, evidence: tuple = (), **fields) -> Finding:
+    """The ``Finding`` of reason ``code`` (a key of ``REASONS``) with its fields; ``evidence``:
+    ``(code, fields)`` pairs of ``_EVIDENCE`` said after it in parentheses."""
+    fields.setdefault("title", "")
+    fields.setdefault("detail", "")
+    words = _fill(REASONS[code], fields)
+    causes = "; ".join(_fill(_EVIDENCE[kind], {"title": "", **extra}) for kind, extra in evidence)
+    return Finding(code, words, _value(fields.get("engine")), _value(fields.get("config")), causes)
+
+
+def explanation(error: float, layout=None, offset=None, given=0, width=None, config_width=None):
+    """A cache's best explanation: the layout, offset and width that read it as the config
+    (each ``None`` where the given one does), and the error that leaves."""
+    changes = []
+    if layout is not None:
+        changes.append(f"layout {layout}")
+    if offset is not None:
+        changes.append(f"offset {offset} (given {given})")
+    if width is not None:
+        changes.append(f"rotary width {width} (the config's is {config_width})")
+    return finding("explanation", engine=", ".join(changes), error=error)
+
+
+def for_layer(found: Finding, layer_type: str | None) -> Finding:
+    """A finding said of one kind of layer (``sliding_attention layers: ...``)."""
+    return found._replace(words=f"{layer_type} layers: {found.words}") if layer_type else found
+
+
+def evidence(code: str, **fields) -> str:
+    """The words of one ``_EVIDENCE`` entry (a detail said inside a reason)."""
+    fields.setdefault("title", "")
+    return _fill(_EVIDENCE[code], fields)
+
+
+def note(code: str, **fields) -> str:
+    """A note's words (a key of ``NOTES``): what is true and worth saying, not a reason."""
+    return _fill(NOTES[code], fields)
+
+
+def _value(value):
+    if isinstance(value, (bool, int, str)) or value is None:
+        return value
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    return str(value)
+
+
+def number(value: float) -> str:
+    """A parameter as people write it: ``500000.0``, ``1.0``, else 6 significant digits
+    (``nan``, ``inf`` as Python writes them)."""
+    value = float(value)
+    if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+        return f"{value:.1f}"
+    return f"{value:.6g}"
+
+
+# --------------------------------------------------------------------------- a verdict
+
+
+class Verdict(NamedTuple):
+    """What the core concludes about one thing an engine holds.
+
+    ``verdict`` is one of ``VERDICTS``; ``bound`` the bound it claims (``kind`` says of what:
+    ``"table"``, an absolute error of cos/sin entries; ``"parameters"``, a relative error of
+    frequencies and factors); ``findings`` the reasons (empty for a match or a drift);
+    ``largest`` the largest error seen (``None`` where nothing was compared); ``decades``
+    ``(first, last, largest error)`` by position decade; ``worst`` ``(position, error,
+    allowed)``; ``drift`` ``"float32"`` or ``"float64"`` (the angles a drift comes from);
+    ``dtype`` the table's."""
+
+    verdict: str
+    findings: tuple = ()
+    bound: float | None = None
+    kind: str = "table"
+    largest: float | None = None
+    decades: tuple = ()
+    worst: tuple | None = None
+    drift: str | None = None
+    dtype: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The verdict in words, with the bound it claims."""
+        if self.verdict == MATCH and self.kind == "parameters":
+            return (
+                "reads as the config: frequencies and factors within "
+                f"{self.bound:.2g} (relative: 16 float32 ulps)"
+            )
+        if self.verdict == MATCH:
+            return (
+                f"matches the exact table at {self.dtype} rounding (every entry within "
+                f"{self.bound:.3g}: 8 ulps)"
+            )
+        if self.verdict == DRIFT:
+            return (
+                f"drifts with the position: {self.drift} angles (each entry within 8 ulps plus "
+                f"what a {self.drift} angle p * w errs by at its position and frequency; the "
+                "exact table's error stays at the dtype's rounding)"
+            )
+        if self.verdict in (UNCHECKED, REFUSED):
+            return f"{self.verdict}: {self.reason}"
+        return _TEXTS[MISMATCH if self.kind != "parameters" else "misread"]
+
+    @property
+    def reason(self) -> str:
+        """The reasons' words, joined."""
+        return "; ".join(f.text for f in self.findings)
+
+    def as_json(self) -> dict:
+        """Strict JSON-ready data: the verdict, its words, its bound, the reasons."""
+        return strict(
+            {
+                "verdict": self.verdict,
+                "verdict_text": self.text,
+                "bound": None if self.bound is None else {"value": self.bound, "of": self.kind},
+                "reasons": [f.as_json() for f in self.findings],
+                "largest_error": self.largest,
+                "decades": [{"first": a, "last": b, "error": e} for a, b, e in self.decades],
+                "worst": None
+                if self.worst is None
+                else dict(zip(("position", "error", "allowed"), self.worst)),
+                "drift": self.drift,
+                "dtype": self.dtype,
+            }
+        )
+
+
+def explained(judgment: Verdict, reasons) -> Verdict:
+    """A table's mismatch with its reasons in place of the generic one (where its worst
+    entry is; ``worst_text`` still says it), when an adapter found any."""
+    reasons = tuple(reasons)
+    return judgment._replace(findings=reasons) if reasons else judgment
+
+
+def worst_text(judgment: Verdict) -> str:
+    """Where a table is furthest from what its verdict allows, in words."""
+    if judgment.worst is None:
+        return ""
+    position, error, allowed = judgment.worst
+    return finding("table", position=position, engine=error, config=allowed).text
+
+
+def mismatch(findings, **fields) -> Verdict:
+    """A mismatch for ``findings`` (at least one)."""
+    findings = tuple(findings)
+    assert findings, "a mismatch has a reason"
+    return Verdict(MISMATCH, findings, **fields)
+
+
+def unchecked(code: str, **fields) -> Verdict:
+    """Not judged, for the reason ``code``."""
+    return Verdict(UNCHECKED, (finding(code, **fields),), kind="none")
+
+
+def refusal(reason: str) -> dict:
+    """The one JSON object of a refused input (``--json``): what a script tells from a usage
+    error, which prints none."""
+    return {"verdict": REFUSED, "reason": " ".join(str(reason).split()), "exit_code": 2}
+
+
+# --------------------------------------------------------------------------- a layer
+
+
+def layer_line(names, what, judgment: Verdict, notes=(), outcome: str = "") -> str:
+    """An engine layer's report as its log line: the layers it covers (the first and how
+    many more), ``what`` was compared (words, joined), the verdict's words, its reasons and
+    notes, and what mode exact did (``outcome``)."""
+    names = list(names)
+    what = " ".join(str(w) for w in what if w)
+    extra = f" [exact: {outcome}]" if outcome else ""
+    shown = names[0] + (f" (+{len(names) - 1} more)" if len(names) > 1 else "")
+    reason = judgment.reason
+    words = judgment.text if judgment.verdict != UNCHECKED else UNCHECKED
+    said = f": {reason}" if reason else ""
+    notes = "; ".join(n for n in notes if n)
+    return f"{shown} {what}: {words}{said}{f' ({notes})' if notes else ''}{extra}"
+
+
+# --------------------------------------------------------------------------- strict JSON
+
+
+def strict(data):
+    """``data`` with every number that does not exist (NaN, an infinity) as ``None``, tuples
+    as lists and NumPy scalars as Python's: what ``json.dumps(allow_nan=False)`` takes."""
+    if isinstance(data, dict):
+        return {str(k): strict(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [strict(v) for v in data]
+    if isinstance(data, np.ndarray):
+        return [strict(v) for v in data.tolist()]
+    if isinstance(data, (bool, np.bool_)):
+        return bool(data)
+    if isinstance(data, (int, np.integer)):
+        return int(data)
+    if isinstance(data, (float, np.floating)):
+        return float(data) if math.isfinite(data) else None
+    return data
+
+
+def dumps(data, **kwargs) -> str:
+    """Strict JSON text: never a bare ``NaN`` or ``Infinity``."""
+    return json.dumps(strict(data), allow_nan=False, **kwargs)

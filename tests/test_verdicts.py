@@ -1,0 +1,518 @@
+"""The verdict core (``sinpe._check.verdict``, ``judge``, ``layers``): one judge under every
+engine adapter. Its words and bounds live there alone (an AST rule); one defect reads the
+same from every engine's stand-in; "drift" is a claim about float32 angles, judged per
+column; a value that is not a number is never a match; every bound has a test that fails
+when it is loosened fourfold (docs/engines.md's mutation run)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from command import run
+from gguf_files import CONFIGS, converted, write
+
+import sinpe
+from sinpe._check import judge as core
+from sinpe._check.compare import compare
+from sinpe._check.files import Stored
+from sinpe._check.probe import judge_module
+
+SRC = Path(sinpe.__file__).parent
+CORE = {SRC / "_check" / name for name in ("verdict.py", "judge.py", "layers.py")}
+ADAPTERS = [
+    SRC / "_check" / "compare.py",
+    SRC / "_check" / "gguf.py",
+    SRC / "_check" / "llama_cpp.py",
+    SRC / "_check" / "probe.py",
+    SRC / "vllm" / "_audit.py",
+    SRC / "vllm" / "_model.py",
+    SRC / "mlx" / "_check.py",
+]
+PLAIN = {"model_type": "llama", "head_dim": 64, "max_position_embeddings": 4096, "rope_theta": 1e4}
+
+
+# --------------------------------------------------------------------------- one dialect
+
+_LOGGING = {"warning", "info", "debug", "error", "log", "warn", "exception"}
+_REFUSING = {"bounded"}  # its first argument names what a refusal is about
+_TOLERANCE_CALLS = {"isclose", "allclose", "assert_allclose"}
+_TOLERANCE_WORDS = {"rtol", "atol", "rel_tol", "abs_tol"}
+
+
+def _allowed_nodes(tree) -> set:
+    """The nodes whose strings are not reasons: docstrings, what a ``raise`` says (a
+    refusal), log messages, the names ``bounded`` refuses by."""
+    allowed: set = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            if isinstance(body[0].value, ast.Constant):
+                allowed.add(id(body[0].value))
+        if isinstance(node, ast.Raise):
+            allowed |= {id(n) for n in ast.walk(node)}
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+            if name in _LOGGING or name in _REFUSING:
+                allowed |= {id(n) for n in ast.walk(node)}
+    return allowed
+
+
+def _prose(text: str) -> bool:
+    """Words, not glue: two or more words of letters (``", "`` and ``"dtype "`` are not)."""
+    return sum(bool(re.search("[A-Za-z]{2}", token)) for token in text.split()) >= 2
+
+
+def _words(path: Path):
+    """``(line, text)`` of every string of prose that is not allowed above."""
+    tree = ast.parse(path.read_text())
+    allowed = _allowed_nodes(tree)
+    for node in ast.walk(tree):
+        if id(node) in allowed:
+            continue
+        if isinstance(node, ast.JoinedStr):
+            parts = [v.value for v in node.values if isinstance(v, ast.Constant)]
+            if _prose("".join(str(p) for p in parts)):
+                yield node.lineno, "".join(str(p) for p in parts)
+                allowed |= {id(n) for n in ast.walk(node)}
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _prose(node.value):
+            yield node.lineno, node.value
+
+
+def _tolerances(path: Path):
+    """``(line, what)`` of every tolerance an adapter would set or use on its own."""
+    tree = ast.parse(path.read_text())
+    core_names = {"PARAMETER_TOLERANCE", "FIT_TOLERANCE", "MATCH_ULPS", "FACTOR_TOLERANCE"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+            if name in _TOLERANCE_CALLS:
+                yield node.lineno, name
+            for keyword in node.keywords:
+                if keyword.arg in _TOLERANCE_WORDS:
+                    yield node.lineno, keyword.arg
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                name = getattr(target, "id", "")
+                if any(word in name for word in ("TOLERANCE", "ULPS", "RATE", "BOUND")):
+                    yield node.lineno, name
+        if isinstance(node, ast.Compare):  # relative(...) against anything but the core's
+            sides = [node.left, *node.comparators]
+            if any(getattr(getattr(s, "func", None), "id", "") == "relative" for s in sides):
+                others = [s for s in sides if not isinstance(s, ast.Call)]
+                if not all(getattr(o, "id", "") in core_names for o in others):
+                    yield node.lineno, "relative(...) against a bound of its own"
+
+
+def test_no_reason_text_or_tolerance_outside_the_core():
+    found = [
+        f"{path.relative_to(SRC)}:{line}: {what!r}"
+        for path in ADAPTERS
+        for line, what in [*_words(path), *_tolerances(path)]
+    ]
+    assert not found, "reason words or tolerances outside the verdict core:\n" + "\n".join(found)
+
+
+def test_the_rule_sees_words_and_tolerances_however_they_are_written(tmp_path):
+    source = (
+        "import math\n"
+        "def f(a, b):\n"
+        '    """A docstring is fine."""\n'
+        "    if math.isclose(a, b, rel_tol=1e-3):\n"
+        '        raise ValueError("a refusal is fine")\n'
+        "    LOOSE_TOLERANCE = 0.1\n"
+        '    return f"base {a} where the config gives {b}", relative(a, b) > 0.5\n'
+    )
+    path = tmp_path / "adapter.py"
+    path.write_text(source)
+    assert [t for _, t in _words(path)] == ["base  where the config gives "]
+    assert sorted(t for _, t in _tolerances(path)) == [
+        "LOOSE_TOLERANCE",
+        "isclose",
+        "rel_tol",
+        "relative(...) against a bound of its own",
+    ]
+
+
+# --------------------------------------------------------------------------- stand-ins
+
+
+def _angles(n_or_positions, base=1e4, width=64, factor=1.0):
+    """float32 angles, as transformers and vLLM form them: compact (cos, sin) float64."""
+    positions = (
+        np.arange(n_or_positions) if np.isscalar(n_or_positions) else np.asarray(n_or_positions)
+    )
+    inv_freq = 1.0 / np.float32(base) ** (np.arange(0, width, 2, dtype=np.float32) / width)
+    angle = positions.astype(np.float32)[:, None] * inv_freq.astype(np.float32)[None, :]
+    return (np.cos(angle) * np.float32(factor)).astype(np.float64), (
+        np.sin(angle) * np.float32(factor)
+    ).astype(np.float64)
+
+
+def _module(base=1e4, width=64, factor=1.0):
+    """An MLX-like module as the probe adapter calls it: halves, float32 angles."""
+
+    def call(x, offset):
+        n = x.shape[2]
+        cos, sin = _angles(np.arange(offset, offset + n), base, width, factor)
+        half = width // 2
+        y = x.astype(np.float64).copy()
+        x1, x2 = x[..., :half], x[..., half:width]
+        y[..., :half] = x1 * cos - x2 * sin
+        y[..., half:width] = x1 * sin + x2 * cos
+        return y
+
+    return call
+
+
+def _vllm(base=1e4, width=64, factor=1.0, n=4096):
+    torch = pytest.importorskip("torch")
+
+    class RotaryEmbedding:
+        pass
+
+    layer = RotaryEmbedding()
+    cos, sin = _angles(n, base, width, factor)
+    layer.cos_sin_cache = torch.from_numpy(np.concatenate([cos, sin], 1).astype(np.float32))
+    layer.rotary_dim, layer.head_size, layer.is_neox_style = width, width, True
+    return layer
+
+
+def _gguf(tmp_path, base=1e4, width=64, factor=1.0):
+    kv = {
+        "general.architecture": "llama",
+        "llama.context_length": 4096,
+        "llama.embedding_length": 256,
+        "llama.attention.head_count": 4,
+        "llama.rope.dimension_count": width,
+        "llama.rope.freq_base": float(base),
+    }
+    if factor != 1.0:
+        kv["llama.rope.scaling.attn_factor"] = float(factor)
+    return write(tmp_path / "m.gguf", kv)
+
+
+def _cache_file(base=1e4, width=64, factor=1.0):
+    cos, sin = _angles(4096, base, width, factor)
+    return [Stored(np.concatenate([cos, sin], 1).astype(np.float32), "float32", "cache")]
+
+
+def _findings(tmp_path, engine: str, **defect) -> list:
+    """The findings each engine's adapter gives for one defect: ``[(code, words, engine
+    value, config value)]``."""
+    spec = sinpe.rope_config(PLAIN)
+    if engine == "gguf":
+        report = sinpe.check_gguf(_gguf(tmp_path, **defect), PLAIN)
+        found = report.judgment.findings
+    elif engine == "vllm":
+        from sinpe.vllm import audit_layer
+
+        (report,) = audit_layer(_vllm(**defect), spec, ["model.layers.0.self_attn.rotary_emb"])
+        found = report.judgment.findings
+    elif engine == "mlx":
+        found = judge_module(spec, _module(**defect), defect.get("width", 64))[0].findings
+    else:
+        found = compare(spec, _cache_file(**defect)).judgment.findings
+    return [(f.code, f.words, f.engine, f.config) for f in found]
+
+
+DEFECTS = {
+    "rotary width": (
+        dict(width=32),
+        [("rotary_width", "rotary width 32 where the config gives 64", 32, 64)],
+        ("gguf", "vllm", "mlx"),  # a cache file of another width is no layout: refused
+    ),
+    "attention factor": (
+        dict(factor=1.2),
+        [
+            (
+                "attention_factor",
+                "attention factor 1.2 where the config gives 1.0",
+                "1.2",
+                "1.0",
+            )
+        ],
+        ("gguf", "vllm", "mlx", "cache"),
+    ),
+    "base": (
+        dict(base=5e5),
+        [("base", "base 500000.0 where the config gives 10000.0", "500000.0", "10000.0")],
+        ("gguf", "vllm", "mlx", "cache"),
+    ),
+}
+
+
+@pytest.mark.parametrize("defect", sorted(DEFECTS))
+def test_one_defect_reads_the_same_from_every_engine(tmp_path, defect):
+    edit, want, engines = DEFECTS[defect]
+    for engine in engines:
+        assert _findings(tmp_path, engine, **edit) == want, engine
+
+
+def test_a_defect_s_json_field_is_its_code_everywhere(tmp_path):
+    spec = sinpe.rope_config(PLAIN)
+    gguf = sinpe.check_gguf(_gguf(tmp_path, factor=1.2), PLAIN).as_dict()
+    cache = compare(spec, _cache_file(factor=1.2)).judgment.as_json()
+    module = judge_module(spec, _module(factor=1.2), 64)[0].as_json()
+    for data in (gguf, cache, module):
+        assert data["verdict"] == "mismatch"
+        assert [r["code"] for r in data["reasons"]] == ["attention_factor"]
+        json.dumps(data, allow_nan=False)
+    assert gguf["reasons"][0]["evidence"] == "rope.scaling.attn_factor 1.2"
+    assert gguf["reasons"][0]["text"] == (
+        "attention factor 1.2 where the config gives 1.0 (rope.scaling.attn_factor 1.2)"
+    )
+
+
+# --------------------------------------------------------------------------- drift
+
+
+def _judge(read, n, config=PLAIN, dtype="float32"):
+    spec = sinpe.rope_config({**config, "max_position_embeddings": n})
+    h = spec.head_dim // 2
+    return core.judge_table(spec._one(), read, core.sample(n), np.arange(h), dtype, n).verdict
+
+
+def _exact(positions, config=PLAIN, n=None):
+    spec = sinpe.rope_config({**config, "max_position_embeddings": n or int(positions[-1]) + 1})
+    return spec.rope_at(positions, layout="compact", seq_len=n)
+
+
+@pytest.mark.parametrize("base", [1e4, 1e6])
+def test_float32_angles_drift_up_to_ten_million_positions(base):
+    verdict = _judge(lambda p: _angles(p, base), 10_000_000, {**PLAIN, "rope_theta": base})
+    assert verdict.verdict == "drift" and verdict.drift == "float32", verdict
+
+
+def test_a_flat_error_from_row_0_is_not_drift():
+    """An error that does not grow with the position: off from position 0, where float32
+    angles are exact. The old envelope (the largest frequency for every column) called it
+    drift from position 100 on."""
+
+    def read(positions):
+        cos, sin = _exact(positions)
+        return cos + 1e-6, sin
+
+    verdict = _judge(read, 4096)
+    assert verdict.verdict == "mismatch" and verdict.worst[0] == 0, verdict
+
+
+def test_garbage_rows_far_out_are_not_drift():
+    """A 10M-position model whose rows from 5M on are garbage: the low frequencies, which
+    float32 angles still hold to 1e-3 there, show it."""
+    rng = np.random.default_rng(0)
+
+    def read(positions):
+        cos, sin = _angles(positions)
+        far = positions >= 5_000_000
+        cos[far], sin[far] = rng.uniform(-1, 1, (2, far.sum(), cos.shape[1]))
+        return cos, sin
+
+    verdict = _judge(read, 10_000_000)
+    assert verdict.verdict == "mismatch" and verdict.worst[0] >= 5_000_000, verdict
+
+
+def test_a_low_frequency_wrong_where_the_highest_hides_it_is_not_drift():
+    """Pair 31's angle off by 1e-3 at position 1000: far past what float32 makes of that
+    frequency (1e-4 of a radian there), though within what it makes of pair 0."""
+
+    def read(positions):
+        cos, sin = _exact(positions)
+        sin[:, 31] += 1e-6 * positions
+        return cos, sin
+
+    assert _judge(read, 4096).verdict == "mismatch"
+
+
+@pytest.mark.parametrize("scale, verdict", [(0.5, "drift"), (1.5, "mismatch")])
+def test_the_drift_envelope_is_the_bound_and_not_four_times_it(scale, verdict):
+    """Errors at ``scale`` times the per-column float32 envelope (half the match bound
+    besides): within it a drift, past it a mismatch (fourfold any term of the envelope,
+    and 1.5 passes: a test that fails)."""
+    spec = sinpe.rope_config(PLAIN)
+    bounds = core._Bounds(spec._one(), 4096, "float32")
+
+    def read(positions):
+        cos, sin = _exact(positions, n=4096)
+        grow = positions[:, None] * bounds.rates["float32"][None, :]
+        return cos + 0.5 * bounds.match + scale * grow, sin
+
+    assert _judge(read, 4096).verdict == verdict
+
+
+@pytest.mark.parametrize("ulps, verdict", [(6, "match"), (12, "mismatch")])
+def test_the_match_bound_is_8_ulps_and_not_32(ulps, verdict):
+    """Row 0 off by ``ulps`` float32 ulps (of 1, the attention factor): within 8 a match;
+    past it at position 0, where every angle is exact, a mismatch."""
+
+    def read(positions):
+        cos, sin = _exact(positions, n=4096)
+        return cos + ulps * 2.0**-24, sin
+
+    assert _judge(read, 4096).verdict == verdict
+
+
+def test_float64_angles_are_a_float64_drift():
+    def read(positions):
+        spec = sinpe.rope_config(PLAIN)
+        inv_freq, _ = spec.frequencies()
+        angle = positions.astype(np.float64)[:, None] * inv_freq[None, :]
+        return np.cos(angle), np.sin(angle)
+
+    verdict = _judge(read, 1 << 30, dtype="float64")
+    assert verdict.verdict == "drift" and verdict.drift == "float64", verdict
+
+
+def test_exact_mode_does_not_overwrite_what_only_looks_like_drift():
+    torch = pytest.importorskip("torch")
+    from sinpe.vllm import audit_layer
+    from sinpe.vllm._audit import fill_exact
+
+    spec = sinpe.rope_config(PLAIN)
+    layer = _vllm()
+    layer.cos_sin_cache += 1e-6  # a flat error from row 0
+    before = layer.cos_sin_cache.clone()
+    (report,) = audit_layer(layer, spec, ["l"])
+    assert report.verdict == "mismatch"
+    assert not fill_exact(layer, spec, report).replaced and layer.cos_sin_cache.equal(before)
+    assert isinstance(before, torch.Tensor)
+
+
+# --------------------------------------------------------------------------- explanations
+
+
+def test_a_base_a_fifth_of_a_permille_off_is_named_from_the_angles():
+    """The fitted frequencies name a base of 10002 (2e-4 from the config's, relative): within
+    the fit's 1e-4 it would be silent, fourfold loosened it is."""
+    found = judge_module(sinpe.rope_config(PLAIN), _module(base=10002.0), 64)[0]
+    assert found.verdict == "mismatch"
+    assert [f.words for f in found.findings] == ["base 10002.0 where the config gives 10000.0"]
+
+
+def test_a_row_0_whose_pairs_disagree_names_no_attention_factor():
+    """Row 0's cos gives the attention factor only where every pair agrees: 2% apart, they
+    do not (the agreement bound is 2**-7; fourfold loosened, 3% would pass)."""
+
+    def read(positions):
+        cos, sin = _exact(positions, n=4096)
+        cos[positions == 0, ::2] *= 1.02
+        return cos, sin
+
+    held = core.fit(read, 4096)
+    assert held is not None and held.attention_factor is None
+    uniform = core.fit(lambda p: tuple(1.02 * v for v in _exact(p, n=4096)), 4096)
+    assert uniform.attention_factor == pytest.approx(1.02)
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def _gguf_file(tmp_path, name, edit):
+    kv, tensors = converted(name)
+    edit(kv, tensors)
+    path = write(tmp_path / f"{name}.gguf", kv, tensors)
+    config = tmp_path / f"{name}.json"
+    config.write_text(json.dumps(CONFIGS[name]))
+    return path, config
+
+
+def _key(key, value, kind="FLOAT32"):
+    def edit(kv, tensors):
+        kv[key] = (kind, value)
+
+    return edit
+
+
+def _tensor(name, index, value):
+    def edit(kv, tensors):
+        tensors[name] = tensors[name].copy()
+        tensors[name][index] = value
+
+    return edit
+
+
+NOT_NUMBERS = {
+    "base nan": ("llama31", _key("llama.rope.freq_base", math.nan), "the base is nan"),
+    "base negative": ("llama31", _key("llama.rope.freq_base", -5e5), "the base is -500000.0"),
+    "base zero": ("llama31", _key("llama.rope.freq_base", 0.0), "the base is 0.0"),
+    "base inf": ("llama31", _key("llama.rope.freq_base", math.inf), "the base is inf"),
+    "attention factor nan": (
+        "phi3",
+        _key("phi3.rope.scaling.attn_factor", math.nan),
+        "the attention factor is nan",
+    ),
+    "YaRN factor nan": ("qwen3", _key("qwen3.rope.scaling.factor", math.nan), "YaRN factor is nan"),
+    "YaRN factor negative": (
+        "qwen3",
+        _key("qwen3.rope.scaling.factor", -4.0),
+        "YaRN factor is -4.0",
+    ),
+    "YaRN factor inf": ("qwen3", _key("qwen3.rope.scaling.factor", math.inf), "YaRN factor is inf"),
+    "rope_freqs zero": (
+        "llama31",
+        _tensor("rope_freqs.weight", 5, 0.0),
+        "rope_freqs.weight is 0.0",
+    ),
+    "rope_freqs nan": (
+        "llama31",
+        _tensor("rope_freqs.weight", 0, math.nan),
+        "rope_freqs.weight is nan",
+    ),
+    "long factors negative": (
+        "phi3",
+        _tensor("rope_factors_long.weight", 3, -1.0),
+        "rope_factors_long.weight is -1.0",
+    ),
+    "log multiplier nan": (
+        "deepseek3",
+        _key("deepseek2.rope.scaling.yarn_log_multiplier", math.nan),
+        "is nan: not a value a RoPE can use",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_NUMBERS))
+def test_a_value_that_is_not_a_number_is_a_mismatch_never_a_match(tmp_path, case):
+    name, edit, said = NOT_NUMBERS[case]
+    path, config = _gguf_file(tmp_path, name, edit)
+    report = sinpe.check_gguf(path, config)  # pytest turns any RuntimeWarning into an error
+    assert report.verdict == "mismatch", report.reasons
+    assert any(said in reason for reason in report.reasons), report.reasons
+    result = run("check", path, config, "--json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "NaN" not in result.stdout and "Infinity" not in result.stdout
+    data = json.loads(result.stdout)
+    assert data["verdict"] == "mismatch" and any(said in r["text"] for r in data["reasons"])
+    text = run("check", path, config)
+    assert text.returncode == 1 and "verdict: does not read as the config" in text.stdout
+
+
+@pytest.mark.parametrize("ulps, verdict", [(8, "match"), (48, "mismatch")])
+def test_the_parameter_bound_is_16_float32_ulps_and_not_64(tmp_path, ulps, verdict):
+    """Llama-3's rope_freqs each off by ``ulps`` float32 ulps: within 16 read as the config,
+    past them not (the converter's own files are within 2)."""
+
+    def edit(kv, tensors):
+        bits = tensors["rope_freqs.weight"].view(np.uint32)
+        tensors["rope_freqs.weight"] = (bits + np.uint32(ulps)).view(np.float32)
+
+    report = sinpe.check_gguf(*_gguf_file(tmp_path, "llama31", edit))
+    assert report.verdict == verdict, report.reasons
+
+
+@pytest.mark.parametrize("ulps, verdict", [(8, "match"), (48, "mismatch")])
+def test_the_attention_factor_bound_is_16_float32_ulps(tmp_path, ulps, verdict):
+    def edit(kv, tensors):
+        factor = np.float32(kv["phi3.rope.scaling.attn_factor"])
+        kv["phi3.rope.scaling.attn_factor"] = float(
+            (factor.view(np.uint32) + np.uint32(ulps)).view(np.float32)
+        )
+
+    report = sinpe.check_gguf(*_gguf_file(tmp_path, "phi3", edit))
+    assert report.verdict == verdict, report.reasons
