@@ -21,3 +21,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "backend" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.compiled)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """``SINPE_NO_SKIPS=1`` (an engine leg: its engine is installed, so each of its tests
+    must run): any skipped test, a module skipped on a missing import included, fails the
+    run, each named."""
+    import os
+
+    if os.environ.get("SINPE_NO_SKIPS") != "1":
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter is not None else []
+    if skipped:
+        for report in skipped:
+            reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
+            print(f"\nSINPE_NO_SKIPS: skipped {report.nodeid}: {reason}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

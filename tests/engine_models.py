@@ -1,7 +1,8 @@
 """Tiny random models for the engine leg's tests (MLX, llama.cpp): saved by transformers, with a
 tokenizer trained here where a converter needs one (nothing downloaded). The Llama-3.1 is the
 shift model (tests/shift.py); the others are one of each RoPE kind the issue names: Qwen3 with
-YaRN, Phi-3 with LongRoPE, Gemma 3 with its sliding-window base, DeepSeek-V3 (MLA) with YaRN.
+YaRN, Phi-3 with LongRoPE, Gemma 3 with its sliding-window base, DeepSeek-V3 (MLA) with YaRN,
+gpt-oss (YaRN with ``truncate: false``).
 Their query and key weights are scaled as the shift model's, so that RoPE matters."""
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ GEMMA.update(full_attention=dict(rope_type="linear", rope_theta=1e6, factor=8.0)
 DEEPSEEK_YARN = dict(rope_type="yarn", rope_theta=10000.0, factor=40.0, beta_fast=32.0)
 DEEPSEEK_YARN.update(original_max_position_embeddings=4096, beta_slow=1.0, mscale=1.0)
 DEEPSEEK_YARN.update(mscale_all_dim=1.0)
+GPT_OSS_YARN = dict(rope_type="yarn", rope_theta=150000.0, factor=32.0, beta_fast=32.0)
+GPT_OSS_YARN.update(beta_slow=1.0, truncate=False, original_max_position_embeddings=4096)
 MLA = dict(q_lora_rank=64, kv_lora_rank=32, qk_nope_head_dim=32, qk_rope_head_dim=32)
 MLA.update(v_head_dim=32, head_dim=32, n_routed_experts=4, n_shared_experts=1)
 MLA.update(num_experts_per_tok=2, moe_intermediate_size=32, first_k_dense_replace=1)
@@ -55,7 +58,15 @@ MODELS = {
         "DeepseekV3ForCausalLM",
         dict(MLA, rope_parameters=DEEPSEEK_YARN),
     ),
+    # gpt-oss: YaRN with truncate false, which llama.cpp does not read (it rounds the ramp)
+    "gpt-oss": (
+        "GptOssConfig",
+        "GptOssForCausalLM",
+        dict(num_local_experts=4, num_experts_per_tok=2, sliding_window=64)
+        | dict(layer_types=["sliding_attention", "full_attention"], rope_parameters=GPT_OSS_YARN),
+    ),
 }
+BPE = ("deepseek-v3", "gpt-oss")  # the models whose converter takes a GPT-2 tokenizer.json
 WORDS = (
     "the of and to in is was for on that with as by at from it an be this which or are his "
     "rope angle position token model layer cache float exact sine cosine table frequency base "
@@ -81,6 +92,7 @@ def sentencepiece_tokenizer(folder) -> None:
         vocab_size=shift.VOCAB,
         model_type="bpe",
         byte_fallback=True,
+        user_defined_symbols=["<|endoftext|>"],  # llama.cpp's Phi-3 vocabulary requires it
         unk_id=0,
         bos_id=1,
         eos_id=2,
@@ -127,7 +139,7 @@ def save(name: str, folder, *, tokenizer: bool = False) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     vocab = shift.VOCAB
-    if tokenizer and name == "deepseek-v3":
+    if tokenizer and name in BPE:
         vocab = bpe_tokenizer(folder)
     elif tokenizer:
         sentencepiece_tokenizer(folder)
@@ -184,16 +196,17 @@ def with_legacy_keys(folder, target) -> Path:
     return target
 
 
-def convert(llama_cpp: str, folder, out) -> Path:
+def convert(llama_cpp: str, folder, out, *options: str) -> Path:
     """``folder`` converted to an F32 GGUF ``out`` by llama.cpp's own ``convert_hf_to_gguf.py``
-    (of the checkout ``llama_cpp``), in a process of its own."""
+    (of the checkout ``llama_cpp``, with its ``options``), in a process of its own."""
     import subprocess
     import sys
 
     script = Path(__file__).with_name("llama_cpp_convert.py")
     env = dict(os.environ, LLAMA_CPP_DIR=llama_cpp)
     done = subprocess.run(
-        [sys.executable, str(script), str(folder), "--outfile", str(out), "--outtype", "f32"],
+        [sys.executable, str(script), str(folder), "--outfile", str(out), "--outtype", "f32"]
+        + list(options),
         capture_output=True,
         text=True,
         env=env,

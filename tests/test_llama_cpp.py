@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import json
+import math
 import os
 from pathlib import Path
 
@@ -26,12 +27,14 @@ transformers = pytest.importorskip("transformers")
 llama = pytest.importorskip("llama_cpp")
 
 import engine_models  # noqa: E402
+import llama_cpp_nodes  # noqa: E402
 import shift  # noqa: E402
 from command import run  # noqa: E402
 from gguf_files import rewrite  # noqa: E402
 
 import sinpe  # noqa: E402
-from sinpe._check import gguf_file, llama_cpp_types  # noqa: E402
+from sinpe._check import gguf_file, llama_cpp, llama_cpp_types  # noqa: E402
+from sinpe._check.layers import layer_types_of  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 ROOT = Path(LLAMA_CPP_DIR)
@@ -53,7 +56,7 @@ def test_the_tables_are_those_of_the_pinned_llama_cpp():
     assert tool.extract(ROOT) == llama_cpp_types.ROPE_TYPES
     assert tool.arch_rules(ROOT) == llama_cpp_types.ARCH_RULES
     assert tool.scaling_types(ROOT) == llama_cpp_types.SCALING_TYPES
-    assert tool._commit(ROOT) in ("unknown", llama_cpp_types.LLAMA_CPP)
+    assert tool._commit(ROOT) == llama_cpp_types.LLAMA_CPP  # the sdist's git metadata says it
     assert len(llama_cpp_types.ROPE_TYPES) == 153
 
 
@@ -68,12 +71,20 @@ def converted(tmp_path_factory) -> dict:
     return found
 
 
+# what llama.cpp knowingly reads otherwise, in a converted file of a family (else: a match)
+KNOWN = {"gpt-oss": "YaRN truncate false in the config: llama.cpp always rounds the ramp"}
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_what_llama_cpp_s_converter_writes_reads_as_the_config(converted, name):
     folder, path = converted[name]
     report = sinpe.check_gguf(path, folder / "config.json")
-    assert report.verdict == "match", report.reasons
     result = run("check", path, folder / "config.json")
+    if name in KNOWN:
+        assert report.reasons == (KNOWN[name],)
+        assert result.returncode == 1 and KNOWN[name] in result.stdout
+        return
+    assert report.verdict == "match", report.reasons
     assert result.returncode == 0 and "verdict: reads as the config" in result.stdout
 
 
@@ -105,14 +116,16 @@ def test_each_published_failure_edited_into_a_converted_file_is_called_wrong(
     report = sinpe.check_gguf(edited, folder / "config.json")
     assert report.verdict == "mismatch" and reason in report.reasons, report.reasons
     result = run("check", edited, folder / "config.json", "--json")
-    assert result.returncode == 1 and reason in json.loads(result.stdout)["reasons"]
+    reasons = [r["text"] for r in json.loads(result.stdout)["reasons"]]
+    assert result.returncode == 1 and reason in reasons
 
 
 class LlamaCpp:
     """llama-cpp-python's low-level API: one sequence at explicit positions (a batch whose
-    positions start anywhere, into an emptied cache), an F32 KV cache, flash attention off."""
+    positions start anywhere, into an emptied cache), an F32 KV cache, flash attention off;
+    a context of ``n_ctx`` tokens, ``callback`` as ggml's eval callback (``cb_eval``)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, n_ctx: int = 256, callback=None):
         @llama.llama_log_callback
         def quiet(level, text, user_data):  # llama.cpp logs to stderr: keep errors only
             if level >= 4:
@@ -126,10 +139,12 @@ class LlamaCpp:
         )
         assert self.model, path
         params = llama.llama_context_default_params()
-        params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = 256, 256, 256, 1
+        params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = n_ctx, 256, 256, 1
         params.n_threads = params.n_threads_batch = 2
         params.type_k = params.type_v = 0  # GGML_TYPE_F32: the default F16 cache rounds
         params.flash_attn_type = 0
+        if callback is not None:
+            params.cb_eval = callback
         self.context = llama.llama_init_from_model(self.model, params)
         assert self.context
         self.vocab = llama.llama_vocab_n_tokens(llama.llama_model_get_vocab(self.model))
@@ -188,3 +203,98 @@ def test_llama_cpp_and_transformers_against_the_exact_reference(converted):
         f"transformers {transformers.__version__}",
         patched,
     )
+
+
+def test_any_shard_the_converter_splits_reads_as_the_whole(converted, tmp_path):
+    """llama.cpp's converter splitting Phi-3 LongRoPE (``--split-max-tensors``, gguf-split's
+    naming): each shard reads as the whole file did, and llama.cpp loads the set. (The
+    converter writes the factor tensors first; tests/test_gguf.py has them in later shards.)"""
+    folder, whole = converted["phi3-longrope"]
+    engine_models.convert(LLAMA_CPP_DIR, folder, tmp_path / "phi3.gguf", "--split-max-tensors", "4")
+    shards = sorted(tmp_path.glob("phi3-*-of-*.gguf"))
+    assert len(shards) > 2, shards
+    want = sinpe.check_gguf(whole, folder / "config.json")
+    assert want.verdict == "match"
+    for shard in shards:
+        report = sinpe.check_gguf(shard, folder / "config.json")
+        assert report.verdict == "match" and len(report.shards) == len(shards)
+        assert [p.reading.factors for p in report.parts] == [p.reading.factors for p in want.parts]
+    LlamaCpp(shards[0]).close()  # llama.cpp loads the set from its first shard
+    shards[-1].unlink()
+    result = run("check", shards[0], folder / "config.json")
+    assert result.returncode == 2 and f"{shards[-1]}, is missing" in result.stderr
+
+
+# --------------------------------------------------------------------------- llama.cpp's runtime
+
+# each family at the context sizes where llama.cpp's reading changes (LongRoPE: its short
+# factors up to the original length 4096, its long ones past it)
+RUNTIME = [(name, 256) for name in NAMES] + [("phi3-longrope", 8192)]
+STARTS = (0, 100_000)
+
+
+def _nodes(path, n_ctx: int) -> list:
+    """Every ROPE node llama.cpp runs for 64 tokens at positions 0-63, then 100,000-100,063."""
+    nodes = llama_cpp_nodes.RopeNodes(llama, llama_cpp_nodes.rope_op(LLAMA_CPP_DIR))
+    engine = LlamaCpp(path, n_ctx=n_ctx, callback=nodes.callback)
+    try:
+        for start in STARTS:
+            engine.logprobs([t % engine.vocab for t in shift.tokens()], start)
+    finally:
+        engine.close()
+    return nodes.found
+
+
+def _readings(path, folder, n_ctx: int):
+    """sinpe's reading of the file for each node's layer (sliding or full, by the config)."""
+    gguf = gguf_file.read(path, tensors=llama_cpp.FACTOR_TENSORS)
+    types = layer_types_of(json.loads((Path(folder) / "config.json").read_text()))
+
+    def reading(node):
+        layer = int(node["name"].rsplit("-", 1)[1])
+        swa = types is not None and types[layer] == "sliding_attention"
+        return llama_cpp.read_rope(gguf, context=n_ctx, swa=swa)
+
+    return reading
+
+
+def _distances(converted, name: str, n_ctx: int) -> list:
+    """``(node, distance / float32 noise)`` of each node from sinpe's reading."""
+    folder, path = converted[name]
+    reading = _readings(path, folder, n_ctx)
+    found = []
+    for node in _nodes(path, n_ctx):
+        one = reading(node)
+        error = float(np.abs(node["y"] - llama_cpp_nodes.reference(node, one)).max())
+        found.append((node, error / llama_cpp_nodes.noise(node, one)))
+    return found
+
+
+@pytest.mark.parametrize("name, n_ctx", RUNTIME)
+def test_llama_cpp_runs_each_family_as_sinpe_reads_its_file(converted, name, n_ctx):
+    """Each rope node llama.cpp runs (every layer, query and key, positions 0-63 and past
+    100,000) is sinpe's reading of the file, rotated in float64, within float32's noise:
+    the frequencies, the magnitude (YaRN's, DeepSeek's mscale), the width, the rotation and
+    the sliding layers' base are llama.cpp's own at run time, not a transcription's."""
+    found = _distances(converted, name, n_ctx)
+    assert {int(n["positions"][0]) for n, _ in found} == set(STARTS)
+    worst = max(found, key=lambda item: item[1])
+    assert worst[1] <= 1.0, (worst[0]["name"], worst[0]["positions"][0], worst[1])
+    print(f"{name} n_ctx {n_ctx}: {len(found)} rope nodes, worst {worst[1]:.3f} of the noise")
+
+
+def test_a_transcription_that_differs_from_llama_cpp_fails(converted, monkeypatch):
+    """The same check with sinpe's YaRN ramp left unrounded (ONNX Runtime GenAI's mistake):
+    llama.cpp's runtime parts from it far past float32's noise."""
+
+    def unrounded(n_rot, base, original, betas):
+        def corr_dim(rotations):
+            return n_rot * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+        low, high = max(0.0, corr_dim(betas[0])), min(n_rot - 1.0, corr_dim(betas[1]))
+        i = np.arange(n_rot // 2, dtype=np.float64)
+        return 1 - np.clip((i - low) / max(0.001, high - low), 0, 1)
+
+    monkeypatch.setattr(llama_cpp, "_ramp", unrounded)
+    found = _distances(converted, "qwen3-yarn", 256)
+    assert max(distance for _, distance in found) > 100, [d for _, d in found]

@@ -121,7 +121,8 @@ def test_exact_mode_is_closer_to_float64_at_position_100000(tmp_path):
     log-probabilities of its last 64 tokens with SINPE_VLLM=exact are closer to a float64
     reference with the exact table (transformers, patched by sinpe, on the last 200 tokens at
     their own positions: a 64-token window over two layers sees no further) than with off.
-    Measured here: 4.8e-7 against 5.6e-6 at most."""
+    Measured here: 4.8e-7 against 5.6e-6 at most (11.7x); asserted: at least 8x, and within
+    1e-6 (float32 noise) with exact."""
     config = transformers.MistralConfig(
         **TEXT,
         max_position_embeddings=131072,
@@ -147,7 +148,7 @@ def test_exact_mode_is_closer_to_float64_at_position_100000(tmp_path):
         logprobs = [next(iter(d.values())).logprob for d in out[0].prompt_logprobs[1:]]
         errors[mode] = float(np.abs(np.array(logprobs[-64:]) - reference).max())
         first[mode] = float(np.abs(np.array(logprobs[:64]) - start).max())
-    assert errors["exact"] < errors["off"], errors
+    assert errors["exact"] < 1e-6 and errors["off"] > 8 * errors["exact"], errors  # docs: 8x
     note = "a sliding-window Mistral, one 100,032-token prompt: its tokens' log-probabilities"
     for mode, engine in (("off", "vLLM"), ("exact", "vLLM, SINPE_VLLM=exact")):
         rows = {0: first[mode], 100_000: errors[mode]}
