@@ -5,7 +5,8 @@ writes to ``$SINPE_ENGINES_OUT/<engine>.json``, combined into docs/engines.md's 
 
 A row is an engine; a column, the offset ``p`` of the 64 positions ``p .. p + 63``; a cell, the
 largest distance of the engine's log-probabilities from the float64 exact reference there
-(which gives the same log-probabilities at every offset: RoPE is relative)."""
+(which gives the same log-probabilities at every offset: RoPE is relative). Rows of another
+model or measure (each record's ``model``) go in a table of their own, never side by side."""
 
 from __future__ import annotations
 
@@ -25,6 +26,14 @@ def load(directory) -> list:
     if not found:
         raise ValueError(f"{directory}: no engine records (*.json)")
     return sorted(found, key=lambda record: record["engine"].lower())
+
+
+def tables(records: list) -> str:
+    """One table per model and measure, each headed by it."""
+    groups: dict = {}
+    for record in records:
+        groups.setdefault(record.get("model", "the shift model"), []).append(record)
+    return "\n\n".join(f"{model}:\n\n{table(group)}" for model, group in groups.items())
 
 
 def table(records: list) -> str:
@@ -49,7 +58,7 @@ def main(argv: list | None = None) -> int:
     if len(argv) != 1:
         print(__doc__.strip().splitlines()[3].strip(), file=sys.stderr)
         return 2
-    print(table(load(argv[0])))
+    print(tables(load(argv[0])))
     return 0
 
 

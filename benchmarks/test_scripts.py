@@ -141,12 +141,16 @@ def test_engines_combines_the_legs_records(tmp_path, capsys):
     (tmp_path / "llama-cpp.json").write_text(json.dumps(record))
     record = {"engine": "MLX", "version": "0.32.4", "note": "", "rows": rows[1:]}
     (tmp_path / "mlx.json").write_text(json.dumps(record))
+    record = {"engine": "vLLM", "version": "0.32.0", "rows": rows, "model": "another model"}
+    (tmp_path / "vllm.json").write_text(json.dumps(record))
     assert engines.main([str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "| engine | version | 0 | 100,000 |"
-    assert lines[2] == "| llama.cpp (1) | 0.3.36 | 3.1e-07 | 0.00047 |"
-    assert lines[3] == "| MLX | 0.32.4 |  | 0.00047 |"
-    assert lines[-1] == "1. F32 KV cache"
+    assert lines[0] == "the shift model:" and lines[2] == "| engine | version | 0 | 100,000 |"
+    assert lines[4] == "| llama.cpp (1) | 0.3.36 | 3.1e-07 | 0.00047 |"
+    assert lines[5] == "| MLX | 0.32.4 |  | 0.00047 |"
+    assert lines[7] == "1. F32 KV cache"
+    assert lines[9] == "another model:"  # another model: a table of its own, never a row here
+    assert lines[13] == "| vLLM | 0.32.0 | 3.1e-07 | 0.00047 |"
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(ValueError, match="not an engine record"):
         engines.main([str(tmp_path)])

@@ -117,13 +117,20 @@ def distances(found: dict, reference: dict) -> dict:
     return {p: float(np.abs(found[p] - reference[p]).max()) for p in found}
 
 
-def record(engine: str, version: str, rows: dict, note: str = "") -> None:
-    """Write one engine's distances (``{p: error}``) to ``$SINPE_ENGINES_OUT/engine.json``."""
+MODEL = (
+    "the shift model (a tiny Llama-3.1): the largest distance of the 64 positions' whole "
+    "log-probability distributions"
+)
+
+
+def record(engine: str, version: str, rows: dict, note: str = "", model: str = MODEL) -> None:
+    """Write one engine's distances (``{p: error}``) to ``$SINPE_ENGINES_OUT/engine.json``;
+    ``model`` names the model and the measure (rows of different ones go in tables apart)."""
     out = os.environ.get("SINPE_ENGINES_OUT")
     if not out:
         return
     os.makedirs(out, exist_ok=True)
-    data = {"engine": engine, "version": version, "note": note, "k": K}
+    data = {"engine": engine, "version": version, "note": note, "k": K, "model": model}
     data["rows"] = [{"offset": int(p), "error": e} for p, e in sorted(rows.items())]
     name = "".join(c if c.isalnum() else "-" for c in engine.lower())
     with open(os.path.join(out, f"{name}.json"), "w") as stream:

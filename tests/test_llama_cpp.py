@@ -297,4 +297,6 @@ def test_a_transcription_that_differs_from_llama_cpp_fails(converted, monkeypatc
 
     monkeypatch.setattr(llama_cpp, "_ramp", unrounded)
     found = _distances(converted, "qwen3-yarn", 256)
-    assert max(distance for _, distance in found) > 100, [d for _, d in found]
+    worst = max(distance for _, distance in found)
+    assert worst > 100, [d for _, d in found]
+    print(f"qwen3-yarn, the ramp unrounded: {worst:.3g} times the noise")

@@ -55,8 +55,9 @@ def test_a_transformers_5_folder_misread_by_mlx_lm_is_not_this_config(folders):
     result = run("check", folder)
     assert result.returncode == 1, result.stderr
     assert (
-        "base 10000.0 where the config gives 500000.0; Llama-3 scaling not applied" in result.stdout
-    )
+        "model.layers.0.self_attn.rope (+1 more) RoPE halves x64: does not match this config: "
+        "base 10000.0 where the config gives 500000.0; Llama-3 scaling not applied"
+    ) in result.stdout
     assert json.loads(run("check", folder, "--json").stdout)["layers"][0]["verdict"] == "mismatch"
     (left,) = smlx.patch(_load(folder), folder / "config.json")
     assert not left.replaced and left.reason == report.reason

@@ -149,10 +149,13 @@ def test_exact_mode_is_closer_to_float64_at_position_100000(tmp_path):
         errors[mode] = float(np.abs(np.array(logprobs[-64:]) - reference).max())
         first[mode] = float(np.abs(np.array(logprobs[:64]) - start).max())
     assert errors["exact"] < 1e-6 and errors["off"] > 8 * errors["exact"], errors  # docs: 8x
-    note = "a sliding-window Mistral, one 100,032-token prompt: its tokens' log-probabilities"
+    model = (
+        "a sliding-window Mistral, one 100,032-token prompt: the largest distance of its "
+        "tokens' log-probabilities (positions 1-64 and the last 64)"
+    )
     for mode, engine in (("off", "vLLM"), ("exact", "vLLM, SINPE_VLLM=exact")):
         rows = {0: first[mode], 100_000: errors[mode]}
-        shift.record(engine, f"vllm {vllm.__version__}", rows, note)
+        shift.record(engine, f"vllm {vllm.__version__}", rows, model=model)
 
 
 def _float64_logprobs(folder, prompt, k):

@@ -335,7 +335,7 @@ def layer_line(names, what, judgment: Verdict, notes=(), outcome: str = "") -> s
     many more), ``what`` was compared (words, joined), the verdict's words, its reasons and
     notes, and what mode exact did (``outcome``)."""
     names = list(names)
-    what = " ".join(str(w) for w in what if w)
+    what = what if isinstance(what, str) else " ".join(str(w) for w in what if w)
     extra = f" [exact: {outcome}]" if outcome else ""
     shown = names[0] + (f" (+{len(names) - 1} more)" if len(names) > 1 else "")
     reason = judgment.reason

@@ -43,9 +43,8 @@ class LayerReport(NamedTuple):
 
     def line(self) -> str:
         """One line: where, what, the verdict and its reasons."""
-        return layer_line(
-            self.names, f"{self.cls} {self.rotation} x{self.rotary_dim}", self.judgment
-        )
+        what = (self.cls, self.rotation, f"x{self.rotary_dim}")
+        return layer_line(self.names, what, self.judgment)
 
     def as_json(self) -> dict:
         return strict(
