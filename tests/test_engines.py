@@ -430,13 +430,13 @@ print(sv.wrapped())
     assert "vLLM 9.9.9 has no" in lines[0] and "vllm.model_executor.model_loader" in lines[0]
 
 
-@pytest.mark.parametrize("trouble", ["audit", "report path"])
+@pytest.mark.parametrize("trouble", ["audit", "report path", "none"])
 def test_the_plugin_never_stops_vllm_loading_a_model(tmp_path, trouble):
     """Every loader that overrides load_model is wrapped (its call of the base's audits
     once); an audit that raises, or a report path that cannot be written, is one warning
     and the model loads."""
     pytest.importorskip("torch")
-    report = tmp_path / "no-such-folder" / "r.json" if trouble == "report path" else ""
+    report = tmp_path / ("no-such-folder" if trouble == "report path" else "") / "r.json"
     script = (
         _FAKE_VLLM
         + _LOADERS
@@ -470,6 +470,11 @@ print(len(calls), sorted(w.rsplit(".", 1)[1] for w in sv.wrapped()))
     result = run_script(script)
     assert result.stdout == "1 ['BaseModelLoader', 'TensorizerLoader']\n", result.stderr
     warned = [line for line in result.stderr.splitlines() if "sinpe could not" in line]
+    if trouble == "none":  # an unchecked layer (zeros: no NaN, but no number to give) and
+        assert warned == [], result.stderr  # a strict JSON report written
+        (data,) = json.loads(report.read_text(), parse_constant=pytest.fail)
+        assert data["verdict"] == "mismatch" and data["largest_error"] is not None
+        return
     assert len(warned) == 1, result.stderr
     if trouble == "audit":
         assert "RuntimeError: an engine object sinpe did not foresee" in warned[0]

@@ -429,6 +429,8 @@ def test_check_gguf_refuses_bad_arguments(tmp_path):
     for bad in (0, -1, 2.5, True, "4096"):
         with pytest.raises(ValueError, match="n_ctx must be an integer >= 1"):
             sinpe.check_gguf(path, config, n_ctx=bad)
+    with pytest.raises(ValueError, match="n_ctx 4611686018427387904 is outside 1 .. 1099511627776"):
+        sinpe.check_gguf(path, config, n_ctx=2**62)
     with pytest.raises(FileNotFoundError):
         sinpe.check_gguf(tmp_path / "absent.gguf", config)
 

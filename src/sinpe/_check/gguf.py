@@ -19,7 +19,16 @@ import numpy as np
 from .._rope.config import rope_config
 from .._rope.rope_types import ROPE_TYPES
 from . import gguf_file
-from .judge import PARAMETER_TOLERANCE, Held, attention_finding, judge_parameters, relative, title
+from .judge import (
+    MAX_POSITION,
+    PARAMETER_TOLERANCE,
+    Held,
+    attention_finding,
+    bounded,
+    judge_parameters,
+    relative,
+    title,
+)
 from .layers import lengths
 from .llama_cpp import FACTOR_TENSORS, LLAMA_CPP, Reading, read_rope
 from .llama_cpp_types import ARCH_RULES, SCALING_TYPES
@@ -118,6 +127,8 @@ def check_gguf(path, config, *, n_ctx: int | None = None) -> GGUFReport:
     default, and the original length where the config's values change with the length)."""
     if n_ctx is not None and (isinstance(n_ctx, bool) or not isinstance(n_ctx, int) or n_ctx < 1):
         raise ValueError(f"n_ctx must be an integer >= 1, got {n_ctx!r}")
+    if n_ctx is not None:
+        bounded("n_ctx", n_ctx, MAX_POSITION, 1)
     spec = rope_config(config)
     gguf = gguf_file.read(path, tensors=FACTOR_TENSORS)
     first = read_rope(gguf)
