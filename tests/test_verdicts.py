@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from command import run
-from gguf_files import CONFIGS, converted, write
+from gguf_files import CONFIGS, CONFIGS_DIR, converted, write
 
 import sinpe
 from sinpe._check import judge as core
@@ -516,3 +516,32 @@ def test_the_attention_factor_bound_is_16_float32_ulps(tmp_path, ulps, verdict):
 
     report = sinpe.check_gguf(*_gguf_file(tmp_path, "phi3", edit))
     assert report.verdict == verdict, report.reasons
+
+
+def test_zero_frequencies_drift_as_the_others():
+    """Gemma 4's proportional RoPE has pairs of frequency 0 (angle 0 at every position, exact
+    in any precision): float32 angles on the others are still a drift, not a mismatch."""
+    spec = sinpe.rope_config(CONFIGS_DIR / "gemma-4-e2b-it.json").layer("full_attention")
+    inv_freq, factor = spec.frequencies()
+    assert (inv_freq == 0).any()
+
+    def read(positions):
+        angle = positions.astype(np.float32)[:, None] * inv_freq.astype(np.float32)[None, :]
+        return np.cos(angle).astype(np.float64) * factor, np.sin(angle).astype(np.float64) * factor
+
+    n = 131072
+    table = core.judge_table(
+        spec._one(), read, core.sample(n), np.arange(spec.head_dim // 2), "float32", n
+    )
+    assert table.verdict.verdict == "drift", table.verdict
+
+
+def test_a_float64_vllm_cache_is_read_in_float64():
+    torch = pytest.importorskip("torch")
+    from sinpe.vllm import audit_layer
+
+    spec = sinpe.rope_config(PLAIN)
+    layer = _vllm()
+    layer.cos_sin_cache = torch.from_numpy(spec.rope_cache(4096, dtype="float64"))
+    (report,) = audit_layer(layer, spec, ["l"])
+    assert report.verdict == "match" and report.largest < 1e-15, report.line()

@@ -374,7 +374,7 @@ def _explain(spec, found, best: View, offset, full_width, rows, dtype, n) -> lis
 def _narrower(rotary, view: View, offset: int, positions, dtype: str, length: int) -> list:
     """Values of a narrower dtype stored in this one (bfloat16 values as float32): they read
     as a match or drift at that dtype's rounding, and reach it."""
-    for narrow in ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"):
+    for narrow in ("float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"):
         if _DTYPES.index(narrow) <= _DTYPES.index(dtype):
             continue
         table = _judge_view(view, rotary, offset, positions, narrow, length)

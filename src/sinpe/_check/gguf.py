@@ -157,7 +157,7 @@ def _held(gguf, spec, reading: Reading) -> Held:
     """What llama.cpp holds for one kind of layer, for the core."""
     record = ROPE_TYPES[spec.scaling["rope_type"]]
     values = []
-    if reading.factor:
+    if reading.factor and reading.scaling != SCALING_TYPES["NONE"]:  # else never read
         values.append((f"{title(spec)}factor".strip(), reading.factor))
     if reading.factors is not None:
         stored = gguf.data[reading.factors][: reading.n_rot // 2]

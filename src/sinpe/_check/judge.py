@@ -152,7 +152,9 @@ class _Bounds:
         inv_freq, factor = rot.frequencies(rotary, length)
         self.factor = factor
         self.match = MATCH_ULPS * ulp(dtype, factor)
-        spread = np.log(inv_freq.max() / inv_freq)
+        turning = inv_freq > 0  # a zero frequency (proportional RoPE) has an exact angle: 0
+        with np.errstate(divide="ignore"):
+            spread = np.where(turning, np.log(inv_freq.max() / np.where(turning, inv_freq, 1)), 0)
         self.rates = {
             kind: factor * inv_freq * eps * (ANGLE_ULPS + ANGLE_LOG_ULPS * spread)
             for kind, eps in _ANGLE_EPS.items()
@@ -363,7 +365,7 @@ def explain_frequencies(spec, held: Held, inv_freq, largest: float) -> list:
     tolerance = FIT_TOLERANCE if held.fitted else PARAMETER_TOLERANCE
     width = 2 * got.shape[0]
     base = held.base
-    if base is None and got.shape[0] > 1:
+    if base is None and got.shape[0] > 1 and got[0] > got[1] > 0:
         base = float((got[0] / got[1]) ** (width / 2))
         base = float(f"{base:.5g}") if held.fitted else base  # 5 digits of float32 angles
     found = []

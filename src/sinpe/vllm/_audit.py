@@ -165,7 +165,8 @@ def _reader(tensor, first: int, h: int):
 
     def read(positions: np.ndarray):
         index = torch.as_tensor(first + positions, dtype=torch.long, device=tensor.device)
-        rows = tensor.index_select(0, index).to(torch.float32)  # exact from any float dtype
+        wide = torch.float64 if tensor.dtype == torch.float64 else torch.float32
+        rows = tensor.index_select(0, index).to(wide)  # exact from any float dtype
         values = rows.cpu().numpy().astype(np.float64)
         return values[:, :h], values[:, h : 2 * h]
 
@@ -183,7 +184,7 @@ def _judge_part(layer, spec, tensor, first: int, rows: int, length: int, top: in
     """The core's verdict on rows ``first .. first + rows`` of a cache, and the largest error
     of the rows within ``top`` (the deployment's max_model_len)."""
     h = spec.head_dim // 2
-    if tensor.ndim != 2 or tensor.shape[1] < 2 * h:
+    if tensor.ndim != 2 or tensor.shape[1] != 2 * h:
         return mismatch_width(tensor, spec), None
     read = _reader(tensor, first, h)
     positions = sample(rows)
@@ -201,7 +202,8 @@ def _judge_part(layer, spec, tensor, first: int, rows: int, length: int, top: in
 
 
 def mismatch_width(tensor, spec) -> Verdict:
-    width = int(tensor.shape[-1]) // 2 * 2 if tensor.ndim else 0
+    """A cache whose [cos | sin] width is not twice the config's half width."""
+    width = int(tensor.shape[-1]) // 2 if tensor.ndim else 0
     return mismatch([finding("cache_width", engine=width, config=spec.head_dim)])
 
 
