@@ -29,6 +29,7 @@ ADAPTERS = [
     SRC / "_check" / "compare.py",
     SRC / "_check" / "gguf.py",
     SRC / "_check" / "llama_cpp.py",
+    SRC / "_check" / "onnx.py",
     SRC / "_check" / "probe.py",
     SRC / "vllm" / "_audit.py",
     SRC / "vllm" / "_model.py",

@@ -6,6 +6,7 @@ _environment.start()  # the sinpe command: a wrong variable is one line and exit
 
 from . import conventions, rope_scaling  # noqa: E402
 from ._check.gguf import check_gguf  # noqa: E402
+from ._check.onnx import check_onnx  # noqa: E402
 from ._rope.config import rope_config  # noqa: E402
 from ._rope.rope import rope, rope_at, rope_cache, rope_frequencies  # noqa: E402
 from ._rope.spec import RopeSpec  # noqa: E402
@@ -46,6 +47,7 @@ __all__ = [
     "__version__",
     "cache_info",
     "check_gguf",
+    "check_onnx",
     "clear_cache",
     "conventions",
     "encode",

@@ -24,6 +24,7 @@ from .._rope.config import load_config, rope_config
 from .._tables.checks import bfloat16
 from . import onnx_file
 from .judge import (
+    FIT_TOLERANCE,
     MAX_POSITION,
     Held,
     bounded,
@@ -55,7 +56,13 @@ ROTARY_OPS = {
     ("com.microsoft", "RotaryEmbedding"): (2, 3, "interleaved"),
     ("com.microsoft", "MRotaryEmbedding"): (2, 3, "interleaved"),
 }
-_PASSING = ("Cast", "Identity")  # ops a cache passes through on its way to the rotary op
+_PASSING = ("Cast", "Identity")
+_FLOATS = (
+    "float32",
+    "float16",
+    "float64",
+    "bfloat16",
+)  # ops a cache passes through on its way to the rotary op
 
 
 class Cache(NamedTuple):
@@ -134,7 +141,8 @@ def _sources(graph, name: str, producers: dict, depth: int = 0) -> list:
     if node is None or depth > 8:
         return []
     if node.op_type == "Constant" and isinstance(node.attributes.get("value"), onnx_file.Tensor):
-        return [(node.attributes["value"], "constant")]
+        value = node.attributes["value"]  # named by what it outputs (its tensor may be unnamed)
+        return [(value._replace(name=value.name or name), "constant")]
     if node.op_type in _PASSING and node.inputs:
         return _sources(graph, node.inputs[0], producers, depth + 1)
     if node.op_type == "If":
@@ -166,7 +174,7 @@ def find_caches(model) -> list:
         rotation = "pairs" if node.attributes.get(spot[2]) else "halves"
         pairs = zip(_sources(graph, cos_name, producers), _sources(graph, sin_name, producers))
         for (cos, held), (sin, _) in pairs:
-            key = (cos.name, sin.name, rotation)
+            key = (cos.name, sin.name, cos.dims, rotation)
             users = found[key].users if key in found else ()
             found[key] = Cache(cos, sin, users + (node.name,), rotation, held)
     return list(found.values())
@@ -253,6 +261,10 @@ def _judge_cache(model, spec, data: dict, cache: Cache) -> list:
             f"{cache.sin.dims} are not two equal (rows, rotary/2) tables"
         )
     bounded(f"{cache.cos.name}'s rows", rows, MAX_POSITION, 1)
+    for tensor in (cache.cos, cache.sin):
+        kind = onnx_file.DTYPES.get(tensor.data_type, (f"type {tensor.data_type}",))[0]
+        if kind not in _FLOATS:
+            raise ValueError(f"{model.path}: the cache {tensor.name!r} holds {kind}, not floats")
     parts = []
     for layer_type, one in _specs(spec, data, cache.users).items():
         for first, count, length in _regimes(one, rows):
@@ -291,89 +303,71 @@ def _judge_rows(model, spec, data, cache: Cache, first, count, length, half) -> 
     if structural:
         judgment = mismatch(structural + list(judgment.findings))
     elif judgment.verdict == MISMATCH and judgment.findings[0].code != "not_a_number":
-        judgment = explained(judgment, _why(spec, data, read, count, length, dtype))
+        judgment = explained(judgment, _why(spec, data, read, count, length))
     notes = _rounding(spec, read, count, length, dtype) if judgment.verdict != MISMATCH else ()
     return judgment, notes
 
 
-def _why(spec, data: dict, read, count: int, length: int, dtype: str) -> list:
-    """A cache's mismatch explained: the builder's known misreadings, else what its angles
-    show."""
-    ramp = _unrounded_ramp(spec, data, read, count, dtype)
-    if ramp:
-        return ramp
-    regime = _other_regime(spec, read, count, length, dtype)
-    if regime:
-        return regime
+def _why(spec, data: dict, read, count: int, length: int) -> list:
+    """A cache's mismatch explained by what its angles and row 0 show (``judge.fit``): its
+    frequencies, where they are those of a misreading the builder ships (YaRN's ramp
+    unrounded, LongRoPE's other factors), said as that; its attention factor."""
     held = fit(read, count)
-    return judge_parameters(spec, held, length)[0] if held is not None else []
+    if held is None:
+        return []
+    got = np.asarray(held.inv_freq, np.float64)
+
+    def explained(want):
+        for reading, words in _misreadings(spec, data, length):
+            if relative(got, reading) <= FIT_TOLERANCE:
+                return [words]
+        return []
+
+    return judge_parameters(spec, held, length, explained)[0]
+
+
+def _misreadings(spec, data: dict, length: int):
+    """``(frequencies, finding)`` of each misreading that applies to the config."""
+    if spec.scaling.get("truncate") is not False and "beta_fast" in spec.scaling:
+        variant = _variant(data, truncate=False)
+        if variant is not None:
+            want, _ = spec.frequencies(length)
+            got, _ = variant.frequencies(length)
+            off = int((np.abs(got / want - 1) > 2.0**-30).sum())
+            found = finding(
+                "ramp_unrounded",
+                title=title(spec),
+                engine=off,
+                config=len(want),
+                error=relative(got, want),
+            )
+            yield got, found
+    original = spec.scaling.get("original_max_position_embeddings")
+    if spec.length_dependent() and original:
+        longest = max(original + 1, spec.max_position_embeddings or 0)
+        other = original if length > original else longest
+        regime = "long" if other > original else "short"
+        theirs = "short" if regime == "long" else "long"
+        op = "<=" if theirs == "short" else ">"
+        fields = dict(title=title(spec), engine=regime, config=theirs, op=op, original=original)
+        yield spec.frequencies(other)[0], finding("length_regime", **fields)
 
 
 def _variant(data: dict, **keys):
-    """The config's spec with ``keys`` set in its rope mapping (``None`` where it has none
-    or refuses them)."""
-    changed = dict(data)
-    for key in ("rope_parameters", "rope_scaling"):
-        if isinstance(changed.get(key), dict) and "full_attention" not in changed[key]:
-            changed[key] = {**changed[key], **keys}
-            try:
-                return rope_config(changed)
-            except (TypeError, ValueError):
-                return None
+    """The config's spec with ``keys`` set in its rope mapping (or its text config's;
+    ``None`` where it has none, or refuses them)."""
+    changed = json.loads(json.dumps(data))  # a copy: the caller's config stays as it is
+    for holder in (changed, changed.get("text_config")):
+        if not isinstance(holder, dict):
+            continue
+        for key in ("rope_parameters", "rope_scaling"):
+            if isinstance(holder.get(key), dict) and "full_attention" not in holder[key]:
+                holder[key] = {**holder[key], **keys}
+                try:
+                    return rope_config(changed)
+                except (TypeError, ValueError):
+                    return None
     return None
-
-
-def _unrounded_ramp(spec, data: dict, read, count: int, dtype: str) -> list:
-    """YaRN's correction range not floored and ceiled (``truncate`` not read): the cache is
-    the config's with ``truncate: false``."""
-    if spec.scaling.get("truncate") is False or "beta_fast" not in spec.scaling:
-        return []
-    variant = _variant(data, truncate=False)
-    if variant is None:
-        return []
-    table = judge_table(
-        variant._one(), read, sample(count), np.arange(spec.head_dim // 2), dtype, count
-    )
-    if table.verdict.verdict == MISMATCH:
-        return []
-    want, _ = spec.frequencies(count)
-    got, _ = variant.frequencies(count)
-    off = np.abs(got / want - 1) > 2.0**-30
-    return [
-        finding(
-            "ramp_unrounded",
-            title=title(spec),
-            engine=int(off.sum()),
-            config=len(want),
-            error=relative(got, want),
-        )
-    ]
-
-
-def _other_regime(spec, read, count: int, length: int, dtype: str) -> list:
-    """LongRoPE's factors of the other regime (short where the length asks for long)."""
-    original = spec.scaling.get("original_max_position_embeddings")
-    if not spec.length_dependent() or not original:
-        return []
-    other = original if length > original else max(original + 1, spec.max_position_embeddings or 0)
-    table = judge_table(
-        spec._one(), read, sample(count), np.arange(spec.head_dim // 2), dtype, other
-    )
-    if table.verdict.verdict == MISMATCH:
-        return []
-    regime = "long" if other > original else "short"
-    theirs = "short" if regime == "long" else "long"
-    op = "<=" if theirs == "short" else ">"
-    return [
-        finding(
-            "length_regime",
-            title=title(spec),
-            engine=regime,
-            config=theirs,
-            op=op,
-            original=original,
-        )
-    ]
 
 
 def _rounding(spec, read, count: int, length: int, dtype: str) -> tuple:

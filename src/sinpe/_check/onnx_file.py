@@ -23,7 +23,18 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["DTYPES", "Graph", "Model", "Node", "Tensor", "read", "tensor_rows", "tensor_values"]
+__all__ = [
+    "DTYPES",
+    "Graph",
+    "Model",
+    "Node",
+    "Tensor",
+    "read",
+    "rewrite",
+    "tensor_proto",
+    "tensor_rows",
+    "tensor_values",
+]
 
 MAX_DEPTH = 16  # graphs nested in attributes (an If's branches), at most
 MAX_ITEMS = 1 << 18  # nodes, initializers or values in one graph or node, at most
@@ -58,6 +69,7 @@ class Tensor(NamedTuple):
     dims: tuple
     data_type: int
     where: tuple
+    span: tuple = (0, 0)  # (offset, length) of its TensorProto in the .onnx file
 
 
 class Node(NamedTuple):
@@ -301,7 +313,7 @@ def _tensor(cursor: _Cursor, where) -> Tensor:
         where_bytes = _external(cursor, name, external)
     elif where_bytes is None:
         where_bytes = ("numbers", tuple(numbers))
-    return Tensor(name, tuple(dims), data_type, where_bytes)
+    return Tensor(name, tuple(dims), data_type, where_bytes, tuple(where))
 
 
 def _external(cursor: _Cursor, name: str, entries: dict) -> tuple:
@@ -422,3 +434,78 @@ def _decode(data: bytes, dtype: str) -> np.ndarray:
         bits = np.frombuffer(data, "<u2").astype(np.uint32) << 16
         return bits.view(np.float32).astype(np.float64)
     return np.frombuffer(data, np.dtype(dtype).newbyteorder("<")).astype(np.float64)
+
+
+# --------------------------------------------------------------------------- writing
+
+# the message fields a TensorProto can sit under: (message kind, field) -> the field's kind
+_MESSAGES = {
+    ("model", 7): "graph",
+    ("graph", 1): "node",
+    ("graph", 5): "tensor",
+    ("node", 5): "attribute",
+    ("attribute", 5): "tensor",
+    ("attribute", 6): "graph",
+    ("attribute", 10): "tensor",
+    ("attribute", 11): "graph",
+}
+
+
+def encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    return encode_varint(number << 3 | _LEN) + encode_varint(len(payload)) + payload
+
+
+def tensor_proto(tensor: Tensor, data: bytes | None = None, external: tuple | None = None):
+    """A TensorProto of ``tensor``'s name, dims and type, holding ``data`` inline, or
+    ``external`` ``(location, offset, length)``."""
+    out = b"".join(encode_varint(1 << 3 | _VARINT) + encode_varint(d) for d in tensor.dims)
+    out += encode_varint(2 << 3 | _VARINT) + encode_varint(tensor.data_type)
+    out += _field(8, tensor.name.encode())
+    if external is None:
+        return out + _field(9, data or b"")
+    for key, value in zip(("location", "offset", "length"), external):
+        out += _field(13, _field(1, key.encode()) + _field(2, str(value).encode()))
+    return out + encode_varint(14 << 3 | _VARINT) + encode_varint(1)
+
+
+def rewrite(path, out, replaced: dict) -> None:
+    """Write the ONNX model at ``path`` to ``out`` with the TensorProtos at the offsets of
+    ``replaced`` (offset -> new TensorProto bytes) replaced, every enclosing message's
+    length made right, every other byte as it was."""
+    with open(path, "rb") as stream:
+        size = os.fstat(stream.fileno()).st_size
+        mapped = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        cursor = _Cursor(mapped, 0, size, os.fspath(path))
+        data = _rewritten(cursor, 0, size, "model", replaced)
+    finally:
+        mapped.close()
+    with open(out, "wb") as stream:
+        stream.write(data)
+
+
+def _rewritten(cursor: _Cursor, start: int, end: int, kind: str, replaced: dict) -> bytes:
+    inner = _Cursor(cursor.buf, start, end, cursor.path)
+    parts = []
+    while inner.pos < end:
+        field_start = inner.pos
+        number, wire, value = inner.field()
+        child = _MESSAGES.get((kind, number)) if wire == _LEN else None
+        if child is not None and value[0] in replaced and child == "tensor":
+            parts.append(_field(number, replaced[value[0]]))
+        elif child is not None and any(value[0] < k < value[0] + value[1] for k in replaced):
+            inside = _rewritten(cursor, value[0], value[0] + value[1], child, replaced)
+            parts.append(_field(number, inside))
+        else:
+            parts.append(bytes(cursor.buf[field_start : inner.pos]))
+    return b"".join(parts)

@@ -12,6 +12,7 @@ from .._check.gguf import check_gguf
 from .._check.gguf_file import MAGIC as GGUF_MAGIC
 from .._check.judge import frequencies_text
 from .._check.llama_cpp_types import SCALING_TYPES
+from .._check.onnx import check_onnx
 from .._check.verdict import MISMATCH, dumps, number, refusal, worst_text
 from .._rope.config import load_config, rope_config
 from .._rope.rope_types import ROPE_TYPES
@@ -22,13 +23,13 @@ from .plot import save_error_figure, without_matplotlib
 
 def add_check_arguments(command: AddCommand) -> None:
     """The ``check`` subcommand and its arguments."""
-    what = "another engine's cos/sin cache (a GGUF file's, an MLX model's RoPE)"
+    what = "another engine's cos/sin cache (a GGUF file's, an ONNX model's, an MLX model's RoPE)"
     check_parser = command("check", f"how far {what} is from the exact table, and why")
     check_parser.add_argument(
         "cache",
         help=".npy, .npz (cos and sin, or one array), .pt, .safetensors; a .gguf model "
-        "(its RoPE keys and tensors as llama.cpp reads them); or an MLX model folder (its "
-        "RoPE modules as mlx_lm loads them) (required)",
+        "(its RoPE keys and tensors as llama.cpp reads them); a .onnx model (its cos/sin "
+        "caches); or an MLX model folder (its RoPE modules as mlx_lm loads them) (required)",
     )
     check_parser.add_argument(
         "config",
@@ -67,6 +68,17 @@ def add_check_arguments(command: AddCommand) -> None:
         help="refuse a cache whose values (expanded) are larger, before reading them "
         "(default: 16 GiB)",
     )
+    _add_model_arguments(check_parser)
+    check_parser.add_argument("--json", action="store_true", help="print one JSON object")
+    check_parser.add_argument(
+        "--plot",
+        metavar="FILE",
+        help=f"draw the error against the position{SUFFIX_HELP % '.png'} (default: no picture)",
+    )
+
+
+def _add_model_arguments(check_parser) -> None:
+    """The options of a model file: a GGUF's context size, an ONNX model's exact copy."""
     check_parser.add_argument(
         "--n-ctx",
         type=int,
@@ -74,11 +86,12 @@ def add_check_arguments(command: AddCommand) -> None:
         "trained length, llama.cpp's default, and the original length where the config's "
         "values change with the length)",
     )
-    check_parser.add_argument("--json", action="store_true", help="print one JSON object")
     check_parser.add_argument(
-        "--plot",
-        metavar="FILE",
-        help=f"draw the error against the position{SUFFIX_HELP % '.png'} (default: no picture)",
+        "--fix",
+        metavar="OUT",
+        help="for a .onnx: write a copy whose RoPE caches are sinpe's exact tables (OUT: a "
+        "new folder, or a .onnx path); refused where the model does not read its config "
+        "(default: check only)",
     )
 
 
@@ -89,6 +102,10 @@ def check_command(args) -> int:
     table, a hostile or truncated file, a missing shard) is exit 2: one line on stderr, and
     with ``--json`` one object ``{"verdict": "refused", ...}`` on stdout."""
     try:
+        if args.fix is not None and not args.cache.lower().endswith(".onnx"):
+            raise UsageError("--fix is for a .onnx model")
+        if args.cache.lower().endswith(".onnx"):
+            return _onnx_command(args)
         if _is_gguf(args.cache):
             return _gguf_command(args)
         if os.path.isdir(args.cache):
@@ -150,7 +167,7 @@ def _is_gguf(path: str) -> bool:
         return False  # the cache reader says what is wrong with the path
 
 
-_NOT_FOR_GGUF = {  # option: its value when not given
+_NOT_FOR_GGUF = {  # option: its value when not given (none of them is for a model file)
     "sin": None,
     "offset": 0,
     "layer_type": None,
@@ -203,6 +220,46 @@ def _gguf_part_text(part) -> str:
         f"base {number(reading.base)}, scaling {scaling}, attention factor "
         f"{number(reading.attention_factor)}; frequencies {frequencies_text(part.largest)}"
     )
+
+
+# --------------------------------------------------------------------------- an ONNX model
+
+
+def _onnx_command(args) -> int:
+    """``sinpe check model.onnx [config.json] [--fix OUT]``: the verdict, each cache's line,
+    and (``--fix``) the exact copy written; exit 1 where the model's RoPE is not its
+    config's."""
+    given = [name for name, unset in _NOT_FOR_GGUF.items() if getattr(args, name) != unset]
+    if given or args.n_ctx is not None:
+        names = given + ["n_ctx"] * (args.n_ctx is not None)
+        flags = ", ".join("--" + name.replace("_", "-") for name in names)
+        raise UsageError(f"{flags}: not for a .onnx model")
+    given_config = [c for c in (args.config, args.config_flag) if c is not None]
+    config = config_argument(args) if given_config else None
+    report = check_onnx(args.cache, config)
+    fixed = None
+    if args.fix is not None:
+        from .._check.onnx_fix import fix as fix_onnx
+
+        fixed = fix_onnx(args.cache, args.fix, config, report=report)
+    code = 1 if report.verdict == MISMATCH else 0
+    if args.json:
+        print(dumps({**report.as_dict(), "fixed": fixed, "exit_code": code}, indent=2))
+        return code
+    length = f", context length {report.context_length:,}" if report.context_length else ""
+    print(f"{args.cache}: {len(report.parts)} RoPE table{'s' * (len(report.parts) != 1)}{length}")
+    for part in report.parts:
+        layer = f" ({part.layer_type})" if part.layer_type else ""
+        rows = f" {part.rows}x" if part.rows else " "
+        print(f"  {part.name}{layer}{rows}{part.dtype}: {part.judgment.text}")
+        for found in part.judgment.findings:
+            print(f"    {found.text}")
+        for note in part.notes:
+            print(f"    note: {note}")
+    print(f"verdict: {report.judgment.text}")
+    if fixed:
+        print(f"wrote {fixed}: its RoPE caches are sinpe's exact tables")
+    return code
 
 
 # --------------------------------------------------------------------------- an MLX model

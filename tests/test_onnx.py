@@ -1,0 +1,452 @@
+"""``sinpe check model.onnx``: ONNX models written here by hand (tests/onnx_files.py: the forms
+ONNX Runtime GenAI's builder writes, by its rules; CI's ONNX leg runs the builder itself,
+tests/test_onnx_genai.py), each RoPE form found and judged by the verdict core, ``--fix``
+writing the exact copy, and hostile files refused in one line, in bounded memory."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+from command import run
+from onnx_files import BFLOAT16, FLOAT, FLOAT16, field, graph, model, node, tensor, text, varint
+
+import sinpe
+import sinpe.onnx
+from sinpe._check import onnx_file
+
+LLAMA = {"model_type": "llama", "head_dim": 64, "max_position_embeddings": 4096, "rope_theta": 5e5}
+YARN = {
+    "model_type": "qwen3",
+    "head_dim": 64,
+    "max_position_embeddings": 16384,
+    "rope_scaling": {
+        "rope_type": "yarn",
+        "rope_theta": 1e6,
+        "factor": 4.0,
+        "original_max_position_embeddings": 4096,
+        "beta_fast": 32.0,
+        "beta_slow": 1.0,
+    },
+}
+LONGROPE = {
+    "model_type": "phi3",
+    "hidden_size": 128,
+    "num_attention_heads": 2,
+    "max_position_embeddings": 8192,
+    "original_max_position_embeddings": 1024,
+    "rope_theta": 1e4,
+    "rope_scaling": {
+        "type": "longrope",
+        "short_factor": [1.0 + 0.01 * i for i in range(32)],
+        "long_factor": [1.0 + 0.5 * i for i in range(32)],
+    },
+}
+
+
+def _float32_tables(config: dict, rows: int, length: int | None = None):
+    """The builder's computation: float32 inverse frequencies and angles, compact."""
+    spec = sinpe.rope_config(config)
+    inv_freq, factor = spec.frequencies(length or rows)
+    angle = np.arange(rows, dtype=np.float32)[:, None] * inv_freq.astype(np.float32)[None, :]
+    cos = (np.cos(angle) * np.float32(factor)).astype(np.float32)
+    return cos, (np.sin(angle) * np.float32(factor)).astype(np.float32)
+
+
+def _gqa(cos="cos_cache", sin="sin_cache", layer=0, interleaved=0):
+    inputs = ["q", "k", "v", "past_k", "past_v", "seqlens", "total", cos, sin]
+    name = f"/model/layers.{layer}/attn/GroupQueryAttention"
+    return node(
+        "GroupQueryAttention", inputs, [f"o{layer}"], domain="com.microsoft", name=name,
+        do_rotary=1, rotary_interleaved=interleaved, num_heads=2, kv_num_heads=1,
+    )  # fmt: skip
+
+
+def _save(folder: Path, graph_bytes: bytes, config: dict | None, data: dict | None = None):
+    """``model.onnx`` (and ``model.onnx.data`` of ``data``'s arrays, in order) in
+    ``folder``, with ``config.json``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.onnx").write_bytes(model(graph_bytes))
+    if config is not None:
+        (folder / "config.json").write_text(json.dumps(config))
+    if data:
+        (folder / "model.onnx.data").write_bytes(b"".join(a.tobytes() for a in data.values()))
+    return folder / "model.onnx"
+
+
+def _external(name: str, array: np.ndarray, offset: int, data_type=FLOAT) -> bytes:
+    location = {"location": "model.onnx.data", "offset": offset, "length": array.nbytes}
+    return tensor(name, dims=array.shape, data_type=data_type, external=location)
+
+
+def _builder_model(folder: Path, config: dict, cos, sin, data_type=FLOAT):
+    """The builder's CPU form: caches in external data, fed to GroupQueryAttention."""
+    initializers = [_external("cos_cache", cos, 0, data_type)]
+    initializers.append(_external("sin_cache", sin, cos.nbytes, data_type))
+    weights = graph([_gqa(layer=0), _gqa(layer=1)], initializers, ["input_ids"])
+    return _save(folder, weights, config, {"cos": cos, "sin": sin})
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+def test_the_builders_float32_cache_drifts_and_the_exact_one_matches(tmp_path):
+    cos, sin = _float32_tables(LLAMA, 4096)
+    path = _builder_model(tmp_path / "built", LLAMA, cos, sin)
+    report = sinpe.check_onnx(path)
+    assert report.verdict == "drift" and [p.name for p in report.parts] == ["cos_cache"]
+    result = run("check", path)
+    assert result.returncode == 0 and "drifts with the position: float32 angles" in result.stdout
+    exact = sinpe.rope_config(LLAMA).rope(4096, layout="compact", dtype="float32")
+    path = _builder_model(tmp_path / "exact", LLAMA, *exact)
+    assert sinpe.check_onnx(path).verdict == "match"
+
+
+def test_an_unrounded_yarn_ramp_is_named_with_its_size(tmp_path):
+    """ONNX Runtime GenAI's make_inv_freq_rescaled_with_ntk: YaRN's correction range is not
+    floored and ceiled (the config's truncate is never read)."""
+    unrounded = json.loads(json.dumps(YARN))
+    unrounded["rope_scaling"]["truncate"] = False
+    cos, sin = _float32_tables(unrounded, 16384)
+    path = _builder_model(tmp_path, YARN, cos, sin)
+    report = sinpe.check_onnx(path)
+    assert report.verdict == "mismatch"
+    assert report.reasons == (
+        "YaRN correction range not rounded (truncate): 9 of 32 pairs off, up to 23%",
+    )
+    assert report.judgment.findings[0].code == "ramp_unrounded"
+
+
+def test_an_ignored_yarn_attention_factor_is_named(tmp_path):
+    given = json.loads(json.dumps(YARN))
+    given["rope_scaling"]["attention_factor"] = 1.0
+    cos, sin = _float32_tables(YARN, 16384)  # the builder's 0.1 ln(4) + 1 anyway
+    report = sinpe.check_onnx(_builder_model(tmp_path, given, cos, sin))
+    assert "YaRN attention factor 1.13863 where the config gives 1.0" in report.reasons
+
+
+def test_longrope_if_branches_are_each_judged_at_their_length(tmp_path):
+    """The builder's Phi-3 LongRoPE on the CPU: two Constant caches in an If's branches
+    (the large one for sequences past the original length, the small one within it)."""
+    large = _float32_tables(LONGROPE, 8192)
+    small = _float32_tables(LONGROPE, 1024)
+    branch = {
+        key: graph(
+            [
+                node("Constant", [], [f"cos_{key}"], value=("tensor", tensor("", t[0]))),
+                node("Constant", [], [f"sin_{key}"], value=("tensor", tensor("", t[1]))),
+            ]
+        )
+        + b"".join(field(12, 2, text(1, f"{part}_{key}")) for part in ("cos", "sin"))
+        for key, t in (("large", large), ("small", small))
+    }
+    nodes = [
+        node(
+            "If", ["longer"], ["cos_cache", "sin_cache"],
+            then_branch=("graph", branch["large"]), else_branch=("graph", branch["small"]),
+        ),
+        _gqa(),
+    ]  # fmt: skip
+    path = _save(tmp_path, graph(nodes, [], ["input_ids"]), LONGROPE)
+    report = sinpe.check_onnx(path)
+    assert report.verdict == "drift", report.reasons
+    assert sorted(p.rows for p in report.parts) == [1024, 8192]
+    wrong = graph(
+        [
+            node(
+                "If", ["longer"], ["cos_cache", "sin_cache"],
+                then_branch=("graph", branch["small"]), else_branch=("graph", branch["small"]),
+            ),
+            _gqa(),
+        ]
+    )  # fmt: skip
+    assert sinpe.check_onnx(_save(tmp_path / "w", wrong, LONGROPE)).verdict == "drift"
+
+
+def test_a_concatenated_longrope_cache_is_judged_in_its_two_parts(tmp_path):
+    """DML's and WebGPU's one cache: the original length's rows (short factors), then the
+    trained length's (long)."""
+    small, large = _float32_tables(LONGROPE, 1024), _float32_tables(LONGROPE, 8192)
+    cos, sin = (np.concatenate([small[k], large[k]]) for k in (0, 1))
+    report = sinpe.check_onnx(_builder_model(tmp_path, LONGROPE, cos, sin))
+    assert [p.name for p in report.parts] == ["cos_cache[0:1024]", "cos_cache[1024:9216]"]
+    assert report.verdict == "drift"
+    swapped = (np.concatenate([large[k][:1024], large[k]]) for k in (0, 1))
+    report = sinpe.check_onnx(_builder_model(tmp_path / "s", LONGROPE, *swapped))
+    assert report.verdict == "mismatch"
+    assert any("long factors at every length" in r for r in report.reasons), report.reasons
+
+
+@pytest.mark.parametrize("data_type, name", [(FLOAT16, "float16"), (BFLOAT16, "bfloat16")])
+def test_a_half_cache_rounded_twice_is_said_and_fixed(tmp_path, data_type, name):
+    """The builder's GPU caches: the float32 table cast to float16 (two roundings)."""
+    if data_type == BFLOAT16:
+        pytest.importorskip("ml_dtypes")
+    cos, sin = _float32_tables(LLAMA, 4096)
+    if data_type == FLOAT16:
+        cos, sin = cos.astype(np.float16), sin.astype(np.float16)
+    else:
+        cos, sin = ((a.view(np.uint32) >> 16).astype(np.uint16) for a in (cos, sin))
+    path = _builder_model(tmp_path / "m", LLAMA, cos, sin, data_type)
+    report = sinpe.check_onnx(path)
+    assert report.verdict in ("match", "drift")
+    assert any(n.startswith("rounded twice:") and name in n for n in report.parts[0].notes)
+    fixed = sinpe.onnx.fix(path, tmp_path / "fixed")
+    again = sinpe.check_onnx(fixed)
+    assert again.verdict == "match" and again.parts[0].notes == ()
+
+
+def test_a_traced_longrope_frozen_to_its_short_factors_is_named(tmp_path):
+    """optimum's export of Phi-3 (TorchScript, transformers 4.57): one inv_freq constant,
+    multiplied with the position ids; transformers' per-call switch was a Python if."""
+    spec = sinpe.rope_config(LONGROPE)
+    short, _ = spec.frequencies(1024)
+    nodes = [
+        node("Constant", [], ["inv_freq"], value=("tensor", tensor("", short[None, :, None]))),
+        node("Expand", ["inv_freq", "shape"], ["expanded"]),
+        node("MatMul", ["expanded", "position_ids"], ["angles"]),
+        node("Cos", ["angles"], ["cos"]),
+    ]
+    path = _save(tmp_path, graph(nodes, [], ["input_ids", "position_ids"]), LONGROPE)
+    report = sinpe.check_onnx(path)
+    assert report.reasons == (
+        "LongRoPE frozen to its short factors: no switch in the graph (transformers switches "
+        "at the original length 1024)",
+    )
+    result = run("check", path, "--fix", tmp_path / "out")
+    assert result.returncode == 2 and "not fixed: its RoPE is not the config's" in result.stderr
+
+
+def test_a_model_without_config_json_asks_for_it(tmp_path):
+    cos, sin = _float32_tables(LLAMA, 64)
+    path = _builder_model(tmp_path, LLAMA, cos, sin)
+    (tmp_path / "config.json").unlink()
+    result = run("check", path)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "no config.json beside the model (ONNX Runtime GenAI's builder writes none)" in (
+        result.stderr
+    )
+    config = tmp_path / "elsewhere.json"
+    config.write_text(json.dumps(LLAMA))
+    assert run("check", path, config).returncode == 0
+
+
+# --------------------------------------------------------------------------- --fix
+
+
+def test_fix_writes_an_exact_copy_and_never_the_original(tmp_path):
+    cos, sin = _float32_tables(LLAMA, 4096)
+    source = tmp_path / "src"
+    path = _builder_model(source, LLAMA, cos, sin)
+    (source / "genai_config.json").write_text(json.dumps({"model": {"context_length": 4096}}))
+    before = {p.name: p.read_bytes() for p in source.iterdir()}
+    result = run("check", path, "--fix", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    fixed = tmp_path / "out" / "model.onnx"
+    assert f"wrote {fixed}" in result.stdout
+    assert {p.name: p.read_bytes() for p in source.iterdir()} == before  # untouched
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "config.json",
+        "genai_config.json",
+        "model.onnx",
+        "model.onnx.data",
+        "model.sinpe-rope.data",
+    ]
+    report = sinpe.check_onnx(fixed)
+    assert report.verdict == "match" and report.judgment.largest <= 2.0**-24
+    exact = sinpe.rope_config(LLAMA).rope(4096, layout="compact", dtype="float32")
+    read = onnx_file.read(fixed)
+    got = onnx_file.tensor_values(read, read.graph.initializers["cos_cache"], 1 << 20)
+    assert np.array_equal(got, exact[0])
+    # the weights file is the original's (linked or copied); the new caches are the copy's own
+    assert (tmp_path / "out" / "model.onnx.data").read_bytes() == before["model.onnx.data"]
+
+
+def test_fix_refuses_what_it_cannot_do(tmp_path):
+    cos, sin = _float32_tables(LLAMA, 64)
+    path = _builder_model(tmp_path / "m", LLAMA, cos, sin)
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "x").write_text("")
+    for out, message in [
+        (tmp_path / "taken", "give a new folder"),
+        (path, "that is the model itself"),
+        (tmp_path / "nowhere" / "m.onnx", "does not exist"),
+    ]:
+        result = run("check", path, "--fix", out)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+    cache = tmp_path / "c.npy"
+    np.save(cache, np.zeros((4, 64)))
+    result = run("check", cache, LLAMA and tmp_path / "m" / "config.json", "--fix", "x")
+    assert result.returncode == 2 and "--fix is for a .onnx model" in result.stderr
+
+
+def test_fix_to_an_onnx_path_in_another_folder_brings_its_data(tmp_path):
+    cos, sin = _float32_tables(LLAMA, 64)
+    path = _builder_model(tmp_path / "m", LLAMA, cos, sin)
+    (tmp_path / "o").mkdir()
+    out = tmp_path / "o" / "exact.onnx"
+    sinpe.onnx.fix(path, out)
+    assert sorted(p.name for p in out.parent.iterdir()) == [
+        "exact.onnx",
+        "exact.sinpe-rope.data",
+        "model.onnx.data",
+    ]
+    assert sinpe.check_onnx(out, tmp_path / "m" / "config.json").verdict == "match"
+
+
+# --------------------------------------------------------------------------- bounded
+
+
+def test_a_10_gb_model_is_judged_reading_only_its_rope_rows(tmp_path):
+    """A sparse 10 GB external-data file (weights) with the caches at its end: a verdict in
+    seconds (printed, not judged), in the few MiB of a check's blocks, whatever the
+    weights' size (only the caches' sampled rows are read)."""
+    cos, sin = _float32_tables(LLAMA, 4096)
+    weights = 10 << 30
+    embed = {"location": "model.onnx.data", "offset": 0, "length": weights}
+    initializers = [
+        tensor("embed", dims=(weights // 4,), external=embed),
+        _external("cos_cache", cos, weights),
+        _external("sin_cache", sin, weights + cos.nbytes),
+    ]
+    path = _save(tmp_path, graph([_gqa()], initializers, ["input_ids"]), LLAMA)
+    with open(tmp_path / "model.onnx.data", "wb") as stream:
+        stream.truncate(weights)
+        stream.seek(weights)
+        stream.write(cos.tobytes() + sin.tobytes())
+    start = time.perf_counter()
+    tracemalloc.start()
+    try:
+        report = sinpe.check_onnx(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    print(f"10 GB model: {time.perf_counter() - start:.2f} s, {peak / 2**20:.1f} MiB traced")
+    assert report.verdict == "drift"
+    assert peak < 64 << 20, peak  # the check's own blocks (16 MiB here), never the weights
+
+
+def _caches(dims, location, offset, length) -> list:
+    place = {"location": location, "offset": offset}
+    if length is not None:
+        place["length"] = length
+    return [tensor(name, dims=dims, external=place) for name in ("cos_cache", "sin_cache")]
+
+
+def _packed(count: int) -> bytes:
+    """A Constant node whose attribute holds ``count`` packed ints."""
+    return text(4, "C") + field(5, 2, text(1, "x") + field(8, 2, b"\x01" * count))
+
+
+def _integers(name: str) -> bytes:
+    """A (4, 32) INT32 TensorProto: a cache of integers."""
+    dims = field(1, 0, 4) + field(1, 0, 32)
+    return dims + field(2, 0, 6) + text(8, name) + field(9, 2, bytes(4 * 4 * 32))
+
+
+def _hostile() -> dict:
+    head = field(1, 0, 8)  # ir_version 8
+
+    def nested(depth):
+        inner = graph([node("Relu", ["a"], ["b"])])
+        for _ in range(depth):
+            inner = graph([node("If", ["c"], ["d"], then_branch=("graph", inner))])
+        return model(inner)
+
+    outside = {"location": "../secret.data", "offset": 0, "length": 16}
+    absolute = {"location": "/etc/passwd", "offset": 0, "length": 16}
+    gqa = _gqa()
+    return {
+        "empty": b"",
+        "not protobuf": b"\xff" * 64,
+        "an 11-byte varint": head + b"\x38" + b"\xff" * 11,
+        "a 2^40-byte field": head + b"\x3a" + varint(1 << 40),
+        "a field past the end": head + field(7, 2, b"x" * 10)[:-3],
+        "a group wire type": head + b"\x3b",
+        "no graph": head,
+        "no ir_version": field(7, 2, graph()),
+        "graphs 17 deep": nested(17),
+        "an external path outside the folder": model(
+            graph([gqa], [tensor("cos_cache", dims=(2, 2), external=outside)])
+        ),
+        "an absolute external path": model(
+            graph([gqa], [tensor("cos_cache", dims=(2, 2), external=absolute)])
+        ),
+        "a negative dim": model(graph([], [tensor("x", dims=(-1,), external=outside)])),
+        "9 dims": model(graph([], [field(1, 0, 1) * 9 + text(8, "t")])),
+        "a 2^20-byte name": model(graph([node("Relu", ["a" * (1 << 20)], ["b"])])),
+        "2^18 + 1 nodes": model(graph([node("A")] * ((1 << 18) + 1))),
+        "a packed list of 2^17 numbers": model(graph([_packed(1 << 17)])),
+        "a lying external length": model(graph([gqa], _caches((64, 32), "d", 0, 8))),
+        "a missing external file": model(graph([gqa], _caches((64, 32), "gone", 0, 8192))),
+        "an external offset past the file": model(
+            graph([gqa], _caches((64, 32), "d", 1 << 40, 8192))
+        ),
+        "caches of 2^41 rows": model(graph([gqa], _caches((1 << 41, 32), "d", 0, None))),
+        "an integer cache": model(graph([gqa], [_integers("cos_cache"), _integers("sin_cache")])),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(_hostile()))
+def test_a_hostile_onnx_file_is_one_line_exit_2_fast_in_bounded_memory(tmp_path, case):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "d").write_bytes(bytes(64))
+    (tmp_path / "secret.data").write_bytes(bytes(64))
+    path = folder / "model.onnx"
+    path.write_bytes(_hostile()[case])
+    (folder / "config.json").write_text(json.dumps(LLAMA))
+    start = time.perf_counter()
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as found:
+            sinpe.check_onnx(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 256 << 20, peak  # the 2^18-node graph's records: the largest
+    assert time.perf_counter() - start < 60  # a hang fails; speed is not judged here
+    assert "\n" not in str(found.value)
+    result = run("check", path)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("sinpe: error:") and result.stderr.count("\n") == 1
+
+
+def test_the_reader_keeps_what_the_check_needs(tmp_path):
+    cos, sin = _float32_tables(LLAMA, 8)
+    path = _builder_model(tmp_path, LLAMA, cos, sin)
+    found = onnx_file.read(path)
+    assert found.ir_version == 8 and found.opsets == {"": 17, "com.microsoft": 1}
+    gqa = found.graph.nodes[0]
+    assert gqa.op_type == "GroupQueryAttention" and gqa.domain == "com.microsoft"
+    assert gqa.attributes["do_rotary"] == 1 and gqa.inputs[7:9] == ("cos_cache", "sin_cache")
+    cache = found.graph.initializers["cos_cache"]
+    assert cache.dims == (8, 32) and cache.where[0] == "external"
+    assert np.array_equal(onnx_file.tensor_values(found, cache), cos)
+    rows = onnx_file.tensor_rows(found, cache, np.array([1, 2, 6]))
+    assert np.array_equal(rows, cos[[1, 2, 6]])
+
+
+def test_import_sinpe_and_an_onnx_check_import_neither_onnx_nor_onnxruntime(tmp_path):
+    from subprocesses import run_script
+
+    cos, sin = _float32_tables(LLAMA, 8)
+    path = _builder_model(tmp_path, LLAMA, cos, sin)
+    result = run_script(
+        f"""
+        import sys, sinpe
+        sinpe.check_onnx({str(path)!r})
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("onnx", "onnxruntime", "torch")))
+        """
+    )
+    assert result.stdout.strip() == "[]"
+
+
+assert math and os and struct  # used by the hostile cases' helpers
