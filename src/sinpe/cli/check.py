@@ -250,8 +250,8 @@ def _onnx_command(args) -> int:
     print(f"{args.cache}: {len(report.parts)} RoPE table{'s' * (len(report.parts) != 1)}{length}")
     for part in report.parts:
         layer = f" ({part.layer_type})" if part.layer_type else ""
-        rows = f" {part.rows}x" if part.rows else " "
-        print(f"  {part.name}{layer}{rows}{part.dtype}: {part.judgment.text}")
+        rows = f"{part.rows} rows, " if part.rows else ""
+        print(f"  {part.name}{layer} ({rows}{part.dtype}): {part.judgment.text}")
         for found in part.judgment.findings:
             print(f"    {found.text}")
         for note in part.notes:
