@@ -58,7 +58,8 @@ MODELS = {
         | dict(layer_types=["sliding_attention"] * 2)
         | dict(rope_parameters=dict(rope_type="default", rope_theta=1e6)),
     ),
-    # the builder stops on these (docs/onnx.md): YaRN without betas, partial rotary, Gemma 3
+    # the builder stops on these (docs/onnx.md): YaRN without betas, partial rotary, Gemma 3,
+    # Phi-3 as transformers 5 saves it (rope_parameters, no "type")
     "qwen3-yarn-no-betas": (
         "Qwen3Config",
         dict(max_position_embeddings=16384, rope_parameters=dict(QWEN_YARN, beta_fast=None)),
@@ -67,6 +68,12 @@ MODELS = {
         "Qwen3Config",
         dict(max_position_embeddings=16384, rope_parameters=dict(QWEN_YARN))
         | dict(partial_rotary_factor=0.5),
+    ),
+    "phi-3-longrope-v5": (
+        "Phi3Config",
+        dict(max_position_embeddings=131072, original_max_position_embeddings=4096)
+        | dict(intermediate_size=192, rope_parameters=dict(rope_type="longrope", rope_theta=1e4))
+        | dict(head_dim=None),
     ),
     "gemma-3": (
         "Gemma3TextConfig",
@@ -111,7 +118,7 @@ def save(name: str, folder) -> Path:
     parameters = keywords.get("rope_parameters", {})
     if "beta_fast" in parameters and parameters["beta_fast"] is None:
         keywords["rope_parameters"] = {k: v for k, v in parameters.items() if k != "beta_fast"}
-    if name == "phi-3-longrope":
+    if name.startswith("phi-3-longrope"):
         keywords["rope_parameters"] = dict(keywords["rope_parameters"], short_factor=SHORT)
         keywords["rope_parameters"].update(long_factor=LONG, original_max_position_embeddings=4096)
     config = getattr(transformers, config_class)(**keywords)

@@ -84,11 +84,13 @@ def test_the_builders_yarn_ramp_is_called_unrounded_and_not_fixed(built, tmp_pat
         ("qwen3-yarn-no-betas", "ZeroDivisionError"),
         ("qwen3-yarn-partial", "RuntimeError"),
         ("gemma-3", "KeyError: 'rope_type'"),
+        ("phi-3-longrope-v5", "KeyError: 'type'"),
     ],
 )
 def test_where_the_builder_stops_instead(tmp_path, name, error):
     """docs/onnx.md's table: YaRN without betas (they default to 0), a partial rotary YaRN
-    (the ramp sized by the head), Gemma 3 from transformers 5 (no rope_local_base_freq)."""
+    (the ramp sized by the head), Gemma 3 from transformers 5 (no rope_local_base_freq), Phi-3
+    as transformers 5 saves it (phi.py reads rope_parameters["type"])."""
     folder = onnx_models.save(name, tmp_path / name)
     done = onnx_models.build(folder, tmp_path / "out")
     assert done.returncode != 0 and error in done.stderr, done.stderr[-2000:]
