@@ -32,8 +32,8 @@ LAYERS = [
     {"sinpe._tables"},  # validate -> plan -> the one filler
     {"sinpe._rope"},  # model knowledge
     {"sinpe._check"},  # someone else's table against the exact one
-    # faces and adapters (rope_scaling, _front: re-exports of the records and of 0.4.0's paths)
-    {"sinpe.torch", "sinpe.compat", "sinpe.rope_scaling", "sinpe._front"},
+    # faces and adapters (rope_scaling: re-exports of the records)
+    {"sinpe.torch", "sinpe.compat", "sinpe.rope_scaling"},
     {"sinpe.vllm", "sinpe.mlx", "sinpe.onnx"},  # the engines: each reads the checker
     {"sinpe.cli"},  # the command: it reaches every face, an MLX model folder's check too
     {"sinpe"},  # the public package

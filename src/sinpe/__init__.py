@@ -26,6 +26,25 @@ from ._tables.threads import thread_limit  # noqa: E402
 from ._version import __version__  # noqa: E402
 
 
+def _aliases() -> None:
+    """Pickles made by sinpe 0.4.0 (a ``RopeSpec``, a patched model's ``RotaryEmbedding``)
+    name ``sinpe._front.spec`` and ``sinpe._front.rotary``: those names still load, as
+    aliases of the modules' homes now (no package is there)."""
+    import sys
+    import types
+
+    from ._rope import rotary, spec
+
+    front = types.ModuleType("sinpe._front", "sinpe 0.4.0's module names, kept for its pickles")
+    front.__path__ = []
+    front.spec, front.rotary = spec, rotary
+    for name, module in (("_front", front), ("_front.spec", spec), ("_front.rotary", rotary)):
+        sys.modules.setdefault(f"{__name__}.{name}", module)
+
+
+_aliases()
+
+
 def __getattr__(name: str):
     if name == "HAVE_OPENMP":  # deprecated in 0.3.0: sinpe's threads are its own
         import warnings
