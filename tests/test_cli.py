@@ -380,35 +380,51 @@ def test_the_extension_rule_is_numpy_saves(tmp_path):
     assert np.load(tmp_path / "pe.txt.npy").shape == (4, 4)
 
 
+# the command, its write held (the temporary file open, half written) until a signal comes
+_HELD_WRITE = """
+import os, sys, time
+import sinpe.cli
+from sinpe.cli import table
+
+real = table.write_atomically
+
+def held(path, write):
+    def write_then_wait(file):
+        file.write(b"half a table")
+        file.flush()
+        open(sys.argv[1], "w").close()  # the temporary file exists, the write has begun
+        while True:
+            time.sleep(0.01)  # the signal lands here, mid-write
+
+    return real(path, write_then_wait)
+
+table.write_atomically = held
+sys.exit(sinpe.cli.main(sys.argv[2:]))
+"""
+
+
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_mid_write_leaves_no_temporary_file(tmp_path, signum, code):
-    """The signal is sent once the temporary file exists (the write has begun); a machine so
-    fast that the write ended first retries with twice the rows."""
-    rows = 20000
-    for _ in range(5):
-        path = tmp_path / "big.npy"
-        process = subprocess.Popen(
-            [sys.executable, "-m", "sinpe", "table", str(rows), "4096", "-o", str(path)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        while process.poll() is None and not any(
-            name.endswith(".part") for name in os.listdir(tmp_path)
-        ):
-            time.sleep(0.0005)
-        if process.poll() is None:
-            process.send_signal(signum)
-        out, err = process.communicate(timeout=300)
-        assert not [name for name in os.listdir(tmp_path) if name.endswith(".part")]
-        if process.returncode == code:
-            assert "Traceback" not in err and err.count("\n") <= 2, err  # the size, one line
-            assert not path.exists() or np.load(path).shape == (rows, 4096)
-            return
-        assert process.returncode == 0, err  # it finished before the signal: longer
-        path.unlink()
-        rows *= 2
-    pytest.fail("every write ended before the signal could be sent")
+    """The write waits for the signal (it is held half written once its temporary file
+    exists), so the signal always lands mid-write, however fast or busy the machine: the
+    old file stays, and no temporary file is left."""
+    out = tmp_path / "out"
+    out.mkdir()
+    path = out / "big.npy"
+    np.save(path, np.zeros(3))
+    ready = tmp_path / "ready"
+    command = [sys.executable, "-c", _HELD_WRITE, str(ready), "table", "16", "8", "-o", str(path)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ready.exists(), process.communicate(timeout=60)
+    assert [name for name in os.listdir(out) if name.endswith(".part")]  # mid-write indeed
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == code, err
+    assert "Traceback" not in err and err.count("\n") <= 2, err
+    assert os.listdir(out) == ["big.npy"] and np.load(path).tolist() == [0.0, 0.0, 0.0]
 
 
 def test_an_exception_at_any_line_of_the_write_leaves_no_temporary_file(tmp_path):
