@@ -188,7 +188,9 @@ def test_half_converter(dtype):
 
 
 def run(env, code):
-    full = {k: v for k, v in os.environ.items() if k != "SINPE_ISA"}
+    """The child gets the compiled backend and only the instruction set it is given, whatever
+    the user's environment says (``SINPE_BACKEND=numpy`` there would leave it no kernel)."""
+    full = {k: v for k, v in os.environ.items() if k not in ("SINPE_ISA", "SINPE_BACKEND")}
     full.update(env)
     return subprocess.run(
         [sys.executable, "-W", "always::RuntimeWarning", "-c", code],
