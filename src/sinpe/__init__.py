@@ -37,7 +37,7 @@ def _aliases() -> None:
 
     front = types.ModuleType("sinpe._front", "sinpe 0.4.0's module names, kept for its pickles")
     front.__path__ = []
-    front.spec, front.rotary = spec, rotary
+    vars(front).update(spec=spec, rotary=rotary)
     for name, module in (("_front", front), ("_front.spec", spec), ("_front.rotary", rotary)):
         sys.modules.setdefault(f"{__name__}.{name}", module)
 
