@@ -19,7 +19,9 @@ from sinpe._rope.rope import MAX_HEAD_DIM
 from sinpe._tables import backends, checks
 from sinpe._twin import frequencies as twin_frequencies
 
-pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
+# the kernel's own tests; `pool`: the thread pool, processes and memory limits, code no
+# instruction-set cap changes (the capped builds skip them, every other build runs them)
+pytestmark = [pytest.mark.compiled, pytest.mark.pool]
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 TIB = 1 << 40

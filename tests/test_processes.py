@@ -12,7 +12,9 @@ from subprocesses import run_script
 import sinpe
 from sinpe import conventions
 
-pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
+# the kernel's own tests; `pool`: the thread pool, processes and memory limits, code no
+# instruction-set cap changes (the capped builds skip them, every other build runs them)
+pytestmark = [pytest.mark.compiled, pytest.mark.pool]
 
 linux_only = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs /proc")
 
