@@ -546,3 +546,24 @@ def test_a_float64_vllm_cache_is_read_in_float64():
     layer.cos_sin_cache = torch.from_numpy(spec.rope_cache(4096, dtype="float64"))
     (report,) = audit_layer(layer, spec, ["l"])
     assert report.verdict == "match" and report.largest < 1e-15, report.line()
+
+
+def test_a_gemma_3_config_without_its_pattern_has_the_class_default():
+    """Gemma 3's published config gives no ``sliding_window_pattern`` (nor ``layer_types``):
+    transformers' Gemma3TextConfig sets 6 (every sixth layer full), and so does the core, so
+    every engine's layer is judged by its type's RoPE (it was "the config says no layer type")."""
+    from sinpe._check.layers import LayerUnknown, layer_spec
+
+    data = json.loads((CONFIGS_DIR / "gemma-3-4b-it.json").read_text())
+    assert "sliding_window_pattern" not in json.dumps(data)
+    spec = sinpe.rope_config(data)
+    kinds = [layer_spec(spec, data, i) for i in range(12)]
+    full, sliding = spec.layer("full_attention"), spec.layer("sliding_attention")
+    assert kinds == [sliding] * 5 + [full] + [sliding] * 5 + [full]
+    with pytest.raises(LayerUnknown):  # a family without a default still says it does not know
+        other = {
+            **data,
+            "model_type": "x",
+            "text_config": {**data["text_config"], "model_type": "x"},
+        }
+        layer_spec(spec, other, 0)
