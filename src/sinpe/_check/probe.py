@@ -19,7 +19,15 @@ from .judge import MAX_WIDTH, Held, bounded, fit, judge_parameters, judge_table,
 from .layers import lengths
 from .verdict import DRIFT, MATCH, MISMATCH, Verdict, explained, finding, mismatch, unchecked
 
-__all__ = ["PROBE_EXTRA", "judge_module", "measure", "positions_of", "rotation_of"]
+__all__ = [
+    "PROBE_EXTRA",
+    "PastWidth",
+    "judge_module",
+    "judge_rows",
+    "measure",
+    "positions_of",
+    "rotation_of",
+]
 
 PROBE_EXTRA = 4  # columns past the rotary width: they must come back untouched
 
@@ -97,22 +105,34 @@ def judge_module(spec, call: Callable, dims: int, trained: int | None = None) ->
     structural, _ = judge_parameters(spec, Held(width=dims, rotation=rotation), None)
     if any(f.code == "rotary_width" for f in structural):
         return mismatch(structural), rotation
-    trained = int(trained or spec.max_position_embeddings or 4096)
-    read = _reader(call, dims, rotation)
     try:
-        judged = [
-            (length, judge_table(spec._one(), read, positions_of(length), np.arange(dims // 2),
-                                 "float32", length).verdict)
-            for length in lengths(spec, trained)
-        ]  # fmt: skip
+        judgment = judge_rows(spec, lambda _: _reader(call, dims, rotation), dims, trained)
     except PastWidth:
         return mismatch([finding("past_width")]), rotation
-    return _combine(spec, judged, read, structural), rotation
+    if structural:
+        judgment = _with_structural(judgment, structural)
+    return judgment, rotation
 
 
-def _combine(spec, judged: list, read: Callable, structural: list) -> Verdict:
+def judge_rows(spec, read_at: Callable, dims: int, trained: int | None = None) -> Verdict:
+    """The ``Verdict`` of an engine known by its rows: ``read_at(length)`` gives the
+    ``read(positions)`` of a sequence of that length (``(cos, sin)``, each ``(rows, dims/2)``
+    float64, pair ``j`` in column ``j``), judged at sampled positions at each length the spec
+    is judged at (LongRoPE: the original length and the trained one), a mismatch explained by
+    what its angles show."""
+    trained = int(trained or spec.max_position_embeddings or 4096)
+    pairs = np.arange(dims // 2)
+    judged, reads = [], {}
+    for length in lengths(spec, trained):
+        reads[length] = read = read_at(length)
+        table = judge_table(spec._one(), read, positions_of(length), pairs, "float32", length)
+        judged.append((length, table.verdict))
+    return _combine(spec, judged, reads)
+
+
+def _combine(spec, judged: list, reads: dict) -> Verdict:
     """One verdict of the lengths judged: the worst, a regime that fails where the other
-    reads as the config said as such, structural findings first."""
+    reads as the config said as such."""
     failed = [(length, v) for length, v in judged if v.verdict == MISMATCH]
     worst = failed[0][1] if failed else _worst(v for _, v in judged)
     decades: dict = {}
@@ -126,13 +146,18 @@ def _combine(spec, judged: list, read: Callable, structural: list) -> Verdict:
         passed = next(length for length, v in judged if v.verdict != MISMATCH)
         worst = explained(worst, [_regime(spec, passed)])
     elif failed and worst.findings[0].code != "not_a_number":
-        held = fit(read, None)
+        held = fit(reads[failed[0][0]], None)
         if held is not None:
             worst = explained(worst, judge_parameters(spec, held, failed[0][0])[0])
-    if structural:
-        reasons = structural + [f for f in worst.findings if worst.verdict == MISMATCH]
-        worst = mismatch(reasons)._replace(decades=merged, largest=largest, dtype=worst.dtype)
     return worst
+
+
+def _with_structural(judgment: Verdict, structural: list) -> Verdict:
+    """Structural findings (the width, the rotation) first, then the table's reasons."""
+    reasons = structural + [f for f in judgment.findings if judgment.verdict == MISMATCH]
+    return mismatch(reasons)._replace(
+        decades=judgment.decades, largest=judgment.largest, dtype=judgment.dtype
+    )
 
 
 def _worst(verdicts) -> Verdict:

@@ -112,6 +112,8 @@ REASONS = {
     "missing_attribute": "{engine} has no {config}: not judged",
     "unreadable": "{engine} could not be read ({config}): not judged",
     "config_refused": "sinpe.rope_config refuses {engine}: {config}",
+    "remote_code": "{engine} is the model's own code (auto_map), which a config alone does "
+    "not carry: not judged",
     "layer_of": "the config says no layer type for layer {engine} (layer_types)",
 }
 _EVIDENCE = {  # the causes said beside a reason, in parentheses

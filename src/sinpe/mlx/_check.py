@@ -80,10 +80,10 @@ def _signature(rope) -> tuple:
     return type(rope).__name__, tuple(items)
 
 
-def check(model, config) -> list:
+def check(model, config, *, length: int | None = None) -> list:
     """One ``LayerReport`` per distinct RoPE module of ``model`` (an MLX model, as mlx_lm
     loads it) against ``config`` (its config.json path or mapping, read as transformers
-    reads it)."""
+    reads it), judged up to ``length`` (default: the config's trained length)."""
     data = load_config(config)
     spec = rope_config(data)
     groups: dict = {}
@@ -97,16 +97,18 @@ def check(model, config) -> list:
         groups.setdefault(key, (rope, one, softmax, []))[3].append(name)
     if not groups:
         raise ValueError("the model has no RoPE module (no layer keeps a 'rope')")
-    return [_report(rope, one, softmax, names) for rope, one, softmax, names in groups.values()]
+    return [
+        _report(rope, one, softmax, names, length) for rope, one, softmax, names in groups.values()
+    ]
 
 
-def _report(rope, spec, softmax, names) -> LayerReport:
+def _report(rope, spec, softmax, names, length=None) -> LayerReport:
     cls = type(rope).__name__
     if isinstance(spec, LayerUnknown):
         judgment = Verdict(UNCHECKED, (spec.finding,), kind="none")
         return LayerReport(tuple(names), cls, dims_of(rope, 0), None, judgment)
     dims = dims_of(rope, spec.head_dim)
-    judgment, rotation = judge_module(spec, call_of(rope), dims)
+    judgment, rotation = judge_module(spec, call_of(rope), dims, length)
     found, _ = judge_parameters(spec, Held(softmax_scale=softmax), None)
     if found:
         reasons = list(judgment.findings if judgment.verdict == MISMATCH else ()) + found

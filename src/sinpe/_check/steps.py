@@ -1,0 +1,30 @@
+"""An engine's own code, run on a model sinpe hands it (``sinpe engines``' twin): an error it
+raises is a finding about the engine (``EngineFailed``, naming the step), not a crash of
+sinpe's reading. Every adapter wraps each call into the engine with ``step``."""
+
+from __future__ import annotations
+
+__all__ = ["EngineFailed", "step"]
+
+
+class EngineFailed(Exception):
+    """The engine's own code stopped: where, and its error."""
+
+
+class step:
+    """``with step("its builder"):`` turns an error raised inside into ``EngineFailed``
+    naming the step (``MemoryError`` too: a twin keeps the config's lengths)."""
+
+    def __init__(self, where: str):
+        self.where = where
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, _):
+        if error is None or isinstance(error, (EngineFailed, KeyboardInterrupt)):
+            return False
+        words = " ".join(str(error).split())[:240]
+        if isinstance(error, MemoryError):
+            words = "out of memory (the twin keeps the config's lengths)"
+        raise EngineFailed(f"{self.where} raised {type(error).__name__}: {words}") from error
