@@ -19,11 +19,13 @@ transformers = pytest.importorskip("transformers")
 import engine_models  # noqa: E402
 import shift  # noqa: E402
 from command import run  # noqa: E402
+from engine_rules import changed_interpreter  # noqa: E402
 
 import sinpe  # noqa: E402
 import sinpe.mlx as smlx  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+CONFIGS = Path(__file__).with_name("data") / "configs"
 
 
 @pytest.fixture(scope="module")
@@ -260,3 +262,50 @@ def test_patch_decides_from_the_verdict_not_its_words(folders, monkeypatch):
     assert all(p.reason == "unchecked" for p in patched)
     ropes = [rope for _, _, _, rope in smlx._probe.find_ropes(model)]
     assert not any(isinstance(rope, smlx.ExactRoPE) for rope in ropes)
+
+
+# --------------------------------------------------------------------------- sinpe engines
+
+
+def _transformers_5(tmp_path) -> Path:
+    """Llama-3.1's config as transformers 5 saves it (``rope_parameters``)."""
+    data = json.loads((CONFIGS / "llama-3.1-8b.json").read_text())
+    scaling, base = data.pop("rope_scaling"), data.pop("rope_theta")
+    data["rope_parameters"] = {**scaling, "rope_theta": base}
+    path = tmp_path / "llama-3.1.transformers-5.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_engines_side_by_side_show_mlx_lm_s_misreading_of_a_transformers_5_config(tmp_path):
+    """transformers reads the config (float32 drift); mlx-lm's Llama reads no rope_theta
+    and no scaling in ``rope_parameters``: base 10000, Llama-3 scaling not applied."""
+    report = sinpe.engines(_transformers_5(tmp_path), only=["transformers", "mlx-lm"])
+    transformers, mlx = report.lines
+    assert transformers.verdict == "drift" and transformers.largest < 0.02, transformers.text
+    assert mlx.verdict == "mismatch" and report.exit_code == 1, mlx.text
+    said = " ".join(mlx.reasons)
+    assert "base 10000.0 where the config gives 500000.0" in said
+    assert "Llama-3 scaling not applied" in said
+
+
+def test_a_rule_changed_in_mlx_lm_changes_its_line_and_no_other(tmp_path):
+    """The line is the engine's: mlx-lm's own ``initialize_rope`` made to drop the scaling (in
+    its interpreter) turns its line on the Llama-3.1 config from drift to mismatch, and the
+    transformers line stays as it was."""
+    config = CONFIGS / "llama-3.1-8b.json"
+    before = sinpe.engines(config, only=["transformers", "mlx-lm"])
+    assert [line.verdict for line in before.lines] == ["drift", "drift"], before.lines
+    changed = changed_interpreter(
+        tmp_path,
+        """
+        import mlx_lm.models.llama as llama
+        rule = llama.initialize_rope
+        llama.initialize_rope = lambda dims, base, traditional, scaling, length: rule(
+            dims, base, traditional, None, length)
+        """,
+    )
+    after = sinpe.engines(config, only=["transformers", "mlx-lm"], pythons={"mlx-lm": changed})
+    assert after.lines[0] == before.lines[0]
+    assert after.lines[1].verdict == "mismatch" and after.exit_code == 1
+    assert "Llama-3 scaling not applied" in " ".join(after.lines[1].reasons), after.lines[1]

@@ -15,6 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+import sinpe  # noqa: E402
 import sinpe.torch as st  # noqa: E402
 from sinpe._rope.families import FAMILIES  # noqa: E402
 
@@ -539,3 +540,39 @@ def test_vision_language_models_on_their_own_position_ids(family):
             for g, w in zip(got, want):
                 assert np.array_equal(g.numpy(), w), (name, shift)
     assert bool(report) == (family in REPLACED_VLMS), (family, report.left)
+
+
+# --------------------------------------------------------------------------- sinpe engines
+
+CONFIGS = Path(__file__).with_name("data") / "configs"
+
+
+@pytest.mark.parametrize(
+    "name", ["llama-3.1-8b", "gemma-3-4b-it", "phi-3.5-mini-instruct.autoconfig-dump"]
+)
+def test_engines_read_transformers_as_sinpe_does(name):
+    """transformers' column for three families: its modules built from the twin, read at the
+    sampled positions, drift from exact (float32 angles) and nothing more; Gemma 3's two
+    layer types and Phi-3.5's two LongRoPE regimes each judged."""
+    report = sinpe.engines(CONFIGS / f"{name}.json", only=["transformers"])
+    (line,) = report.lines
+    assert line.version == transformers.__version__ and line.python == sys.executable
+    assert line.verdict == "drift" and 0 < line.largest < 0.05 and report.exit_code == 0, line.text
+
+
+def test_a_rule_changed_in_transformers_changes_its_line(tmp_path):
+    """The line is transformers' own: its Llama-3 rule replaced by the linear one (in its own
+    interpreter) makes the line a mismatch."""
+    from engine_rules import changed_interpreter
+
+    changed = changed_interpreter(
+        tmp_path,
+        """
+        from transformers import modeling_rope_utils as rope
+        rope.ROPE_INIT_FUNCTIONS["llama3"] = rope.ROPE_INIT_FUNCTIONS["linear"]
+        """,
+    )
+    config = CONFIGS / "llama-3.1-8b.json"
+    report = sinpe.engines(config, only=["transformers"], pythons={"transformers": changed})
+    (line,) = report.lines
+    assert line.verdict == "mismatch" and report.exit_code == 1, line.text

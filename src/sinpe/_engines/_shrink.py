@@ -1,0 +1,152 @@
+"""The twin of a model's config: every key that says how the model rotates kept as the config
+gives it (head dims, rotary widths, rope parameters, layer types and patterns, lengths), the
+sizes that say nothing of the rotation shrunk, so that an engine builds the model in seconds:
+two attention heads (one key-value head where the model groups them), at most four experts,
+small MLPs and vocabularies, and only as many layers as it takes to hold one of each kind.
+
+The ratio ``hidden_size / num_attention_heads`` is kept (an engine that takes the head dim from
+it, ignoring ``head_dim``, reads the twin as it reads the model), and so is every per-layer
+list's pattern, cut to the layers kept. Token ids past the small vocabulary are set inside it.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+__all__ = ["HEADS", "VOCAB", "shrink"]
+
+HEADS = 2
+VOCAB = 512
+# size keys and what they become (where the config has them)
+_SMALL = {
+    "intermediate_size": 64,
+    "moe_intermediate_size": 32,
+    "shared_expert_intermediate_size": 32,
+    "ffn_hidden_size": 64,
+    "q_lora_rank": 64,
+    "kv_lora_rank": 32,
+    "linear_num_key_heads": 2,
+    "linear_num_value_heads": 2,
+    "linear_key_head_dim": 32,
+    "linear_value_head_dim": 32,
+    "hidden_size_per_layer_input": 16,
+    "vocab_size_per_layer_input": VOCAB,
+    "num_nextn_predict_layers": 0,
+    "mtp_num_hidden_layers": 0,
+    "num_kv_shared_layers": 0,
+}
+# expert counts: at most 4, and no more chosen per token than there are
+_EXPERTS = ("n_routed_experts", "num_experts", "num_local_experts")
+_PER_TOKEN = ("num_experts_per_tok", "moe_topk", "top_k")
+_GROUPS = ("n_group", "topk_group")
+# a layer pattern's period: the twin keeps at least one whole period
+_PERIODS = (
+    "sliding_window_pattern",
+    "_sliding_window_pattern",
+    "full_attention_interval",
+    "interleave_moe_layer_step",
+    "no_rope_layer_interval",
+    "decoder_sparse_step",
+)
+_TOKEN_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
+
+
+def shrink(config: dict) -> dict:
+    """The twin of ``config`` (a ``config.json`` as a dict; a multimodal config's
+    ``text_config`` shrunk the same way, its vision tower too where it has one)."""
+    twin = copy.deepcopy(config)
+    _shrink_text(twin, vocabulary="text_config" not in twin)
+    for key in ("text_config", "vision_config", "audio_config", "thinker_config"):
+        if isinstance(twin.get(key), dict):
+            _shrink_text(twin[key], vocabulary=key == "text_config")
+    return twin
+
+
+def _shrink_text(config: dict, vocabulary: bool) -> None:
+    """``vocabulary``: the config of a language model, whose vocabulary is shrunk even where
+    it gives none (the class default: Gemma 3's is 262,208 ids)."""
+    # a quantized checkpoint's scheme says nothing of the rotation, and ties the twin to
+    # kernels and dtypes an engine may not have on this machine (gpt-oss's MXFP4)
+    config.pop("quantization_config", None)
+    _shrink_layers(config)
+    _shrink_heads(config)
+    for key, small in _SMALL.items():
+        if isinstance(config.get(key), int) and config[key] > small:
+            config[key] = small
+    _shrink_experts(config)
+    if vocabulary or isinstance(config.get("vocab_size"), int):
+        config["vocab_size"] = VOCAB
+        for key in _TOKEN_IDS:
+            config[key] = _inside(config.get(key))
+
+
+def _shrink_layers(config: dict) -> None:
+    """The layers kept (``_layers_kept``), every per-layer list cut to them."""
+    layers = config.get("num_hidden_layers")
+    if not (isinstance(layers, int) and layers > 0):
+        return
+    kept = _layers_kept(config, layers)
+    config["num_hidden_layers"] = kept
+    for key, value in list(config.items()):
+        if isinstance(value, list) and len(value) == layers and key != "architectures":
+            config[key] = value[:kept]
+    for key in ("first_k_dense_replace", "max_window_layers"):
+        if isinstance(config.get(key), int):
+            config[key] = min(config[key], kept - 1 if kept > 1 else kept)
+
+
+def _shrink_experts(config: dict) -> None:
+    """At most four experts, no more chosen per token than two, one group."""
+    for key in _EXPERTS:
+        if isinstance(config.get(key), int) and config[key] > 4:
+            config[key] = 4
+    experts = next((config[k] for k in _EXPERTS if isinstance(config.get(k), int)), None)
+    for key in _PER_TOKEN:
+        if experts and isinstance(config.get(key), int):
+            config[key] = min(config[key], 2, experts)
+    for key in _GROUPS:
+        if isinstance(config.get(key), int):
+            config[key] = 1
+
+
+def _layers_kept(config: dict, layers: int) -> int:
+    """As many layers as hold one of each kind: the first of each layer type, a whole period
+    of every pattern, and at least two (a dense layer and a sparse one)."""
+    needed = 2
+    for key in _PERIODS:
+        if isinstance(config.get(key), int) and config[key] > 0:
+            needed = max(needed, config[key])
+    for key in ("layer_types", "mlp_layer_types"):
+        kinds = config.get(key)
+        if isinstance(kinds, list) and kinds:
+            needed = max(needed, max(kinds.index(kind) for kind in set(map(str, kinds))) + 1)
+    if isinstance(config.get("first_k_dense_replace"), int):
+        needed = max(needed, config["first_k_dense_replace"] + 1)
+    return min(layers, needed)
+
+
+def _shrink_heads(config: dict) -> None:
+    """Two heads, ``hidden_size / num_attention_heads`` as the config has it; one key-value
+    head where the model groups them (two where it does not)."""
+    heads, hidden = config.get("num_attention_heads"), config.get("hidden_size")
+    if not (isinstance(heads, int) and heads > HEADS):
+        return
+    if isinstance(hidden, int) and hidden % heads == 0:
+        config["hidden_size"] = HEADS * (hidden // heads)
+    elif isinstance(hidden, int):  # the ratio is not whole: keep the head dim the config gives
+        config.setdefault("head_dim", hidden // heads)
+        config["hidden_size"] = HEADS * math.ceil(hidden / heads)
+    kv = config.get("num_key_value_heads")
+    config["num_attention_heads"] = HEADS
+    if isinstance(kv, int):
+        config["num_key_value_heads"] = HEADS if kv >= heads else 1
+
+
+def _inside(value):
+    """A token id (or a list of them) inside the twin's vocabulary."""
+    if isinstance(value, list):
+        return [_inside(v) for v in value][:2]
+    if isinstance(value, int) and value >= VOCAB:
+        return VOCAB - 1
+    return value

@@ -1,0 +1,216 @@
+"""``sinpe._engines(config)``: one line per engine for one model's config. The twin of the
+config (``_shrink.py``) is handed to each engine's own loading path, in the engine's own
+interpreter (``python -m sinpe._engines.probe``: the interpreter given for it, else this one),
+and what the engine makes of it is judged there by the verdict core. Here the lines are put
+together: an engine that is absent is a line saying how to install it; one that fails on the
+twin is a line naming its error (a finding too); one whose interpreter holds another sinpe, or
+whose reading does not finish, a line saying so."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import NamedTuple
+
+from .._check.verdict import DRIFT, MATCH, MISMATCH, UNCHECKED, strict
+from .._rope.config import load_config, rope_config
+from .._version import __version__
+from ._registry import ENGINES, by_key
+from ._shrink import shrink
+
+__all__ = ["ABSENT", "FAILED", "EngineLine", "EnginesReport", "engines"]
+
+ABSENT, FAILED = "not installed", "failed"
+MARK = "SINPE-ENGINE "  # the probe's one line of output, among the engine's own logs
+TIMEOUT = 1800  # seconds an engine may take on the twin
+_ORDER = {MISMATCH: 0, FAILED: 1, UNCHECKED: 2, DRIFT: 3, MATCH: 4}
+
+
+class EngineLine(NamedTuple):
+    """What one engine makes of the config: ``verdict`` is the core's (``match``,
+    ``drift``, ``mismatch``, ``unchecked``), or ``failed`` (the engine stopped on the twin:
+    ``reasons`` names its error) or ``not installed`` (``reasons``: how to install it);
+    ``largest`` the largest error of its table up to the length judged."""
+
+    engine: str
+    name: str
+    version: str | None
+    how: str
+    verdict: str
+    reasons: tuple = ()
+    largest: float | None = None
+    python: str = ""
+    notes: tuple = ()
+
+    @property
+    def text(self) -> str:
+        """The line as ``sinpe engines`` prints it."""
+        version = f" {self.version}" if self.version else ""
+        reasons = f": {'; '.join(self.reasons)}" if self.reasons else ""
+        largest = f" (largest error {self.largest:.3g})" if self.largest is not None else ""
+        notes = f" ({'; '.join(self.notes)})" if self.notes else ""
+        return f"{self.name}{version}: {self.verdict}{largest}{reasons}{notes}"
+
+    def as_dict(self) -> dict:
+        return strict(self._asdict())
+
+
+class EnginesReport(NamedTuple):
+    """Every engine's line for one config, judged up to ``length``."""
+
+    config: str
+    length: int
+    lines: tuple
+
+    @property
+    def exit_code(self) -> int:
+        """1 where an installed engine does not run the config's RoPE (a mismatch, or a
+        failure on the twin), else 0."""
+        return int(any(line.verdict in (MISMATCH, FAILED) for line in self.lines))
+
+    def as_dict(self) -> dict:
+        return strict(
+            {
+                "config": self.config,
+                "length": self.length,
+                "engines": [line.as_dict() for line in self.lines],
+                "exit_code": self.exit_code,
+            }
+        )
+
+
+def engines(
+    config, *, length: int | None = None, pythons: dict | None = None, only=None
+) -> EnginesReport:
+    """Each engine's reading of ``config`` (a config.json path or mapping), side by side.
+
+    Parameters
+    ----------
+    config : str, path or mapping
+        The model's ``config.json``.
+    length : int, optional
+        The deployment length the tables are judged up to (default: the config's trained
+        length, ``max_position_embeddings``).
+    pythons : dict, optional
+        ``{engine key: interpreter}`` for engines installed in environments of their own
+        (keys: ``transformers``, ``vllm``, ``mlx-lm``); the others run in this interpreter.
+        Each needs this sinpe version installed beside the engine.
+    only : iterable of str, optional
+        The engine keys to run (default: all).
+
+    Returns
+    -------
+    EnginesReport
+        One ``EngineLine`` per engine, in a fixed order; ``exit_code`` 1 where an installed
+        engine mismatches or fails on the twin.
+    """
+    data = load_config(config)
+    spec = rope_config(data)  # refused here, before any engine runs, if sinpe refuses it
+    length = _length(length, spec)
+    pythons = _pythons(pythons)
+    keys = [e.key for e in ENGINES] if only is None else [by_key(k).key for k in only]
+    with tempfile.TemporaryDirectory(prefix="sinpe-engines-") as folder:
+        twin = Path(folder, "twin")
+        twin.mkdir()
+        (twin / "config.json").write_text(json.dumps(shrink(data), indent=2))
+        (Path(folder) / "original.json").write_text(json.dumps(data))
+        lines = tuple(
+            _line(key, pythons.get(key, sys.executable), Path(folder), length) for key in keys
+        )
+    name = os.fspath(config) if isinstance(config, (str, os.PathLike)) else "<mapping>"
+    return EnginesReport(name, length, lines)
+
+
+def _length(length, spec) -> int:
+    if length is None:
+        length = spec.max_position_embeddings or 4096
+    if isinstance(length, bool) or not isinstance(length, int) or not 1 <= length <= 1 << 40:
+        raise ValueError(f"length must be an integer from 1 to 2**40, got {length!r}")
+    return length
+
+
+def _pythons(pythons) -> dict:
+    pythons = dict(pythons or {})
+    for key, path in pythons.items():
+        by_key(key)
+        if not os.path.isfile(path) or not os.access(path, os.X_OK):
+            raise ValueError(f"the interpreter for {key} ({path!r}) is not an executable file")
+    return pythons
+
+
+def _line(key: str, python: str, folder: Path, length: int) -> EngineLine:
+    engine = by_key(key)
+    base = EngineLine(key, engine.name, None, engine.how, FAILED, python=python)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    command = [python, "-m", "sinpe._engines.probe", key, str(folder), str(length)]
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            env=env,
+            cwd=folder,
+            stdin=subprocess.DEVNULL,  # an engine's prompt (remote code?) gets no answer
+        )
+    except subprocess.TimeoutExpired:
+        return base._replace(reasons=(f"sinpe's reading did not finish in {TIMEOUT} s",))
+    # the mark may follow an engine's own unfinished line (a prompt): the last one counts
+    found = [line.rpartition(MARK)[2] for line in done.stdout.splitlines() if MARK in line]
+    if not found:
+        return base._replace(reasons=(_no_answer(done, python),))
+    return _from_probe(base, json.loads(found[-1]), engine)
+
+
+def _no_answer(done, python: str) -> str:
+    """Why the probe printed no line: a killed process (memory), another sinpe, or a bug."""
+    if done.returncode in (-9, 137):
+        return "killed (out of memory, most likely): the twin keeps the config's lengths"
+    tail = [line for line in done.stderr.strip().splitlines() if line.strip()][-1:]
+    if tail and "No module named sinpe" in tail[0]:
+        return f"sinpe is not installed in {python}: pip install sinpe=={__version__} there"
+    return f"sinpe's reading stopped (exit {done.returncode}): {tail[0] if tail else ''}"[:300]
+
+
+def _from_probe(base: EngineLine, answer: dict, engine) -> EngineLine:
+    if answer.get("sinpe") != __version__:
+        return base._replace(
+            reasons=(
+                f"sinpe {answer.get('sinpe')} in {base.python}, {__version__} here: install "
+                "the same in both",
+            )
+        )
+    if not answer.get("installed"):
+        missing = answer.get("missing")
+        return base._replace(
+            verdict=ABSENT, reasons=(engine.install,) + ((f"({missing})",) if missing else ())
+        )
+    base = base._replace(version=answer.get("version"), how=answer.get("how") or base.how)
+    if answer.get("failed"):
+        return base._replace(reasons=(answer["failed"],), notes=tuple(answer.get("notes", ())))
+    layers = answer.get("layers") or []
+    if not layers:
+        return base._replace(reasons=("no rotary module found in what the engine built",))
+    judged = [layer for layer in layers if layer["verdict"] != UNCHECKED] or layers
+    worst = min(_ORDER[layer["verdict"]] for layer in judged)
+    verdict = next(v for v, rank in _ORDER.items() if rank == worst)
+    reasons, notes = [], list(answer.get("notes", ()))
+    for layer in layers:
+        said = "; ".join(r["text"] for r in layer.get("reasons", ()))
+        what = layer.get("what")
+        said = f"{what}: {said}" if said and what and len(layers) > 1 else said
+        if layer in judged and _ORDER[layer["verdict"]] == worst and said:
+            reasons.append(said)
+        elif layer not in judged and said:
+            notes.append(said)  # a module not judged beside one that is: said, not the verdict
+    largest = [layer["largest_error"] for layer in layers if layer.get("largest_error") is not None]
+    return base._replace(
+        verdict=verdict,
+        reasons=tuple(dict.fromkeys(reasons)),
+        largest=max(largest) if largest else None,
+        notes=tuple(dict.fromkeys(notes)),
+    )

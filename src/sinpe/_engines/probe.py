@@ -1,0 +1,68 @@
+"""The reading of one engine, in the engine's own interpreter: ``python -m sinpe._engines.probe
+KEY FOLDER LENGTH``, ``FOLDER`` holding ``twin/config.json`` (the twin) and
+``original.json`` (the config as given). It prints one line, ``SINPE-ENGINE {json}``:
+
+- ``installed``: whether the engine is there (its version where it is);
+- ``layers``: each distinct rotary layer's verdict (the core's JSON, with ``what`` it is);
+- ``failed``: the engine's own error on the twin (``EngineFailed``), where it stopped.
+
+An error in sinpe's own reading is not caught: the parent says the reading stopped, with the
+last line of the traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import json
+import sys
+from pathlib import Path
+
+from .._check.steps import EngineFailed
+from .._check.verdict import dumps
+from .._version import __version__
+from ._registry import by_key
+from ._side import MARK
+
+__all__ = ["main", "version_of"]
+
+
+def version_of(distributions) -> str | None:
+    for name in distributions:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def main(argv=None) -> int:
+    key, folder, length = argv if argv is not None else sys.argv[1:]
+    engine = by_key(key)
+    folder = Path(folder)
+    answer: dict = {"engine": key, "sinpe": __version__, "python": sys.executable}
+    version = version_of(engine.distributions)
+    reader = None
+    if version is not None:
+        try:
+            reader = importlib.import_module(engine.reader)
+        except ImportError as exc:  # the engine is there, what sinpe reads it with is not
+            answer["missing"] = str(exc)
+    answer["installed"] = reader is not None and version is not None
+    if reader is not None and version is not None:
+        answer["version"] = version
+        original = json.loads((folder / "original.json").read_text())
+        try:
+            layers, notes, how = reader.read(folder / "twin", original, int(length))
+            answer["layers"] = [{"what": what, **judgment.as_json()} for what, judgment in layers]
+            answer["notes"] = list(notes)
+            if how:
+                answer["how"] = how
+        except EngineFailed as exc:
+            answer["failed"] = str(exc)
+    print(MARK + dumps(answer), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""``sinpe engines CONFIG``: one line per engine for one model's config (``sinpe.engines``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .._check.verdict import dumps, refusal
+from .arguments import AddCommand, UsageError
+
+
+def add_engines_arguments(command: AddCommand) -> None:
+    """The ``engines`` subcommand and its arguments."""
+    parser = command(
+        "engines",
+        "each engine's reading of one model's RoPE, side by side (transformers, vLLM, "
+        "MLX-LM), from the engine's own code on a tiny twin of the config",
+    )
+    parser.add_argument("config", help="the model's config.json (required)")
+    parser.add_argument(
+        "--length",
+        type=int,
+        default=None,
+        help="the deployment length judged up to (default: the config's trained length, "
+        "max_position_embeddings)",
+    )
+    parser.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        metavar="KEY=PATH",
+        help="the interpreter of an engine installed in a venv of its own (with this sinpe "
+        "beside it), e.g. vllm=/opt/vllm/bin/python; repeat per engine (default: this "
+        "interpreter for every engine)",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=None,
+        metavar="KEY",
+        help="run this engine only (repeat for more; keys: transformers, vllm, mlx-lm; "
+        "default: all)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _pythons(given: list) -> dict:
+    pythons = {}
+    for item in given:
+        key, sep, path = item.partition("=")
+        if not sep or not key or not path:
+            raise UsageError(
+                f"--python takes KEY=PATH (e.g. vllm=/opt/vllm/bin/python), got {item!r}"
+            )
+        pythons[key] = path
+    return pythons
+
+
+def engines_command(args: argparse.Namespace) -> int:
+    """``sinpe engines``: the lines printed (text or JSON); exit 0 when every installed engine
+    matches or drifts (or is not judged), 1 when one mismatches or fails on the twin."""
+    from .._engines import engines
+
+    try:
+        report = engines(
+            args.config, length=args.length, pythons=_pythons(args.python), only=args.only
+        )
+    except (TypeError, ValueError, OSError) as exc:
+        if args.json and not isinstance(exc, UsageError):
+            print(dumps(refusal(str(exc) or type(exc).__name__), indent=2))
+        raise
+    if args.json:
+        print(dumps(report.as_dict(), indent=2))
+        return report.exit_code
+    print(
+        f"{report.config}: RoPE as each engine runs it, judged up to position {report.length - 1:,}"
+    )
+    for line in report.lines:
+        print(f"  {line.text}")
+        if line.how and line.verdict not in ("not installed",):
+            print(f"      read: {line.how}" + (f" (python: {line.python})" if line.python else ""))
+    return report.exit_code

@@ -1,0 +1,366 @@
+"""``sinpe engines`` without the engines (their legs run the real ones: tests/test_mlx.py,
+tests/test_vllm.py, tests/test_transformers_live.py): the twin keeps every RoPE the config
+gives; the probe's answer becomes one line per engine (the verdict core's, or why not) with
+stand-in interpreters that answer as the probe would, or die as an engine may; and the probe
+itself on stand-in readers judged by the real core."""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+from command import run
+
+import sinpe
+from sinpe._check.probe import judge_module
+from sinpe._check.steps import EngineFailed, step
+from sinpe._engines import ABSENT, ENGINES, FAILED, _side, engines, probe
+from sinpe._engines._shrink import HEADS, VOCAB, shrink
+
+CONFIGS = Path(__file__).with_name("data") / "configs"
+LLAMA = CONFIGS / "llama-3.1-8b.json"
+
+
+def _refused(data) -> bool:
+    try:
+        sinpe.rope_config(data)
+    except ValueError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.json")), ids=lambda p: p.stem)
+def test_the_twin_keeps_every_rope_of_the_config(path):
+    """Every published config: the twin's RoPE (each layer type's too) is the config's, and
+    the twin is small (two heads, a small vocabulary, few layers)."""
+    data = json.loads(path.read_text())
+    if _refused(data):
+        pytest.skip("a config sinpe refuses (a vision encoder's alone): sinpe engines refuses it")
+    twin = shrink(data)
+    spec, kept = sinpe.rope_config(data), sinpe.rope_config(twin)
+    assert kept == spec
+    for layer_type in spec.layer_types or ():
+        assert kept.layer(layer_type) == spec.layer(layer_type)
+    text = twin.get("text_config", twin)
+    assert text.get("num_attention_heads", HEADS) <= HEADS
+    assert text.get("vocab_size", VOCAB) <= VOCAB
+    assert text.get("num_hidden_layers", 1) <= max(8, len(set(text.get("layer_types") or [])))
+    assert data == json.loads(path.read_text())  # the config given is left as it was
+
+
+def test_the_twin_keeps_the_head_dim_where_an_engine_derives_it():
+    data = json.loads(LLAMA.read_text())
+    twin = shrink(data)
+    assert twin["hidden_size"] // twin["num_attention_heads"] == 128
+    assert twin["num_key_value_heads"] == 1 and twin["max_position_embeddings"] == 131072
+
+
+# --------------------------------------------------------------------------- the parent
+
+
+def _interpreter(tmp_path, body: str) -> str:
+    """A stand-in for an engine's interpreter: a shell script that does ``body``."""
+    path = tmp_path / f"python-{abs(hash(body))}"
+    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def _answering(tmp_path, **answer) -> str:
+    """An interpreter that prints the probe's line (after some engine log) with ``answer``."""
+    answer = {"engine": "vllm", "sinpe": sinpe.__version__, "installed": True, **answer}
+    line = _side.MARK + json.dumps(answer)
+    data = tmp_path / f"answer-{abs(hash(line))}.txt"
+    data.write_text("INFO an engine's own log line\n" + line + "\n")
+    return _interpreter(tmp_path, f"cat '{data}'\n")
+
+
+def _layer(verdict, text="", largest=None, what="RotaryEmbedding"):
+    reasons = [{"code": "x", "text": text}] if text else []
+    return {"what": what, "verdict": verdict, "reasons": reasons, "largest_error": largest}
+
+
+def _one(tmp_path, python, key="vllm", **options):
+    report = engines(LLAMA, only=[key], pythons={key: python}, **options)
+    (line,) = report.lines
+    return report, line
+
+
+def test_the_worst_judged_layer_decides_and_the_largest_error_is_the_largest(tmp_path):
+    python = _answering(
+        tmp_path,
+        version="0.32.0",
+        layers=[_layer("match", largest=1e-7), _layer("drift", "float32 angles", 0.0089)],
+    )
+    report, line = _one(tmp_path, python)
+    assert (line.verdict, line.version, line.largest) == ("drift", "0.32.0", 0.0089)
+    assert line.python == python and report.exit_code == 0
+    assert line.text.startswith("vLLM 0.32.0: drift (largest error 0.0089)")
+
+
+def test_a_mismatch_says_its_layer_and_exits_1(tmp_path):
+    python = _answering(
+        tmp_path,
+        version="1",
+        layers=[
+            _layer("drift", largest=0.01, what="A"),
+            _layer("mismatch", "base 10000 where the config gives 500000", 2.0, what="B"),
+        ],
+    )
+    report, line = _one(tmp_path, python)
+    assert line.verdict == "mismatch" and report.exit_code == 1
+    assert line.reasons == ("B: base 10000 where the config gives 500000",)
+
+
+def test_a_layer_not_judged_beside_judged_ones_is_a_note_not_the_verdict(tmp_path):
+    python = _answering(
+        tmp_path,
+        version="1",
+        layers=[_layer("unchecked", "a vision encoder", what="V"), _layer("drift", largest=0.01)],
+    )
+    _, line = _one(tmp_path, python)
+    assert line.verdict == "drift" and line.notes == ("V: a vision encoder",)
+
+
+def test_only_layers_not_judged_are_unchecked_and_exit_0(tmp_path):
+    python = _answering(tmp_path, version="1", layers=[_layer("unchecked", "remote code")])
+    report, line = _one(tmp_path, python)
+    assert (line.verdict, line.reasons, report.exit_code) == ("unchecked", ("remote code",), 0)
+
+
+def test_an_engine_that_fails_on_the_twin_is_a_failed_line_naming_its_error(tmp_path):
+    failed = "get_model (dummy weights) raised KeyError: 'rope_type'"
+    report, line = _one(tmp_path, _answering(tmp_path, version="1", failed=failed))
+    assert (line.verdict, line.reasons, report.exit_code) == (FAILED, (failed,), 1)
+
+
+def test_an_engine_not_installed_says_how_to_install_it(tmp_path):
+    python = _answering(tmp_path, installed=False)
+    report, line = _one(tmp_path, python)
+    vllm = next(e for e in ENGINES if e.key == "vllm")
+    assert (line.verdict, line.reasons, report.exit_code) == (ABSENT, (vllm.install,), 0)
+    assert line.text == f"vLLM: not installed: {vllm.install}"
+
+
+def test_another_sinpe_in_the_engine_s_interpreter_is_said(tmp_path):
+    _, line = _one(tmp_path, _answering(tmp_path, sinpe="0.0.1", version="1"))
+    assert line.verdict == FAILED and "sinpe 0.0.1 in" in line.reasons[0]
+
+
+def test_no_sinpe_in_the_engine_s_interpreter_is_said(tmp_path):
+    python = _interpreter(
+        tmp_path, "echo 'ModuleNotFoundError: No module named sinpe' >&2\nexit 1\n"
+    )
+    _, line = _one(tmp_path, python)
+    assert line.reasons == (
+        f"sinpe is not installed in {python}: pip install sinpe=={sinpe.__version__} there",
+    )
+
+
+def test_a_probe_killed_for_memory_says_so(tmp_path):
+    _, line = _one(tmp_path, _interpreter(tmp_path, "kill -9 $$\n"))
+    assert line.verdict == FAILED and line.reasons[0].startswith("killed (out of memory")
+
+
+def test_a_probe_that_hangs_is_stopped(tmp_path, monkeypatch):
+    monkeypatch.setattr(_side, "TIMEOUT", 1)
+    _, line = _one(tmp_path, _interpreter(tmp_path, "exec sleep 30\n"))
+    assert line.reasons == ("sinpe's reading did not finish in 1 s",)
+
+
+def test_the_probe_gets_the_twin_and_the_config_and_no_terminal(tmp_path):
+    """What the engine's interpreter is handed: the twin's folder and the original, and an
+    empty stdin (an engine that prompts, e.g. for remote code, gets no answer)."""
+    seen = tmp_path / "seen.txt"
+    python = _interpreter(
+        tmp_path,
+        f"""\
+        echo "$@" > '{seen}'
+        cat "$4/twin/config.json" >> '{seen}'
+        read answer && echo "read: $answer" >> '{seen}'
+        exit 3
+        """,
+    )
+    _, line = _one(tmp_path, python, length=5000)
+    args, *rest = seen.read_text().splitlines()
+    assert args.split()[:3] == ["-m", "sinpe._engines.probe", "vllm"] and args.split()[-1] == "5000"
+    assert json.loads("\n".join(rest)) == shrink(json.loads(LLAMA.read_text()))
+    assert line.reasons[0].startswith("sinpe's reading stopped (exit 3)")
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"only": ["sglang-x"]}, "engine 'sglang-x' is not one sinpe knows: transformers, vllm"),
+        ({"length": 0}, "length must be an integer from 1 to 2**40, got 0"),
+        ({"length": True}, "length must be an integer"),
+        ({"pythons": {"vllm": "/nonexistent/python"}}, "is not an executable file"),
+        ({"pythons": {"nope": sys.executable}}, "engine 'nope' is not one sinpe knows"),
+    ],
+)
+def test_bad_arguments_are_refused_before_any_engine_runs(options, message):
+    with pytest.raises(ValueError, match=message.replace("*", r"\*").replace("(", r"\(")):
+        engines(LLAMA, **options)
+
+
+def test_a_config_sinpe_refuses_is_refused_before_any_engine_runs():
+    with pytest.raises(ValueError, match="rope_type"):
+        engines(
+            {
+                "rope_scaling": {"rope_type": "no-such-type"},
+                "hidden_size": 64,
+                "num_attention_heads": 2,
+            }
+        )
+
+
+# --------------------------------------------------------------------------- the probe
+
+
+def _angles_call(base: float, width: int = 128):
+    """A RoPE module as the core probes it (halves, float32 angles)."""
+
+    def call(x, offset):
+        n = x.shape[2]
+        pairs = np.arange(width // 2, dtype=np.float32)
+        inv = (1.0 / np.float32(base) ** (2 * pairs / np.float32(width))).astype(np.float32)
+        angles = np.arange(offset, offset + n, dtype=np.float32)[:, None] * inv
+        cos, sin = np.cos(angles).astype(np.float64), np.sin(angles).astype(np.float64)
+        y = x.astype(np.float64).copy()
+        x1, x2 = x[..., : width // 2], x[..., width // 2 : width]
+        y[..., : width // 2] = x1 * cos - x2 * sin
+        y[..., width // 2 : width] = x1 * sin + x2 * cos
+        return y
+
+    return call
+
+
+def _stand_in(base=None, error=None):
+    """A reader module as the probe imports it: judges a module of ``base`` with the core."""
+
+    def read(folder, original, length):
+        assert json.loads(Path(folder, "config.json").read_text())["num_attention_heads"] == 2
+        if error is not None:
+            with step("the engine's own loading"):
+                raise error
+        spec = sinpe.rope_config({**original, "rope_scaling": None, "rope_theta": 500000.0})
+        judgment, _ = judge_module(spec, _angles_call(base), 128, length)
+        return [("RoPE", judgment)], ("a note",), "its module, probed"
+
+    return types.SimpleNamespace(read=read)
+
+
+def _probe(tmp_path, monkeypatch, capsys, reader, version="1.2.3", length=4096) -> dict:
+    folder = tmp_path / "probe"
+    (folder / "twin").mkdir(parents=True)
+    data = {**json.loads(LLAMA.read_text())}
+    (folder / "twin" / "config.json").write_text(json.dumps(shrink(data)))
+    (folder / "original.json").write_text(json.dumps(data))
+    monkeypatch.setattr(probe, "version_of", lambda distributions: version)
+    monkeypatch.setattr(probe.importlib, "import_module", lambda name: reader)
+    assert probe.main(["mlx-lm", str(folder), str(length)]) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if _side.MARK in line]
+    return json.loads(line.rpartition(_side.MARK)[2])
+
+
+def test_the_probe_reports_the_core_s_verdict_of_what_the_reader_read(
+    tmp_path, monkeypatch, capsys
+):
+    answer = _probe(tmp_path, monkeypatch, capsys, _stand_in(base=500000.0))
+    assert (
+        answer["installed"]
+        and answer["version"] == "1.2.3"
+        and answer["sinpe"] == sinpe.__version__
+    )
+    ((layer),) = answer["layers"]
+    assert (
+        layer["what"] == "RoPE"
+        and layer["verdict"] == "drift"
+        and 0 < layer["largest_error"] < 1e-2
+    )
+    assert answer["notes"] == ["a note"] and answer["how"] == "its module, probed"
+
+
+def test_the_probe_of_a_wrong_base_is_a_mismatch_saying_the_base(tmp_path, monkeypatch, capsys):
+    answer = _probe(tmp_path, monkeypatch, capsys, _stand_in(base=10000.0))
+    ((layer),) = answer["layers"]
+    assert layer["verdict"] == "mismatch"
+    assert any("base 10000" in r["text"] for r in layer["reasons"]), layer["reasons"]
+
+
+def test_the_engine_s_own_error_is_a_failure_naming_the_step(tmp_path, monkeypatch, capsys):
+    answer = _probe(tmp_path, monkeypatch, capsys, _stand_in(error=KeyError("rope_type")))
+    assert answer["failed"] == "the engine's own loading raised KeyError: 'rope_type'"
+
+
+def test_an_engine_not_installed_is_said_by_the_probe(tmp_path, monkeypatch, capsys):
+    answer = _probe(tmp_path, monkeypatch, capsys, _stand_in(base=1.0), version=None)
+    assert answer["installed"] is False and "layers" not in answer
+
+
+def test_an_error_in_sinpe_s_own_reading_is_not_called_the_engine_s(tmp_path, monkeypatch, capsys):
+    """A bug of sinpe's reader (not inside a step) propagates: the parent says sinpe's reading
+    stopped, never that the engine failed."""
+    broken = types.SimpleNamespace(read=lambda *args: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        _probe(tmp_path, monkeypatch, capsys, broken)
+
+
+def test_step_says_memory_as_memory():
+    said = r"building raised MemoryError: out of memory \(the twin keeps the config's lengths\)"
+    with pytest.raises(EngineFailed, match=said):
+        with step("building"):
+            raise MemoryError
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def test_the_command_prints_one_line_per_engine_and_exits_as_the_report(tmp_path):
+    python = _answering(tmp_path, version="9", layers=[_layer("mismatch", "wrong", 1.0)])
+    done = run("engines", LLAMA, "--only", "vllm", "--python", f"vllm={python}")
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"{LLAMA}: RoPE as each engine runs it, judged up to position 131,071"
+    assert lines[1] == "  vLLM 9: mismatch (largest error 1): wrong"
+    assert lines[2].startswith("      read: its model class built by vLLM")
+
+
+def test_the_command_s_json(tmp_path):
+    python = _answering(tmp_path, installed=False)
+    done = run(
+        "engines",
+        LLAMA,
+        "--only",
+        "vllm",
+        "--python",
+        f"vllm={python}",
+        "--json",
+        "--length",
+        "8192",
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["length"] == 8192 and report["exit_code"] == 0
+    assert [(e["engine"], e["verdict"]) for e in report["engines"]] == [("vllm", ABSENT)]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--python", "vllm"], "--python takes KEY=PATH"),
+        (["--only", "nope"], "engine 'nope' is not one sinpe knows"),
+        (["--length", "-3"], "length must be an integer from 1"),
+    ],
+)
+def test_the_command_refuses_bad_arguments_in_one_line(args, message):
+    done = run("engines", LLAMA, *args)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("sinpe: error: ") and message in done.stderr
+    assert len(done.stderr.splitlines()) == 1
