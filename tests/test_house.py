@@ -260,3 +260,12 @@ def test_no_function_is_too_long_or_too_branchy():
         if _code_lines(node) > MAX_LINES or _branches(node) > MAX_BRANCHES
     ]
     assert not large, "split these by job:\n" + "\n".join(large)
+
+
+def test_the_readme_is_for_users_and_short():
+    """The README is for users (install, quick start, which function, families, PyTorch and
+    the engines in a few lines each, links): at most 15 KiB; what CI does and how the legs
+    install their engines is CONTRIBUTING's."""
+    readme = SRC.parent.parent / "README.md"
+    assert len(readme.read_bytes()) <= 15 * 1024, len(readme.read_bytes())
+    assert "tests/test_torch.py" not in readme.read_text()  # the legs' detail is CONTRIBUTING's
