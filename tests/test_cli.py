@@ -382,7 +382,10 @@ def test_the_extension_rule_is_numpy_saves(tmp_path):
 
 # the command, its write held (the temporary file open, half written) until a signal comes
 _HELD_WRITE = """
-import os, sys, time
+import os, signal, sys, time
+# as a terminal starts it: a run started in the background (nohup ... &) inherits SIGINT
+# ignored, and Python then installs no handler of its own
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import sinpe.cli
 from sinpe.cli import table
 
@@ -569,10 +572,16 @@ def test_a_signal_a_library_turns_into_another_error_still_ends_the_write(tmp_pa
             ) from None
 
     expected = KeyboardInterrupt if signum == signal.SIGINT else SystemExit
-    with pytest.raises(expected):
-        output.write_atomically(str(path), write)
+    # as a terminal starts Python (a background run inherits SIGINT ignored, and a process
+    # that ignores it is rightly not interrupted); restored after
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(expected):
+            output.write_atomically(str(path), write)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert os.listdir(tmp_path) == ["t.npy"] and np.load(path).shape == (3,)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 # --------------------------------------------------------------------------- a newcomer's hour
