@@ -331,18 +331,41 @@ def test_a_low_frequency_wrong_where_the_highest_hides_it_is_not_drift():
     assert _judge(read, 4096).verdict == "mismatch"
 
 
+def _documented_envelope(n: int = 4096) -> np.ndarray:
+    """docs/engines.md's per-pair float32 drift rate, written out here with its own numbers
+    (not read from the core, so that a loosened constant there cannot loosen the test):
+    ``A w_i 2^-24 (16 + 2 ln(w_max / w_i))`` per position."""
+    inv_freq, factor = sinpe.rope_config({**PLAIN, "max_position_embeddings": n}).frequencies()
+    return factor * inv_freq * 2.0**-24 * (16 + 2 * np.log(inv_freq.max() / inv_freq))
+
+
 @pytest.mark.parametrize("scale, verdict", [(0.5, "drift"), (1.5, "mismatch")])
 def test_the_drift_envelope_is_the_bound_and_not_four_times_it(scale, verdict):
-    """Errors at ``scale`` times the per-column float32 envelope (half the match bound
-    besides): within it a drift, past it a mismatch (fourfold any term of the envelope,
-    and 1.5 passes: a test that fails)."""
-    spec = sinpe.rope_config(PLAIN)
-    bounds = core._Bounds(spec._one(), 4096, "float32")
+    """Errors at ``scale`` times the per-column float32 envelope (half the match bound, 8
+    float32 ulps, besides): within it a drift, past it a mismatch."""
+    rates = _documented_envelope()
 
     def read(positions):
         cos, sin = _exact(positions, n=4096)
-        grow = positions[:, None] * bounds.rates["float32"][None, :]
-        return cos + 0.5 * bounds.match + scale * grow, sin
+        grow = positions[:, None] * rates[None, :]
+        return cos + 0.5 * 8 * 2.0**-24 + scale * grow, sin
+
+    assert _judge(read, 4096).verdict == verdict
+
+
+@pytest.mark.parametrize("scale, verdict", [(0.5, "drift"), (1.5, "mismatch")])
+@pytest.mark.parametrize("pair", [0, 31], ids=["fastest pair: the 16 ulps", "slowest: 2 ln"])
+def test_each_term_of_the_envelope_is_the_bound_and_not_four_times_it(pair, scale, verdict):
+    """The error in one pair only: the fastest, whose envelope is its 16 ulps alone, and the
+    slowest, where ``2 ln(w_max / w_i)`` (18.4) outweighs them: fourfold either term (64
+    ulps, or 8 ln) would pass 1.5 times the bound as drift."""
+    rates = _documented_envelope()
+
+    def read(positions):
+        cos, sin = _exact(positions, n=4096)
+        cos = cos.copy()
+        cos[:, pair] += scale * positions * rates[pair]
+        return cos, sin
 
     assert _judge(read, 4096).verdict == verdict
 
