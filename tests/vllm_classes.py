@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 from pathlib import Path
+
+from sinpe.vllm._engine import _distributed  # one distributed group, as sinpe engines makes it
 
 DATA = Path(__file__).with_name("data") / "vllm_classes"
 HOW = {
@@ -53,27 +54,6 @@ def _engine_config(folder: Path):
         seed=0,
         enable_prefix_caching=False,
     ).create_engine_config()
-
-
-def _distributed(vllm_config) -> None:
-    from vllm.config import set_current_vllm_config
-    from vllm.distributed.parallel_state import (
-        init_distributed_environment,
-        initialize_model_parallel,
-    )
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    with set_current_vllm_config(vllm_config):
-        init_distributed_environment(
-            world_size=1,
-            rank=0,
-            distributed_init_method=f"tcp://127.0.0.1:{port}",
-            local_rank=0,
-            backend="gloo",
-        )
-        initialize_model_parallel(1, 1)
 
 
 def _model(vllm_config, how: str):
