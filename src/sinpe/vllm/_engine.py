@@ -16,6 +16,7 @@ __all__ = ["read"]
 
 
 def _engine_config(folder, length: int, remote: bool, dtype: str = "float32"):
+    import torch
     from vllm.engine.arg_utils import EngineArgs
 
     return EngineArgs(
@@ -29,6 +30,9 @@ def _engine_config(folder, length: int, remote: bool, dtype: str = "float32"):
         seed=0,
         max_model_len=length,
         enable_prefix_caching=False,
+        # on a CPU with AMX, vLLM picks its AMX MLA backend, which takes bfloat16 weights
+        # only: its reference CPU one takes the float32 twin (the rotary caches are the same)
+        attention_backend=None if torch.cuda.is_available() else "CPU_MLA",
     ).create_engine_config()
 
 
