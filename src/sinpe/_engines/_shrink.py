@@ -14,6 +14,8 @@ from __future__ import annotations
 import copy
 import math
 
+from .._check.layers import DEFAULT_PATTERN
+
 __all__ = ["HEADS", "VOCAB", "shrink"]
 
 HEADS = 2
@@ -117,6 +119,8 @@ def _layers_kept(config: dict, layers: int) -> int:
     for key in _PERIODS:
         if isinstance(config.get(key), int) and config[key] > 0:
             needed = max(needed, config[key])
+    if not any(key in config for key in _PERIODS):  # the pattern its class sets (Gemma 3)
+        needed = max(needed, DEFAULT_PATTERN.get(str(config.get("model_type")), 0))
     for key in ("layer_types", "mlp_layer_types"):
         kinds = config.get(key)
         if isinstance(kinds, list) and kinds:

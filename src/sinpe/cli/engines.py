@@ -37,7 +37,7 @@ def add_engines_arguments(command: AddCommand) -> None:
         action="append",
         default=None,
         metavar="KEY",
-        help="run this engine only (repeat for more; keys: transformers, vllm, mlx-lm; "
+        help="run this engine only (repeat for more; keys: transformers, vllm, sglang, mlx-lm; "
         "default: all)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -233,6 +233,7 @@ def audit_layer(
     max_model_len=None,
     permuted: bool = False,
     refused=None,
+    engine: str = "vLLM",
 ) -> list:
     """The ``LayerReport`` of each cache of ``layer`` (for each config spec its layers
     ``names`` are judged by: ``config``, the config mapping, places each layer) against
@@ -240,7 +241,8 @@ def audit_layer(
     ``permuted``: the model permutes its query and key weights at load (vLLM's Llama 4 and
     Mistral-format loaders), so that a rotation other than the config's is the same.
     ``spec`` None: the config could not be read, for the reason ``refused`` (a finding),
-    said where the class itself gives none."""
+    said where the class itself gives none. ``engine``: whose caches these are (vLLM, or
+    SGLang, whose rotary classes are vLLM's), for the notes on what it computes otherwise."""
     cls = type(layer).__name__
     if all(in_vision(name) for name in names):
         return [_unchecked(layer, names, "vision", engine=cls)]
@@ -263,11 +265,13 @@ def audit_layer(
         return [_report(layer, names, "", 0, Verdict(UNCHECKED, (exc.finding,), kind="none"))]
     reports = []
     for one, group in groups.items():
-        reports += _audit_group(layer, one, group, known, max_model_len, permuted)
+        reports += _audit_group(layer, one, group, known, max_model_len, permuted, engine)
     return reports
 
 
-def _audit_group(layer, spec, names, buffer: str, max_model_len, permuted: bool) -> list:
+def _audit_group(
+    layer, spec, names, buffer: str, max_model_len, permuted: bool, engine: str
+) -> list:
     cls = type(layer).__name__
     rotary_dim = bounded("rotary_dim", int(layer.rotary_dim), MAX_WIDTH, 2)
     rotation, detail = _rotation(layer, cls)
@@ -281,7 +285,7 @@ def _audit_group(layer, spec, names, buffer: str, max_model_len, permuted: bool)
     reports = []
     for first, rows, length, which in parts:
         cache = buffer if len(parts) == 1 else f"{buffer}[{first}:{first + rows}]"
-        notes = turned + _notes(layer, spec, which)
+        notes = turned + _notes(layer, spec, which, engine)
         if any(f.code == "rotary_width" for f in structural):
             judgment = mismatch(structural)
         else:
@@ -322,14 +326,17 @@ def _unchecked(layer, names, code: str, **fields) -> LayerReport:
     return _report(layer, names, "", 0, unchecked(code, **fields))
 
 
-def _notes(layer, spec, which: str) -> tuple:
-    """What vLLM knowingly computes differently from transformers, for this layer."""
+def _notes(layer, spec, which: str, engine: str = "vLLM") -> tuple:
+    """What the engine knowingly computes differently from transformers, for this layer."""
     record = lookup(spec.scaling.get("rope_type")) if spec.scaling else None
+    if which and engine == "SGLang":  # its forward: any(positions > k), for the whole batch
+        original = int(layer.original_max_position_embeddings)
+        return (note("longrope_batch", engine=which, config=original),)
     if which:
         uses = "long" if getattr(layer, "use_long_rope", False) else "short"
         return (note("longrope_policy", engine=which, config=uses),)
     if record is not None and record.length_state == "grows":
-        return (note("dynamic_static"),)
+        return (note("dynamic_static", engine=engine),)
     return ()
 
 

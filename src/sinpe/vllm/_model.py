@@ -97,8 +97,9 @@ def hf_config_differs(config: dict, model_config) -> str:
     return note("hf_config_differs", engine=", ".join(changed)) if changed else ""
 
 
-def _audit_all(model, context: Context) -> list:
-    """Every distinct rotary layer judged (nothing changed)."""
+def _audit_all(model, context: Context, engine: str = "vLLM") -> list:
+    """Every distinct rotary layer judged (nothing changed); ``engine`` whose model it is
+    (SGLang's rotary classes are vLLM's: ``sinpe.sglang._engine``)."""
     refused = None
     try:
         spec = rope_config(context.config)
@@ -109,7 +110,14 @@ def _audit_all(model, context: Context) -> list:
     for layer, names in layers(model).values():
         try:
             found = audit_layer(
-                layer, spec, names, context.config, context.max_model_len, permuted, refused
+                layer,
+                spec,
+                names,
+                context.config,
+                context.max_model_len,
+                permuted,
+                refused,
+                engine,
             )
         except Exception as exc:  # noqa: BLE001 (one odd layer never stops the others)
             why = finding("unreadable", engine=type(layer).__name__, config=exc)
