@@ -7,10 +7,8 @@ Their query and key weights are scaled as the shift model's, so that RoPE matter
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import random
 import shutil
 from pathlib import Path
 
@@ -67,43 +65,20 @@ MODELS = {
     ),
 }
 BPE = ("deepseek-v3", "gpt-oss")  # the models whose converter takes a GPT-2 tokenizer.json
-WORDS = (
-    "the of and to in is was for on that with as by at from it an be this which or are his "
-    "rope angle position token model layer cache float exact sine cosine table frequency base "
-    "scale factor long short window global local head query key value attention llama gemma"
-).split()
 
 
 def _corpus(n: int = 4000):
-    rng = random.Random(0)
-    for _ in range(n):
-        yield " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 14))) + "."
+    from sinpe._engines._weights import corpus
+
+    return corpus(n)
 
 
 def sentencepiece_tokenizer(folder) -> None:
     """A sentencepiece ``tokenizer.model`` of ``shift.VOCAB`` pieces (llama.cpp's converter
-    takes it for Llama, Phi-3, Qwen3 and Gemma)."""
-    import sentencepiece
+    takes it for Llama, Phi-3, Qwen3 and Gemma): the one ``sinpe engines`` makes."""
+    from sinpe._engines._weights import sentencepiece_tokenizer as make
 
-    model = io.BytesIO()
-    sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=_corpus(),
-        model_writer=model,
-        vocab_size=shift.VOCAB,
-        model_type="bpe",
-        byte_fallback=True,
-        user_defined_symbols=["<|endoftext|>"],  # llama.cpp's Phi-3 vocabulary requires it
-        unk_id=0,
-        bos_id=1,
-        eos_id=2,
-        pad_id=-1,
-        num_threads=1,
-        minloglevel=2,
-    )
-    Path(folder, "tokenizer.model").write_bytes(model.getvalue())
-    config = dict(tokenizer_class="LlamaTokenizer", add_bos_token=True, add_eos_token=False)
-    config.update(bos_token="<s>", eos_token="</s>", unk_token="<unk>")
-    Path(folder, "tokenizer_config.json").write_text(json.dumps(config))
+    make(folder, shift.VOCAB)
 
 
 def bpe_tokenizer(folder) -> int:

@@ -14,18 +14,8 @@ import sys
 LLAMA_CPP = os.environ["LLAMA_CPP_DIR"]
 sys.path[:0] = [LLAMA_CPP, os.path.join(LLAMA_CPP, "gguf-py")]
 
-import conversion.base as base  # noqa: E402
+from sinpe._engines.llama_cpp import any_pre_tokenizer  # noqa: E402
 
-_known = base.TextModel.get_vocab_base_pre
-
-
-def _any_pre_tokenizer(self, tokenizer):
-    try:
-        return _known(self, tokenizer)
-    except NotImplementedError:
-        return "default"
-
-
-base.TextModel.get_vocab_base_pre = _any_pre_tokenizer
+any_pre_tokenizer()  # the one change sinpe engines makes to the converter too
 sys.argv = [os.path.join(LLAMA_CPP, "convert_hf_to_gguf.py"), *sys.argv[1:]]
 runpy.run_path(sys.argv[0], run_name="__main__")

@@ -85,24 +85,11 @@ MODELS = {
 
 
 def tokenizer(folder) -> None:
-    """A byte-level BPE tokenizer of at most 500 ids (the builder loads one)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    """A byte-level BPE tokenizer of at most 500 ids (the builder loads one): the one
+    ``sinpe engines`` makes for the builder's twin."""
+    from sinpe._engines._weights import tokenizer as make
 
-    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=500,
-        special_tokens=["<unk>", "<s>", "</s>", "<pad>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    bpe.train_from_iterator([f"the fox jumps over the dog {i} times" for i in range(200)], trainer)
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=bpe, unk_token="<unk>", bos_token="<s>", eos_token="</s>"
-    )
-    fast.save_pretrained(folder)
+    make(folder)
 
 
 def save(name: str, folder) -> Path:

@@ -182,14 +182,19 @@ FAMILY_TABLES = {
 }  # families.py: per-family data naming a type, as a config
 
 
+# module-level names whose value is a word that is also a rope type's name, meaning another
+# thing (llama.cpp's name for a vocabulary's plain pre-tokenizer)
+NOT_ROPE = {"PRE_TOKENIZER"}
+
+
 def _rope_type_literals(path: Path):
     tree = ast.parse(path.read_text())
     allowed: set[int] = set()
-    if path.name == "families.py":
-        for node in tree.body:
-            targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
-            if any(getattr(t, "id", None) in FAMILY_TABLES for t in targets):
-                allowed |= {id(n) for n in ast.walk(node)}
+    for node in tree.body:
+        targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
+        names = {getattr(t, "id", None) for t in targets}
+        if (path.name == "families.py" and names & set(FAMILY_TABLES)) or names & NOT_ROPE:
+            allowed |= {id(n) for n in ast.walk(node)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and node.value in NAMES and id(node) not in allowed:
             yield node.lineno, node.value

@@ -300,3 +300,53 @@ def test_a_transcription_that_differs_from_llama_cpp_fails(converted, monkeypatc
     worst = max(distance for _, distance in found)
     assert worst > 100, [d for _, d in found]
     print(f"qwen3-yarn, the ramp unrounded: {worst:.3g} times the noise")
+
+
+# --------------------------------------------------------------------------- sinpe engines
+
+CONFIGS = Path(__file__).with_name("data") / "configs"
+
+
+def _engine_line(name: str, **options):
+    report = sinpe.engines(CONFIGS / f"{name}.json", only=["llama.cpp"], **options)
+    (line,) = report.lines
+    assert line.version == llama_cpp_types.LLAMA_CPP, line.text  # the sdist's commit
+    return report, line
+
+
+@pytest.mark.parametrize(
+    "name, verdict, said",
+    [
+        ("llama-3.1-8b", "match", "the converter permutes the Q/K weights"),
+        ("qwen3-8b.yarn-4x", "match", "as the config's attention does"),
+        ("phi-3.5-mini-instruct.autoconfig-dump", "match", "as the config's attention does"),
+        ("gpt-oss-20b", "mismatch", "YaRN truncate false in the config"),
+    ],
+)
+def test_engines_read_llama_cpp_by_its_own_converter(name, verdict, said):
+    """llama.cpp's column: its converter on a tiny random model of each config's twin (Phi-3
+    with a sentencepiece tokenizer, which its converter asks for), the file judged by the
+    GGUF check: Llama-3.1, Qwen3's YaRN x4 and Phi-3.5's LongRoPE read as their configs;
+    gpt-oss's untruncated YaRN ramp is rounded by llama.cpp, a mismatch."""
+    report, line = _engine_line(name)
+    assert line.verdict == verdict and report.exit_code == (verdict == "mismatch"), line.text
+    assert any(said in words for words in line.reasons + line.notes), line.text
+
+
+def test_a_rule_changed_in_the_converter_changes_its_line(tmp_path):
+    """The line is the converter's own: its Llama-3 factors tensor (rope_freqs) left out (in
+    its interpreter) turns Llama-3.1's line to a mismatch saying the scaling is missing."""
+    from engine_rules import changed_interpreter
+
+    changed = changed_interpreter(
+        tmp_path,
+        f"""
+        import sys
+        sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / "gguf-py")!r}]
+        from conversion import llama
+        llama.LlamaModel.generate_extra_tensors = lambda self: iter(())  # no rope_freqs
+        """,
+    )
+    report, line = _engine_line("llama-3.1-8b", pythons={"llama.cpp": changed})
+    assert line.verdict == "mismatch" and report.exit_code == 1, line.text
+    assert any("rope_freqs" in reason for reason in line.reasons), line.reasons

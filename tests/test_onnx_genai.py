@@ -222,3 +222,53 @@ def test_a_traced_phi_3_is_frozen_to_its_short_factors(traced):
     )
     config = json.loads((traced / "config.json").read_text())
     assert config["transformers_version"].startswith("4.57")
+
+
+# --------------------------------------------------------------------------- sinpe engines
+
+CONFIGS = Path(__file__).with_name("data") / "configs"
+
+
+def _engine_line(config, **options):
+    report = sinpe.engines(config, only=["onnxruntime-genai"], **options)
+    (line,) = report.lines
+    assert line.version == "0.18.0", line.text
+    return report, line
+
+
+def test_engines_read_onnxruntime_genai_by_its_own_builder():
+    """ONNX Runtime GenAI's column: its builder on a tiny random model of each config's
+    twin, the file judged by the ONNX check. Llama-3.1 drifts (float32 angles); a
+    Ministral-3-style YaRN (factor 16, original 16,384) is its unrounded ramp, a mismatch;
+    Qwen3-8B with its model card's YaRN snippet (no betas) stops the builder."""
+    report, line = _engine_line(CONFIGS / "llama-3.1-8b.json")
+    assert line.verdict == "drift" and report.exit_code == 0 and 0 < line.largest < 0.05
+    config = transformers.MistralConfig(
+        **dict(onnx_models.COMMON, max_position_embeddings=262144),
+        rope_parameters=onnx_models.MINISTRAL_YARN,
+    ).to_dict()
+    report, line = _engine_line(config)
+    assert line.verdict == "mismatch" and report.exit_code == 1, line.text
+    assert any("YaRN correction range not rounded (truncate)" in r for r in line.reasons)
+    report, line = _engine_line(CONFIGS / "qwen3-8b.yarn-4x.json")
+    assert line.verdict == "failed" and report.exit_code == 1, line.text
+    assert line.reasons == ("its model builder raised ZeroDivisionError: float division by zero",)
+
+
+def test_a_rule_changed_in_the_builder_changes_its_line(tmp_path):
+    """The line is the builder's own: its Llama-3 rescaling made to do nothing (in its
+    interpreter) turns Llama-3.1's line to a mismatch."""
+    from engine_rules import changed_interpreter
+
+    changed = changed_interpreter(
+        tmp_path,
+        """
+        import onnxruntime_genai.models  # the builder's folder on the path: it imports
+        from builders import base  # its builders as a top-level package
+        base.Model.make_inv_freq_rescaled_with_freq_factors = lambda self, f: f  # no Llama-3
+        """,
+    )
+    report, line = _engine_line(
+        CONFIGS / "llama-3.1-8b.json", pythons={"onnxruntime-genai": changed}
+    )
+    assert line.verdict == "mismatch" and report.exit_code == 1, line.text

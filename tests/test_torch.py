@@ -976,3 +976,22 @@ def test_torch_from_numpy_takes_sinpes_frequencies_without_a_warning():
     inv_freq, _ = sinpe.rope_frequencies(16)
     torch.from_numpy(inv_freq).mul_(2.0)  # writes into the copy only
     assert np.array_equal(sinpe.rope_frequencies(16)[0], inv_freq / 2.0)
+
+
+def test_the_engines_reader_finds_a_layout_through_a_one_ulp_difference():
+    """``sinpe engines``' transformers reader tells the layout of a module's cos from its
+    copies of each pair: torch's vectorised cos may round a copy one ulp otherwise (where
+    threads split the tensor), which is still that layout; unrelated columns are none."""
+    from sinpe.torch._engine import _columns
+
+    angles = np.outer(np.arange(5), 10000.0 ** -(np.arange(4) / 4))
+    cos = np.cos(angles).astype(np.float32)
+    halves = np.concatenate([cos, cos], axis=-1)
+    halves[3, 6] = np.nextafter(halves[3, 6], np.float32(2))
+    assert list(_columns(halves, 4)) == [0, 1, 2, 3]
+    pairs = np.repeat(cos, 2, axis=-1)
+    pairs[4, 1] = np.nextafter(pairs[4, 1], np.float32(-2))
+    assert list(_columns(pairs, 4)) == [0, 2, 4, 6]
+    other = np.concatenate([cos, np.cos(2 * angles).astype(np.float32)], axis=-1)
+    with pytest.raises(ValueError, match="in no layout sinpe knows"):
+        _columns(other, 4)

@@ -1,8 +1,8 @@
 """The engines ``sinpe engines`` puts side by side, as data: each one's name, the package
 whose version it reports, the module (of sinpe) that reads its RoPE inside the engine's own
 interpreter, how that reading is obtained, and how to install it where it is absent.
-(llama.cpp's converter and ONNX Runtime GenAI's builder are not read this way yet: their files
-are judged by ``sinpe check``.)"""
+An engine that is a checkout rather than a package (llama.cpp) has no distribution: its
+reader's ``version()`` says which it is, or ``None`` where it is absent."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ __all__ = ["ENGINES", "Engine", "by_key"]
 class Engine(NamedTuple):
     key: str  # what --python KEY=PATH names
     name: str  # what the line says
-    distributions: tuple  # the installed package that gives its version, first found
+    distributions: tuple  # the installed package that gives its version, first found (or ())
     reader: str  # sinpe's module that reads it, in the engine's interpreter
     how: str  # how its reading is obtained
     install: str  # how to install it, said where it is absent
@@ -47,6 +47,26 @@ ENGINES = (
         "process; on a CPU, its torch rotary kernel), each rotary cache audited as sinpe's "
         "vLLM plugin audits vLLM's",
         "pip install sglang (without a GPU: docs/engines.md); or --python sglang=PATH",
+    ),
+    Engine(
+        "onnxruntime-genai",
+        "ONNX Runtime GenAI",
+        ("onnxruntime-genai",),
+        "sinpe._engines.ort_genai",
+        "its model builder (fp32, CPU) on a tiny random model of the twin, the file it writes "
+        "judged by sinpe check model.onnx",
+        "pip install onnxruntime-genai onnx-ir 'sinpe[torch]' transformers",
+    ),
+    Engine(
+        "llama.cpp",
+        "llama.cpp",
+        (),  # a checkout, not a package: the reader gives its commit (llama_cpp.version)
+        "sinpe._engines.llama_cpp",
+        "its converter (convert_hf_to_gguf.py of $LLAMA_CPP_DIR) on a tiny random model of "
+        "the twin, the GGUF file it writes judged by sinpe check model.gguf (llama.cpp's "
+        "runtime reading of its keys)",
+        "set LLAMA_CPP_DIR to a llama.cpp checkout (convert_hf_to_gguf.py), in an environment "
+        "with torch, transformers and sentencepiece",
     ),
     Engine(
         "mlx-lm",

@@ -97,8 +97,10 @@ def engines(
         length, ``max_position_embeddings``).
     pythons : dict, optional
         ``{engine key: interpreter}`` for engines installed in environments of their own
-        (keys: ``transformers``, ``vllm``, ``sglang``, ``mlx-lm``); the others run in this
-        interpreter. Each needs this sinpe version installed beside the engine.
+        (keys: ``transformers``, ``vllm``, ``sglang``, ``onnxruntime-genai``, ``llama.cpp``,
+        ``mlx-lm``);
+        the others run in this interpreter. Each needs this sinpe version installed beside
+        the engine.
     only : iterable of str, optional
         The engine keys to run (default: all).
 

@@ -43,11 +43,13 @@ def main(argv=None) -> int:
     answer: dict = {"engine": key, "sinpe": __version__, "python": sys.executable}
     version = version_of(engine.distributions)
     reader = None
-    if version is not None:
+    if version is not None or not engine.distributions:
         try:
             reader = importlib.import_module(engine.reader)
         except ImportError as exc:  # the engine is there, what sinpe reads it with is not
             answer["missing"] = str(exc)
+    if reader is not None and not engine.distributions:  # a checkout: its reader says
+        version = reader.version()
     answer["installed"] = reader is not None and version is not None
     if reader is not None and version is not None:
         answer["version"] = version

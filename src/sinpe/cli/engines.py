@@ -37,8 +37,8 @@ def add_engines_arguments(command: AddCommand) -> None:
         action="append",
         default=None,
         metavar="KEY",
-        help="run this engine only (repeat for more; keys: transformers, vllm, sglang, mlx-lm; "
-        "default: all)",
+        help="run this engine only (repeat for more; keys: transformers, vllm, sglang, "
+        "onnxruntime-genai, llama.cpp, mlx-lm; default: all)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 

@@ -1,0 +1,90 @@
+"""A tiny random model of the twin, for the engines that convert a model's files rather than
+build from its config (llama.cpp's converter, ONNX Runtime GenAI's builder): transformers
+builds the twin's model (seed 0, float32) and saves it with a small byte-level BPE tokenizer
+trained here on a few sentences (each tool loads one; nothing is downloaded)."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from pathlib import Path
+
+from ._shrink import VOCAB
+
+__all__ = ["corpus", "save_twin", "sentencepiece_tokenizer", "tokenizer"]
+
+WORDS = (
+    "the of and to in is was for on that with as by at from it an be this which or are his "
+    "rope angle position token model layer cache float exact sine cosine table frequency base "
+    "scale factor long short window global local head query key value attention llama gemma"
+).split()
+
+
+def corpus(n: int = 4000):
+    """``n`` sentences of a few words each, the same every time (seed 0)."""
+    rng = random.Random(0)
+    for _ in range(n):
+        yield " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 14))) + "."
+
+
+def sentencepiece_tokenizer(folder, vocab: int = VOCAB) -> None:
+    """A sentencepiece ``tokenizer.model`` of ``vocab`` pieces and its tokenizer_config.json
+    (llama.cpp's converter takes one for Llama, Phi-3, Qwen3 and Gemma)."""
+    import sentencepiece
+
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=corpus(),
+        model_writer=model,
+        vocab_size=vocab,
+        model_type="bpe",
+        byte_fallback=True,
+        user_defined_symbols=["<|endoftext|>"],  # llama.cpp's Phi-3 vocabulary requires it
+        unk_id=0,
+        bos_id=1,
+        eos_id=2,
+        pad_id=-1,
+        num_threads=1,
+        minloglevel=2,
+    )
+    Path(folder, "tokenizer.model").write_bytes(model.getvalue())
+    config = dict(tokenizer_class="LlamaTokenizer", add_bos_token=True, add_eos_token=False)
+    config.update(bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    Path(folder, "tokenizer_config.json").write_text(json.dumps(config))
+
+
+def tokenizer(folder) -> None:
+    """A byte-level BPE tokenizer of at most 500 ids, trained on a few sentences, saved in
+    ``folder`` (transformers' ``PreTrainedTokenizerFast``)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=500,
+        special_tokens=["<unk>", "<s>", "</s>", "<pad>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    bpe.train_from_iterator([f"the fox jumps over the dog {i} times" for i in range(200)], trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, unk_token="<unk>", bos_token="<s>", eos_token="</s>"
+    )
+    fast.save_pretrained(folder)
+
+
+def save_twin(twin, out) -> Path:
+    """The twin's model (the folder ``twin`` holds its config.json), randomly initialised
+    (seed 0) in float32, saved by transformers in ``out`` with ``tokenizer``'s tokenizer."""
+    import torch
+    import transformers
+
+    config = transformers.AutoConfig.from_pretrained(twin)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.save_pretrained(out)
+    tokenizer(out)
+    return Path(out)

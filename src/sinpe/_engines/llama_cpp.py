@@ -1,0 +1,111 @@
+"""llama.cpp's reading of a config (``sinpe engines``): its own converter
+(``convert_hf_to_gguf.py`` of the checkout ``$LLAMA_CPP_DIR`` names, with that checkout's
+gguf-py first on the path, as the converter puts it) on a tiny random model of the twin, run
+in this process; the GGUF file it writes judged by ``sinpe check model.gguf`` against the
+config given (llama.cpp's runtime reading of the file's keys, transcribed from the sources
+at the commit the check names and checked against llama.cpp itself in the engine leg).
+
+Its tokenizer is a byte-level BPE one; a family whose converter asks for sentencepiece's
+(Phi-3) gets one of those too, and the converter runs again. One change to the converter, for
+the tokenizers trained here: a BPE pre-tokenizer whose hash
+it does not know is written as ``"default"`` instead of stopping the conversion (it names how
+a vocabulary splits text, nothing of the RoPE)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import runpy
+import sys
+from pathlib import Path
+
+from .._check.gguf import check_gguf
+from .._check.steps import EngineFailed, step
+from ._weights import save_twin, sentencepiece_tokenizer
+
+__all__ = ["PRE_TOKENIZER", "any_pre_tokenizer", "convert", "converter", "read", "version"]
+
+PRE_TOKENIZER = "default"  # llama.cpp's name for a vocabulary's plain pre-tokenizer
+
+
+def converter() -> Path | None:
+    """The checkout's converter, where ``$LLAMA_CPP_DIR`` names a checkout that has one."""
+    root = os.environ.get("LLAMA_CPP_DIR")
+    script = Path(root, "convert_hf_to_gguf.py") if root else None
+    return script if script is not None and script.is_file() else None
+
+
+def version() -> str | None:
+    """The checkout's commit (its git metadata, or a llama-cpp-python sdist's), else
+    ``"unknown commit"``; ``None`` where there is no converter."""
+    script = converter()
+    if script is None:
+        return None
+    root = script.parent
+    for head in (root / ".git/HEAD", root.parent.parent / ".git/modules/vendor/llama.cpp/HEAD"):
+        if head.is_file():
+            text = head.read_text().strip()
+            if re.fullmatch(r"[0-9a-f]{40}", text):
+                return text[:12]
+    return "unknown commit"
+
+
+def any_pre_tokenizer() -> None:
+    """Let the converter write ``"default"`` for a BPE pre-tokenizer it does not know."""
+    import conversion.base as base
+
+    known = base.TextModel.get_vocab_base_pre
+
+    def pre_tokenizer(self, tokenizer):
+        try:
+            return known(self, tokenizer)
+        except NotImplementedError:
+            return PRE_TOKENIZER
+
+    base.TextModel.get_vocab_base_pre = pre_tokenizer
+
+
+def convert(model: Path, out: Path, script: Path) -> None:
+    """The converter's command line on ``model``, run here; its output kept for the error it
+    ends on."""
+    root = str(script.parent)
+    sys.path[:0] = [root, os.path.join(root, "gguf-py")]
+    any_pre_tokenizer()
+    said = io.StringIO()
+    saved = sys.argv
+    try:
+        sys.argv = [str(script), str(model), "--outfile", str(out), "--outtype", "f32"]
+        with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+            runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            lines = [line for line in said.getvalue().splitlines() if line.strip()]
+            last = lines[-1] if lines else ""
+            raise EngineFailed(f"its converter exited {exc.code}: {last}") from None
+    finally:
+        sys.argv = saved
+
+
+def read(folder, original: dict, length: int):
+    """``(layers, notes, how)``: the converted file's verdict against ``original``."""
+    folder = Path(folder)
+    script = converter()
+    if script is None:
+        raise EngineFailed("$LLAMA_CPP_DIR names no checkout with convert_hf_to_gguf.py")
+    work = folder.parent / "llama.cpp"
+    with step("transformers saving the twin's weights"):
+        save_twin(folder, work / "model")
+    try:
+        with step("convert_hf_to_gguf.py"):
+            convert(work / "model", work / "model.gguf", script)
+    except EngineFailed as exc:  # a family whose converter takes sentencepiece's (Phi-3)
+        if "tokenizer.model" not in str(exc):
+            raise
+        with step("sentencepiece training the twin's tokenizer.model"):
+            sentencepiece_tokenizer(work / "model")
+        with step("convert_hf_to_gguf.py"):
+            convert(work / "model", work / "model.gguf", script)
+    report = check_gguf(work / "model.gguf", original, n_ctx=length)
+    return [(f"the GGUF file ({report.arch})", report.judgment)], tuple(report.notes), None
