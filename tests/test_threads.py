@@ -226,8 +226,14 @@ def os_threads():
 """
 
 
+# the variables that cap the pool: a child gets only those its test gives (a user's
+# OMP_NUM_THREADS=1 would otherwise decide every child's limit)
+UNCAPPED = {"SINPE_NUM_THREADS": None, "OMP_NUM_THREADS": None}
+
+
 def extra_threads(setup: str = "", threads=None, **env) -> tuple[int, str]:
-    """OS threads a big table adds in a fresh process, and what thread_limit() says there."""
+    """OS threads a big table adds in a fresh process, and what thread_limit() says there
+    (the thread variables unset there, but those ``env`` gives)."""
     code = (
         COUNT
         + setup
@@ -241,7 +247,7 @@ print(os_threads() - before, limit.threads, limit.source, sep="|")
     )
     if "def limits" not in setup:
         code = code.replace("with limits():", "if True:")
-    extra, threads, source = run_script(code, **env).stdout.strip().split("|")
+    extra, threads, source = run_script(code, **{**UNCAPPED, **env}).stdout.strip().split("|")
     return int(extra), f"{threads}|{source}"
 
 
@@ -318,7 +324,8 @@ from threadpoolctl import threadpool_limits
 with threadpool_limits(1):
     inside = sinpe.thread_limit()
 print(inside.threads, inside.source, sinpe.thread_limit().source)
-"""
+""",
+        **UNCAPPED,
     )
     assert result.stdout.split() == ["1", "threadpoolctl", "usable", "cores"]
 
