@@ -590,3 +590,67 @@ def test_a_gemma_3_config_without_its_pattern_has_the_class_default():
             "text_config": {**data["text_config"], "model_type": "x"},
         }
         layer_spec(spec, other, 0)
+
+
+# --------------------------------------------------------------------------- explanations
+
+
+def _explained(config: dict, **held):
+    spec = sinpe.rope_config(config)
+    found, largest = core.judge_parameters(spec, core.Held(**held), None)
+    return [(f.code, f.text) for f in found], largest, spec
+
+
+PLAIN = {"head_dim": 64, "rope_theta": 10000.0, "max_position_embeddings": 4096}
+LLAMA3 = dict(
+    PLAIN,
+    rope_theta=500000.0,
+    max_position_embeddings=131072,
+    rope_scaling={
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+    },
+)
+
+
+def test_frequencies_each_divided_alike_are_said_as_one_factor():
+    """Every frequency divided by 2 (an engine's stray linear factor): one reason naming
+    the factor, not a pair, and no other."""
+    inv_freq = sinpe.rope_config(PLAIN).frequencies(None)[0]
+    found, largest, _ = _explained(PLAIN, inv_freq=inv_freq / 2, base=10000.0)
+    assert found == [("uniform_factor", "every frequency divided by 2.0")]
+    assert largest == pytest.approx(0.5)
+
+
+def test_a_base_read_from_the_frequencies_is_said_with_its_value():
+    """No base held: it is read from pairs 0 and 1 (the frequencies of base 20000) and said,
+    and nothing else is (every frequency is that base's)."""
+    spec = sinpe.rope_config(PLAIN)
+    other = 20000.0 ** (-np.arange(0, 64, 2) / 64)
+    found, _, _ = _explained(PLAIN, inv_freq=other)
+    assert [code for code, _ in found] == ["base"], found
+    assert "20000" in found[0][1] and "10000" in found[0][1]
+    assert spec.base == 10000.0
+
+
+def test_scaling_not_applied_is_said_when_the_plain_frequencies_are_held():
+    """Llama-3.1's config, an engine holding base 500000's plain frequencies: the scaling
+    not applied, by name, and nothing else."""
+    plain = 500000.0 ** (-np.arange(0, 64, 2) / 64)
+    found, _, _ = _explained(LLAMA3, inv_freq=plain, base=500000.0)
+    assert found == [("scaling_not_applied", "Llama-3 scaling not applied")]
+
+
+def test_other_frequencies_are_said_with_the_worst_pair():
+    """One pair 1% low (no base, no factor explains it): the largest relative difference
+    and the pair it is at."""
+    inv_freq = sinpe.rope_config(PLAIN).frequencies(None)[0].copy()
+    inv_freq[5] *= 0.99
+    found, largest, _ = _explained(PLAIN, inv_freq=inv_freq, base=10000.0)
+    assert found == [
+        ("frequencies", "frequencies differ from the config's by up to 0.01 (relative, pair 5)")
+    ]
+    assert largest == pytest.approx(0.01)
