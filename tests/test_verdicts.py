@@ -654,3 +654,32 @@ def test_other_frequencies_are_said_with_the_worst_pair():
         ("frequencies", "frequencies differ from the config's by up to 0.01 (relative, pair 5)")
     ]
     assert largest == pytest.approx(0.01)
+
+
+def test_a_verdict_s_json_holds_its_bound_and_worst_entry_by_name():
+    """The JSON of a verdict: its bound with what it bounds, its worst entry by name, a
+    number that does not exist as null (docs/rope.md lists these fields)."""
+    from sinpe._check.verdict import DRIFT, Verdict
+
+    judged = Verdict(DRIFT, (), 2.0**-21, kind="table", largest=float("nan"), worst=(7, 1e-6, 2e-6))
+    data = judged.as_json()
+    assert data["bound"] == {"value": 2.0**-21, "of": "table"}
+    assert data["worst"] == {"position": 7, "error": 1e-6, "allowed": 2e-6}
+    assert data["largest_error"] is None and data["verdict"] == "drift"
+    none = Verdict(DRIFT).as_json()
+    assert none["bound"] is None and none["worst"] is None
+    json.dumps(data, allow_nan=False)
+
+
+def test_an_engine_layer_s_log_line_says_its_layers_verdict_reasons_and_notes():
+    """The log line of a layer's report, as the vLLM plugin and SGLang's line print it: the
+    first layer and how many more, what was compared, the verdict's words and reason, the
+    notes, and what exact mode did; an unchecked layer says "unchecked" and why."""
+    from sinpe._check.verdict import finding, layer_line, mismatch, unchecked
+
+    wrong = mismatch([finding("base", engine=10000.0, config=500000.0)])
+    line = layer_line(["a.0", "a.1", "a.2"], ("Cls", "", "cache"), wrong, ("n1", "", "n2"), "left")
+    assert line == (f"a.0 (+2 more) Cls cache: {wrong.text}: {wrong.reason} (n1; n2) [exact: left]")
+    assert layer_line(["b"], "X", wrong) == f"b X: {wrong.text}: {wrong.reason}"
+    odd = unchecked("unknown_class", engine="Odd")
+    assert layer_line(["c"], "Odd", odd) == f"c Odd: unchecked: {odd.reason}"
