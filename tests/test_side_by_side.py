@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
 import sys
 import textwrap
 import types
@@ -21,6 +22,7 @@ import sinpe
 from sinpe._check.layers import layer_spec
 from sinpe._check.probe import judge_module
 from sinpe._check.steps import EngineFailed, step
+from sinpe._check.verdict import finding, mismatch
 from sinpe._engines import ABSENT, ENGINES, FAILED, _side, engines, probe
 from sinpe._engines._shrink import HEADS, VOCAB, shrink
 
@@ -381,3 +383,45 @@ def test_the_command_refuses_bad_arguments_in_one_line(args, message):
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("sinpe: error: ") and message in done.stderr
     assert len(done.stderr.splitlines()) == 1
+
+
+def test_the_matrix_script_writes_one_cell_per_engine_and_a_footnote_per_disagreement(tmp_path):
+    """tools/matrix.py (docs/matrix.md) on one config and a stand-in engine that mismatches:
+    a row with one cell per engine, the mismatch footnoted with its reason."""
+    tool = Path(__file__).resolve().parent.parent / "tools" / "matrix.py"
+    if not tool.exists():
+        pytest.skip("tools/ is not beside the tests (an installed wheel's run)")
+    answer = {
+        "engine": "vllm",
+        "sinpe": sinpe.__version__,
+        "installed": True,
+        "version": "9.9",
+        "layers": [
+            {"what": "X", **mismatch([_base_finding()]).as_json()},
+        ],
+    }
+    stand_in = _interpreter(tmp_path, f"echo '{_side.MARK}{json.dumps(answer)}'\n")
+    absent = {"sinpe": sinpe.__version__, "installed": False}
+    nowhere = _interpreter(tmp_path, f"echo '{_side.MARK}{json.dumps(absent)}'\n")
+    options = [f"--python={e.key}={nowhere}" for e in ENGINES if e.key != "vllm"]
+    out = tmp_path / "matrix.md"
+    done = subprocess.run(
+        [sys.executable, str(tool), f"--python=vllm={stand_in}", *options, "--out", str(out)]
+        + [str(LLAMA)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    (row,) = [line for line in text.splitlines() if line.startswith("| llama-3.1-8b |")]
+    assert row.count("|") == len(ENGINES) + 3
+    assert "| mismatch [1] |" in row and "vLLM 9.9" in text
+    assert (
+        "1. vLLM on `llama-3.1-8b.json`: mismatch: base 10000.0 where the config gives 500000.0."
+        in text
+    )
+
+
+def _base_finding():
+    return finding("base", engine=10000.0, config=500000.0)

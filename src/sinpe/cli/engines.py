@@ -13,7 +13,8 @@ def add_engines_arguments(command: AddCommand) -> None:
     parser = command(
         "engines",
         "each engine's reading of one model's RoPE, side by side (transformers, vLLM, "
-        "MLX-LM), from the engine's own code on a tiny twin of the config",
+        "SGLang, ONNX Runtime GenAI, llama.cpp, MLX-LM), from the engine's own code on a tiny "
+        "twin of the config",
     )
     parser.add_argument("config", help="the model's config.json (required)")
     parser.add_argument(
