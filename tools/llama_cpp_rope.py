@@ -138,12 +138,9 @@ def scaling_types(root: pathlib.Path) -> dict:
 
 def _commit(root: pathlib.Path) -> str:
     """The checkout's commit, where its git metadata says it (else "unknown")."""
-    for head in (root / ".git/HEAD", root.parent.parent / ".git/modules/vendor/llama.cpp/HEAD"):
-        if head.is_file():
-            text = head.read_text().strip()
-            if re.fullmatch(r"[0-9a-f]{40}", text):
-                return text[:12]
-    return "unknown"
+    from sinpe._engines.llama_cpp import commit_of
+
+    return commit_of(root) or "unknown"
 
 
 def module_text(table: dict, rules: dict, scaling: dict, commit: str, origin: str) -> str:

@@ -1,18 +1,41 @@
-"""A tiny random model of the twin, for the engines that convert a model's files rather than
-build from its config (llama.cpp's converter, ONNX Runtime GenAI's builder): transformers
-builds the twin's model (seed 0, float32) and saves it with a small byte-level BPE tokenizer
-trained here on a few sentences (each tool loads one; nothing is downloaded)."""
+"""For the engines that convert a model's files rather than build from its config (llama.cpp's
+converter, ONNX Runtime GenAI's builder): a tiny random model of the twin (transformers
+builds it, seed 0, float32, and saves it with a small byte-level BPE tokenizer trained here
+on a few sentences: each tool loads one; nothing is downloaded), and the tool's command line
+run in this process (``run_as_main``), so that its own code is what runs."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import random
+import sys
 from pathlib import Path
 
+from .._check.steps import EngineFailed
 from ._shrink import VOCAB
 
-__all__ = ["corpus", "save_twin", "sentencepiece_tokenizer", "tokenizer"]
+__all__ = ["corpus", "run_as_main", "save_twin", "sentencepiece_tokenizer", "tokenizer"]
+
+
+def run_as_main(who: str, argv: list, run) -> None:
+    """``run()`` (a tool's ``__main__``) with ``sys.argv`` set to ``argv`` and its output
+    kept: an exit with an error is ``EngineFailed`` naming ``who`` and the tool's last line."""
+    said = io.StringIO()
+    saved = sys.argv
+    try:
+        sys.argv = argv
+        with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+            run()
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            lines = [line for line in said.getvalue().splitlines() if line.strip()]
+            last = lines[-1] if lines else ""
+            raise EngineFailed(f"{who} exited {exc.code}: {last}") from None
+    finally:
+        sys.argv = saved
+
 
 WORDS = (
     "the of and to in is was for on that with as by at from it an be this which or are his "

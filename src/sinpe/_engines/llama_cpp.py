@@ -13,8 +13,6 @@ a vocabulary splits text, nothing of the RoPE)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import re
 import runpy
@@ -23,9 +21,17 @@ from pathlib import Path
 
 from .._check.gguf import check_gguf
 from .._check.steps import EngineFailed, step
-from ._weights import save_twin, sentencepiece_tokenizer
+from ._weights import run_as_main, save_twin, sentencepiece_tokenizer
 
-__all__ = ["PRE_TOKENIZER", "any_pre_tokenizer", "convert", "converter", "read", "version"]
+__all__ = [
+    "PRE_TOKENIZER",
+    "any_pre_tokenizer",
+    "commit_of",
+    "convert",
+    "converter",
+    "read",
+    "version",
+]
 
 PRE_TOKENIZER = "default"  # llama.cpp's name for a vocabulary's plain pre-tokenizer
 
@@ -43,13 +49,18 @@ def version() -> str | None:
     script = converter()
     if script is None:
         return None
-    root = script.parent
+    return commit_of(script.parent) or "unknown commit"
+
+
+def commit_of(root: Path) -> str | None:
+    """A llama.cpp checkout's commit (12 digits), where its git metadata or a
+    llama-cpp-python sdist's (``vendor/llama.cpp``) says it."""
     for head in (root / ".git/HEAD", root.parent.parent / ".git/modules/vendor/llama.cpp/HEAD"):
         if head.is_file():
             text = head.read_text().strip()
             if re.fullmatch(r"[0-9a-f]{40}", text):
                 return text[:12]
-    return "unknown commit"
+    return None
 
 
 def any_pre_tokenizer() -> None:
@@ -73,19 +84,8 @@ def convert(model: Path, out: Path, script: Path) -> None:
     root = str(script.parent)
     sys.path[:0] = [root, os.path.join(root, "gguf-py")]
     any_pre_tokenizer()
-    said = io.StringIO()
-    saved = sys.argv
-    try:
-        sys.argv = [str(script), str(model), "--outfile", str(out), "--outtype", "f32"]
-        with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
-            runpy.run_path(str(script), run_name="__main__")
-    except SystemExit as exc:
-        if exc.code not in (0, None):
-            lines = [line for line in said.getvalue().splitlines() if line.strip()]
-            last = lines[-1] if lines else ""
-            raise EngineFailed(f"its converter exited {exc.code}: {last}") from None
-    finally:
-        sys.argv = saved
+    argv = [str(script), str(model), "--outfile", str(out), "--outtype", "f32"]
+    run_as_main("its converter", argv, lambda: runpy.run_path(str(script), run_name="__main__"))
 
 
 def read(folder, original: dict, length: int):

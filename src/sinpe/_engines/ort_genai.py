@@ -7,15 +7,12 @@ betas: a division by zero), the line names its error."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import runpy
-import sys
 from pathlib import Path
 
 from .._check.onnx import check_onnx
-from .._check.steps import EngineFailed, step
-from ._weights import save_twin
+from .._check.steps import step
+from ._weights import run_as_main, save_twin
 
 __all__ = ["read"]
 
@@ -25,19 +22,8 @@ def _build(model: Path, out: Path) -> None:
     kept for the error it ends on."""
     argv = ["builder", "-i", str(model), "-o", str(out), "-p", "fp32", "-e", "cpu"]
     argv += ["-c", str(out / "cache")]
-    said = io.StringIO()
-    saved = sys.argv
-    try:
-        sys.argv = argv
-        with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
-            runpy.run_module("onnxruntime_genai.models.builder", run_name="__main__")
-    except SystemExit as exc:
-        if exc.code not in (0, None):
-            lines = [line for line in said.getvalue().splitlines() if line.strip()]
-            last = lines[-1] if lines else ""
-            raise EngineFailed(f"its builder exited {exc.code}: {last}") from None
-    finally:
-        sys.argv = saved
+    builder = "onnxruntime_genai.models.builder"
+    run_as_main("its builder", argv, lambda: runpy.run_module(builder, run_name="__main__"))
 
 
 def read(folder, original: dict, length: int):
