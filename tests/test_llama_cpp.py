@@ -321,12 +321,14 @@ def _engine_line(name: str, **options):
         ("qwen3-8b.yarn-4x", "match", "as the config's attention does"),
         ("phi-3.5-mini-instruct.autoconfig-dump", "match", "as the config's attention does"),
         ("gpt-oss-20b", "mismatch", "YaRN truncate false in the config"),
+        ("qwen3-next-80b-a3b-thinking", "match", "as the config's attention does"),
     ],
 )
 def test_engines_read_llama_cpp_by_its_own_converter(name, verdict, said):
     """llama.cpp's column: its converter on a tiny random model of each config's twin (Phi-3
     with a sentencepiece tokenizer, which its converter asks for), the file judged by the
-    GGUF check: Llama-3.1, Qwen3's YaRN x4 and Phi-3.5's LongRoPE read as their configs;
+    GGUF check: Llama-3.1, Qwen3's YaRN x4, Phi-3.5's LongRoPE and Qwen3-Next (converted
+    with --no-mtp: the twin has no multi-token-prediction weights) read as their configs;
     gpt-oss's untruncated YaRN ramp is rounded by llama.cpp, a mismatch."""
     report, line = _engine_line(name)
     assert line.verdict == verdict and report.exit_code == (verdict == "mismatch"), line.text

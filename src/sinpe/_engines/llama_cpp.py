@@ -78,14 +78,27 @@ def any_pre_tokenizer() -> None:
     base.TextModel.get_vocab_base_pre = pre_tokenizer
 
 
-def convert(model: Path, out: Path, script: Path) -> None:
-    """The converter's command line on ``model``, run here; its output kept for the error it
-    ends on."""
+def convert(model: Path, out: Path, script: Path, *options: str) -> None:
+    """The converter's command line on ``model`` (with ``options``), run here; its output
+    kept for the error it ends on."""
     root = str(script.parent)
     sys.path[:0] = [root, os.path.join(root, "gguf-py")]
     any_pre_tokenizer()
-    argv = [str(script), str(model), "--outfile", str(out), "--outtype", "f32"]
+    argv = [str(script), str(model), "--outfile", str(out), "--outtype", "f32", *options]
     run_as_main("its converter", argv, lambda: runpy.run_path(str(script), run_name="__main__"))
+
+
+def _convert(model: Path, out: Path, script: Path) -> None:
+    """``convert``; where it stops, again with ``--no-mtp``: a family with multi-token
+    prediction layers (Qwen3-Next) asserts the checkpoint holds them, and transformers saves
+    none of them for the twin. The first error stands where the second try fails too."""
+    try:
+        convert(model, out, script)
+    except Exception as first:
+        try:
+            convert(model, out, script, "--no-mtp")
+        except Exception:
+            raise first from None
 
 
 def read(folder, original: dict, length: int):
@@ -99,13 +112,13 @@ def read(folder, original: dict, length: int):
         save_twin(folder, work / "model")
     try:
         with step("convert_hf_to_gguf.py"):
-            convert(work / "model", work / "model.gguf", script)
+            _convert(work / "model", work / "model.gguf", script)
     except EngineFailed as exc:  # a family whose converter takes sentencepiece's (Phi-3)
         if "tokenizer.model" not in str(exc):
             raise
         with step("sentencepiece training the twin's tokenizer.model"):
             sentencepiece_tokenizer(work / "model")
         with step("convert_hf_to_gguf.py"):
-            convert(work / "model", work / "model.gguf", script)
+            _convert(work / "model", work / "model.gguf", script)
     report = check_gguf(work / "model.gguf", original, n_ctx=length)
     return [(f"the GGUF file ({report.arch})", report.judgment)], tuple(report.notes), None
