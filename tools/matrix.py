@@ -66,12 +66,6 @@ WHERE = [
         "`rope_local_base_freq` keys, not the `rope_parameters` transformers 5 writes",
     ),
     (
-        "llama.cpp",
-        "AssertionError",
-        "not traced: the converter's bare assertion on the twin (its shrunk linear-attention "
-        "layers are the suspects), so this cell may be sinpe's twin, not llama.cpp",
-    ),
-    (
         "sglang",
         "linear scaling not applied",
         "`srt/models/gemma3_causal.py`, `Gemma3Attention.__init__`: each layer's module built "
