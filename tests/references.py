@@ -280,6 +280,22 @@ def qwen3_vl_recompose(freq, sections):
     return np.concatenate([thw, thw], axis=-1)
 
 
+def ernie_vl_recompose(freq, sections):
+    """transformers 5.24 ``Ernie4_5_VLMoeTextRotaryEmbedding``: ``freq`` is ``(3, ..., h)`` in
+    sinpe's frequency order; the module pre-permutes its ``inv_freq`` (the first two
+    sections' even frequencies, then their odd ones, then the rest), takes section 0 from axis
+    1 (H), section 1 from axis 2 (W), section 2 from axis 0 (T), alternates H and W, appends
+    T, and repeats each column twice in place."""
+    hw = sections[0] + sections[1]
+    order = np.concatenate(
+        [np.arange(0, hw, 2), np.arange(1, hw, 2), np.arange(hw, freq.shape[-1])]
+    )
+    parts = np.split(freq[..., order], np.cumsum(sections)[:-1], axis=-1)
+    h, w, t = (m[(i + 1) % 3] for i, m in enumerate(parts))
+    hwt = np.concatenate([np.stack([h, w], axis=-1).reshape(h.shape[:-1] + (-1,)), t], axis=-1)
+    return np.repeat(hwt, 2, axis=-1)
+
+
 def pixtral_inv_freq(inv_freq):
     """``PixtralVisionRotaryEmbedding.compute_axial_rope_parameters``' reordering."""
     return np.concatenate([inv_freq[0::2], inv_freq[1::2]])

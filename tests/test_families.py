@@ -7,6 +7,7 @@ import json
 import math
 import os
 import pickle
+import re
 import subprocess
 import sys
 from dataclasses import FrozenInstanceError
@@ -692,3 +693,42 @@ def test_su_is_longrope_only_where_transformers_maps_it():
     raw["model_type"] = "llama"
     with pytest.raises(ValueError, match="rope_type 'su' is Phi-3's first name for 'longrope'"):
         sinpe.rope_config(raw)
+
+
+ERNIE_VL = {"rope_type": "default", "mrope_section": [22, 22, 20], "mrope_paired": True}
+
+
+def test_paired_mrope_is_ernie_4_5_vl_recomposition_within_the_exact_bound():
+    """ERNIE-4.5-VL's sections: H and W alternate over the first two, then T, each column
+    twice in place (its interleaved layout), against mpmath recomposed as its module does."""
+    positions = np.array([[0, 5, 70000, 2**40], [1, 6, 3, 2**40 + 1], [9, 2, 123456, 17]])
+    inv_freq, _ = sinpe.rope_frequencies(128, base=5e5, scaling=ERNIE_VL)
+    cs = np.stack([oracle.cos_sin(list(axis), inv_freq, 1.0) for axis in positions])
+    for backend in backends.BACKENDS:
+        got = sinpe.rope_at(
+            positions, 128, base=5e5, scaling=ERNIE_VL, layout="interleaved", backend=backend
+        )
+        for k in (0, 1):
+            want = ref.ernie_vl_recompose(cs[:, :, k], [22, 22, 20])
+            assert got[k].shape == want.shape == (4, 128)
+            assert np.max(np.abs(got[k] - want)) <= 1e-15
+    # text tokens: every axis at the same position is the plain table, bit for bit
+    ids = np.broadcast_to(np.arange(50, 60), (3, 10))
+    text = sinpe.rope_at(ids, 128, base=5e5, scaling=ERNIE_VL)
+    plain = sinpe.rope(10, 128, base=5e5, offset=50)
+    assert all(np.array_equal(a, b) for a, b in zip(text, plain))
+
+
+@pytest.mark.parametrize(
+    ("scaling", "words"),
+    [
+        ({"rope_type": "default", "mrope_section": [22, 20, 22], "mrope_paired": True}, "paired"),
+        ({"rope_type": "default", "mrope_section": [22, 22, 19], "mrope_paired": True}, "sum"),
+        ({"rope_type": "default", "mrope_paired": True}, "needs scaling['mrope_section']"),
+        (dict(ERNIE_VL, mrope_interleaved=True), "two recompositions"),
+        (dict(ERNIE_VL, mrope_paired="yes"), "mrope_paired"),
+    ],
+)
+def test_paired_mrope_sections_that_cannot_pair_are_refused(scaling, words):
+    with pytest.raises((ValueError, TypeError), match=re.escape(words)):
+        sinpe.rope_at(np.zeros((3, 2), dtype=int), 128, base=5e5, scaling=scaling)

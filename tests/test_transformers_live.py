@@ -484,6 +484,7 @@ def test_gptj_and_codegen_sin_cos_tables_are_replaced_exactly(name, casts):
 REPLACED_VLMS = {
     "cosmos3_edge",
     "cosmos3_omni",
+    "ernie4_5_vl_moe",
     "glm_ocr",
     "hy_v4_vl",
     "minicpmv4_7",

@@ -1034,8 +1034,8 @@ def _variant_rules(entry) -> dict:
         rules["sections"] = list(sections)
         axes = [a for _, a in layer["columns"]]
         h = len(axes)
-        for name, interleaved in (("contiguous", False), ("interleaved", True)):
-            if _mrope_axes(sections, interleaved, h) == axes:
+        for name in ("contiguous", "interleaved", "paired"):
+            if _mrope_axes(sections, name, h) == axes:
                 rules["mrope"] = name
                 break
         else:
@@ -1043,10 +1043,15 @@ def _variant_rules(entry) -> dict:
     return rules
 
 
-def _mrope_axes(sections, interleaved, h):
-    if len(sections) != 3 or (not interleaved and sum(sections) != h):
+def _mrope_axes(sections, kind, h):
+    """Each frequency's position axis under one recomposition: Qwen2-VL's ``contiguous``
+    sections, Qwen3-VL's ``interleaved`` ones, ERNIE-4.5-VL's ``paired`` (H, W, H, W, ...
+    over two equal sections, then T)."""
+    if len(sections) != 3 or (kind != "interleaved" and sum(sections) != h):
         return None
-    if interleaved:
+    if kind == "paired":
+        return [1, 2] * sections[0] + [0] * sections[2] if sections[0] == sections[1] else None
+    if kind == "interleaved":
         axes = [0] * h
         for axis in (1, 2):
             for i in range(axis, min(3 * sections[axis], h), 3):

@@ -485,11 +485,14 @@ def _mrope_sections(reader: _Reader, params: dict) -> None:
     family = reader.family
     sections = params.pop("mrope_section", None)
     interleaved = params.pop("mrope_interleaved", None)
+    paired = params.pop("mrope_paired", None)
     if family.mrope is not None:
         sections = list(sections or family.sections or ())
         params["mrope_section"] = sections
         params["mrope_interleaved"] = family.mrope == "interleaved"  # the model's own rule
-    elif sections is not None or interleaved is not None:
+        if family.mrope == "paired":
+            params["mrope_paired"] = True
+    elif sections is not None or interleaved is not None or paired is not None:
         if reader.known:
             raise ValueError(
                 f"the config has mrope_section, which model_type {reader.model_type!r}'s rotary "
@@ -498,8 +501,8 @@ def _mrope_sections(reader: _Reader, params: dict) -> None:
         raise ValueError(
             "the config has mrope_section, and models recompose M-RoPE sections in "
             f"different ways: {reader.unknown()} (Qwen2-VL and Qwen2.5-VL: contiguous; "
-            "Qwen3-VL and Qwen3.5: interleaved); pass the mapping to sinpe.rope_at with "
-            "mrope_interleaved set as your model does"
+            "Qwen3-VL and Qwen3.5: interleaved; ERNIE-4.5-VL: paired); pass the mapping to "
+            "sinpe.rope_at with mrope_interleaved or mrope_paired set as your model does"
         )
 
 

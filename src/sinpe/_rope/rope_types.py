@@ -94,13 +94,14 @@ KEYS: dict[str, Key] = {
     "partial_rotary_factor": Key("number", maximum=1.0),
     "mrope_section": Key("sections"),
     "mrope_interleaved": Key("flag"),
+    "mrope_paired": Key("flag"),
     "alpha": Key("number", maximum=MAX_ALPHA, none_is_absent=True),
     "short_mscale": Key("number"),
     "long_mscale": Key("number"),
 }
 # Keys any type may carry: M-RoPE's sections (Qwen2-VL, Qwen3-VL), and partial_rotary_factor,
 # kept so that sinpe.rope can refuse it where its head_dim is already the rotary width.
-ANY_TYPE = ("mrope_section", "mrope_interleaved", "partial_rotary_factor")
+ANY_TYPE = ("mrope_section", "mrope_interleaved", "mrope_paired", "partial_rotary_factor")
 # Keys every mapping may carry besides its type's own: the type, the base, the model's length.
 NAMES = ("rope_type", "type", "rope_theta", "max_position_embeddings")
 # transformers' older names of types: Qwen2-VL's "mrope" is the default type with sections
@@ -885,8 +886,14 @@ def _check_value(key: str, value, head_dim: int | None):
 def _cross_check(checked: dict, name, record: RopeType) -> None:
     """The checks across keys, once each key is valid: M-RoPE's, the required numbers, the
     type's own (``record.check``)."""
-    if "mrope_interleaved" in checked and "mrope_section" not in checked:
-        raise ValueError("scaling['mrope_interleaved'] needs scaling['mrope_section']")
+    for key in ("mrope_interleaved", "mrope_paired"):
+        if key in checked and "mrope_section" not in checked:
+            raise ValueError(f"scaling[{key!r}] needs scaling['mrope_section']")
+    if checked.get("mrope_interleaved") and checked.get("mrope_paired"):
+        raise ValueError(
+            "scaling['mrope_interleaved'] and scaling['mrope_paired'] are two recompositions: "
+            "set one of them"
+        )
     if record.axes > 1 and "mrope_section" in checked:
         raise ValueError(
             "rope_type 'axial' (two position axes) and mrope_section (three) do not combine"

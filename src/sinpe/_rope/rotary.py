@@ -55,7 +55,7 @@ __all__ = [
 # any scaling's frequencies well under a second and a few MiB.
 MAX_HEAD_DIM = 2**16
 DEFAULT_BASE = 10000.0
-_MROPE_KEYS = ("mrope_section", "mrope_interleaved")
+_MROPE_KEYS = ("mrope_section", "mrope_interleaved", "mrope_paired")
 
 
 # --------------------------------------------------------------------------- formats
@@ -146,9 +146,12 @@ def _width(head_dim) -> int:
     return head_dim
 
 
-def mrope_axes(sections, interleaved: bool, h: int) -> tuple:
+def mrope_axes(sections, interleaved: bool, h: int, paired: bool = False) -> tuple:
     """The position axis of each frequency under M-RoPE: Qwen2-VL's contiguous sections
-    ``T | H | W``, or Qwen3-VL's interleaved ``T, H, W, T, H, W, ...`` (then the rest T)."""
+    ``T | H | W``, Qwen3-VL's interleaved ``T, H, W, T, H, W, ...`` (then the rest T), or
+    ERNIE-4.5-VL's paired ``H, W, H, W, ...`` over its first two sections, then ``T``."""
+    if paired:
+        return tuple([1, 2] * sections[0] + [0] * (h - 2 * sections[0]))
     if interleaved:
         axes = np.zeros(h, dtype=np.intp)
         for axis in (1, 2):
@@ -157,11 +160,26 @@ def mrope_axes(sections, interleaved: bool, h: int) -> tuple:
     return tuple(np.repeat(np.arange(3), sections).tolist())
 
 
+def mrope_buffer_order(scaling, h: int):
+    """Where the module keeps each frequency in its ``inv_freq`` buffer, as indices into
+    sinpe's (rising-exponent) frequencies, or ``None`` for the same order: ERNIE-4.5-VL
+    pre-permutes its buffer (the even frequencies of the paired sections, then the odd ones,
+    then the rest) so that its forward reads each section's block off the buffer."""
+    if not scaling.get("mrope_paired"):
+        return None
+    n = 2 * scaling["mrope_section"][0]
+    return np.concatenate([np.arange(0, n, 2), np.arange(1, n, 2), np.arange(n, h)])
+
+
 def _axes(scaling: RopeScaling, h: int):
     """``(axes, n_axes, axes_last)`` a scaling's keys say."""
     sections = scaling.get("mrope_section")
     if sections is not None:
-        return mrope_axes(sections, bool(scaling.get("mrope_interleaved")), h), 3, False
+        interleaved, paired = (
+            bool(scaling.get("mrope_interleaved")),
+            bool(scaling.get("mrope_paired")),
+        )
+        return mrope_axes(sections, interleaved, h, paired), 3, False
     if ROPE_TYPES[scaling.rope_type].axes == 2:  # Pixtral: [even: height | odd: width]
         return tuple([0] * ((h + 1) // 2) + [1] * (h // 2)), 2, True
     return None, 1, False
@@ -224,7 +242,8 @@ def resolve(
             if extra:
                 raise ValueError(
                     "pass inv_freq or a scaling, not both: inv_freq are the frequencies (only "
-                    f"mrope_section and mrope_interleaved may come with them), got {sorted(extra)}"
+                    "mrope_section, mrope_interleaved and mrope_paired may come with them), "
+                    f"got {sorted(extra)}"
                 )
         given, factor = _given(inv_freq, head_dim, attention_factor)
         spec = parse(
@@ -268,12 +287,21 @@ def from_scaling(head_dim: int, base: float, scaling: RopeScaling) -> Rotary:
 
 def _check_sections(spec: RopeScaling, head_dim: int) -> None:
     """Contiguous sections must cover the frequencies exactly (transformers' split fails
-    otherwise); interleaved ones must fit (the frequencies past them read the first axis)."""
+    otherwise); interleaved ones must fit (the frequencies past them read the first axis);
+    paired ones (ERNIE-4.5-VL) alternate two sections of one size and cover the rest with
+    the third."""
     sections = spec.get("mrope_section")
     if sections is None:
         return
     h = head_dim // 2
-    if spec.get("mrope_interleaved"):
+    if spec.get("mrope_paired"):
+        if sections[0] != sections[1] or sum(sections) != h:
+            raise ValueError(
+                f"scaling['mrope_section'] {list(sections)} cannot be paired (H, W, H, W, ..., "
+                f"then T): the first two sections must be equal and all three sum to head_dim "
+                f"// 2 = {h}"
+            )
+    elif spec.get("mrope_interleaved"):
         if 3 * max(sections[1], sections[2], 1) - 1 > h:
             raise ValueError(
                 f"scaling['mrope_section'] {list(sections)} does not fit head_dim // 2 = {h} "

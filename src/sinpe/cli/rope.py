@@ -139,12 +139,13 @@ def _print_layer(name, layer, inv_freq: np.ndarray, attention: float) -> None:
     read = {
         key: value
         for key, value in layer.scaling.items()
-        if key not in ("rope_type", "mrope_section", "mrope_interleaved")
+        if key not in ("rope_type", "mrope_section", "mrope_interleaved", "mrope_paired")
     }
     if read:
         print("  scaling " + ", ".join(f"{k}={_shown(v)}" for k, v in sorted(read.items())))
     if layer.scaling.get("mrope_section"):
         kind = "interleaved" if layer.scaling.get("mrope_interleaved") else "contiguous"
+        kind = "paired" if layer.scaling.get("mrope_paired") else kind
         print(f"  M-RoPE sections {list(layer.scaling['mrope_section'])} ({kind})")
     print(f"  inverse frequencies {inv_freq.min():.6g} .. {inv_freq.max():.6g}")
     print(f"  attention factor {attention:.17g}")

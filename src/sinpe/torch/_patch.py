@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .._rope.rotary import mrope_buffer_order
 from .._tables import checks as check
 from . import _rotary
 from ._rotary import RotaryEmbedding
@@ -249,8 +250,11 @@ def _matching_frequencies(module, layer, prefix: str, buffer) -> np.ndarray:
     original = layer.spec.scaling.get("original_max_position_embeddings")
     lengths.extend(layer.record.probe_lengths(original, cached))
     best = None
+    order = mrope_buffer_order(layer.spec.scaling, layer.spec.head_dim // 2)
     for length in lengths:
         w = np.asarray(layer.spec.frequencies(length)[0], dtype=np.float64)
+        if order is not None and w.shape[0] == order.shape[0]:
+            w = w[order]  # ERNIE-4.5-VL's buffer holds them pre-permuted
         if w.shape[0] != buffer.numel():
             continue
         i, off, allowance, _ = _relative_ulps(buffer, w)
