@@ -12,10 +12,51 @@ from subprocesses import run_script
 
 import sinpe
 
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+
 
 def test_every_install_declares_the_vllm_entry_point():
     found = [e for e in entry_points(group="vllm.general_plugins") if e.name == "sinpe"]
     assert [e.value for e in found] == ["sinpe.vllm:register"]
+
+
+def test_every_install_declares_the_sglang_entry_point():
+    found = [e for e in entry_points(group="sglang.srt.plugins") if e.name == "sinpe"]
+    assert [e.value for e in found] == ["sinpe.sglang:register"]
+
+
+def test_importing_and_registering_without_sglang_does_nothing():
+    """Where SGLang is absent the entry point's function returns, says nothing, imports
+    neither SGLang nor torch, and has seen nothing."""
+    result = run_script(
+        """
+        import sys
+        sys.modules["sglang"] = None  # SGLang absent, even where it is installed
+        import sinpe.sglang as ss
+        ss.register()
+        ss.register()
+        assert "torch" not in sys.modules and ss.reports() == []
+        print("done")
+        """
+    )
+    assert result.stdout == "done\n" and result.stderr == ""
+
+
+def test_the_sglang_hooks_never_raise(monkeypatch, caplog):
+    """Whatever SGLang hands them, the hooks return None (SGLang keeps its own result) and
+    say what failed in one warning."""
+    from sinpe.sglang import _plugin
+
+    monkeypatch.setenv("SINPE_SGLANG", "audit")
+    with caplog.at_level(logging.WARNING, logger="sglang.sinpe"):
+        assert _plugin.after_load_model(None, object()) is None
+        assert _plugin.before_reserve(object(), None) is None
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 2 and all(m.startswith("sinpe could not") for m in said), said
+    assert "AttributeError" in said[0] and _plugin.reports() == []
+    monkeypatch.setenv("SINPE_SGLANG", "off")
+    caplog.clear()
+    assert _plugin.after_load_model(None, object()) is None and not caplog.records
 
 
 def test_importing_and_registering_without_vllm_does_nothing():
@@ -35,20 +76,24 @@ def test_importing_and_registering_without_vllm_does_nothing():
     assert result.stdout == "done\n" and result.stderr == ""
 
 
-def test_the_mode_variable(monkeypatch, caplog):
-    import sinpe.vllm as sv
-    from sinpe.vllm import _plugin
+@pytest.mark.parametrize(
+    "package, variable, logger",
+    [("vllm", "SINPE_VLLM", "sinpe.vllm"), ("sglang", "SINPE_SGLANG", "sglang.sinpe")],
+)
+def test_the_mode_variable(monkeypatch, caplog, package, variable, logger):
+    import importlib
 
-    monkeypatch.delenv("SINPE_VLLM", raising=False)
-    assert sv.mode() == sv.DEFAULT == "audit"
+    plugin = importlib.import_module(f"sinpe.{package}._plugin")
+    monkeypatch.delenv(variable, raising=False)
+    assert plugin.mode() == plugin.DEFAULT == "audit"
     for value in ("audit", "exact", "off", " EXACT "):
-        monkeypatch.setenv("SINPE_VLLM", value)
-        assert sv.mode() == value.strip().lower()
-    monkeypatch.setitem(_plugin._STATE, "warned", False)
-    monkeypatch.setenv("SINPE_VLLM", "fix-everything")
-    with caplog.at_level(logging.WARNING, logger="sinpe.vllm"):
-        assert sv.mode() == "off" and sv.mode() == "off"
-    warned = [r.getMessage() for r in caplog.records if "SINPE_VLLM" in r.getMessage()]
+        monkeypatch.setenv(variable, value)
+        assert plugin.mode() == value.strip().lower()
+    monkeypatch.setitem(plugin._STATE, "warned", False)
+    monkeypatch.setenv(variable, "fix-everything")
+    with caplog.at_level(logging.WARNING, logger=logger):
+        assert plugin.mode() == "off" and plugin.mode() == "off"
+    warned = [r.getMessage() for r in caplog.records if variable in r.getMessage()]
     assert len(warned) == 1 and "audit" in warned[0] and "fix-everything" in warned[0]
 
 
@@ -76,6 +121,10 @@ class FourierRotaryEmbedding(_Layer):
 
 class LinearScalingRotaryEmbedding(_Layer):
     scaling_factors = [2.0, 4.0]
+
+
+class DynamicNTKAlphaRotaryEmbedding(_Layer):
+    pass
 
 
 class MyOwnRotaryEmbedding(_Layer):  # a class this vLLM does not have
@@ -185,6 +234,55 @@ def test_exact_fills_a_drifting_cache_in_place_and_leaves_a_mismatch():
     (report,) = audit_layer(wrong, spec, ["l"])
     assert not fill_exact(wrong, spec, report).replaced
     assert wrong.cos_sin_cache.equal(before)
+
+
+def test_rows_an_engine_appended_are_judged_and_filled_apart():
+    """SGLang appends rows to a cache past what its class made (sinpe.sglang records that
+    count on the layer): they are a part of their own, judged at their own positions; exact
+    mode writes each part at its positions and leaves a part that mismatches."""
+    torch = pytest.importorskip("torch")
+    from sinpe.vllm import audit_layer
+    from sinpe.vllm._audit import MADE, fill_exact
+
+    spec = _spec()
+    right = RotaryEmbedding(_float32_angles(4096 + 256))
+    setattr(right, MADE, 4096)
+    made, grown = audit_layer(right, spec, ["l"], engine="SGLang")
+    assert (made.cache, made.rows, made.start) == ("cos_sin_cache[0:4096]", 4096, 0)
+    assert (grown.cache, grown.rows, grown.start) == ("cos_sin_cache[4096:4352]", 256, 4096)
+    assert made.verdict == grown.verdict == "drift", grown.line()
+    assert grown.decades[0][0] >= 4096 and "appended past the 4,096" in grown.note
+    assert all(fill_exact(right, spec, r).replaced for r in (made, grown))
+    assert np.array_equal(right.cos_sin_cache.numpy(), spec.rope_cache(4352, dtype=np.float32))
+    wrong = RotaryEmbedding(torch.cat([_float32_angles(4096), _float32_angles(256, 5e5)]))
+    setattr(wrong, MADE, 4096)
+    before = wrong.cos_sin_cache[4096:].clone()
+    made, grown = audit_layer(wrong, spec, ["l"], engine="SGLang")
+    assert made.verdict == "drift" and grown.verdict == "mismatch", grown.line()
+    assert fill_exact(wrong, spec, made).replaced and not fill_exact(wrong, spec, grown).replaced
+    assert np.array_equal(
+        wrong.cos_sin_cache[:4096].numpy(), spec.rope_cache(4096, dtype=np.float32)
+    )
+    assert wrong.cos_sin_cache[4096:].equal(before)
+    for count in (0, 4352, 10**9, 4096.0, True, "4096"):  # nothing appended, or not a count
+        setattr(wrong, MADE, count)
+        (whole,) = audit_layer(wrong, spec, ["l"], engine="SGLang")
+        assert whole.cache == "cos_sin_cache" and whole.rows == 4352, count
+
+
+def test_a_family_rope_type_gets_its_notes():
+    """HunYuan's NTK-alpha and PhiMoE's LongRoPE are types of a family record: a cache of
+    theirs is judged (not "could not be read" because the notes looked the type up among
+    the public ones)."""
+    torch = pytest.importorskip("torch")
+    from sinpe.vllm import audit_layer
+
+    config = json.loads((ROOT / "tests/data/configs/hunyuan-promptenhancer-7b.json").read_text())
+    spec = sinpe.rope_config(config)
+    assert spec.scaling["rope_type"] == "ntk_alpha"
+    cache = torch.from_numpy(spec.rope_cache(4096, dtype=np.float32))
+    (report,) = audit_layer(DynamicNTKAlphaRotaryEmbedding(cache, 128, 128), spec, ["l"])
+    assert report.verdict == "match", report.line()
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
@@ -309,15 +407,17 @@ def test_where_vllms_hf_config_reads_another_rope_it_is_said():
     from sinpe.vllm._model import hf_config_differs
 
     config = {"model_type": "llama", "head_dim": 64, "rope_theta": 10000.0}
-    same = SimpleNamespace(hf_config=SimpleNamespace(to_dict=lambda: dict(config)))
+    same = SimpleNamespace(to_dict=lambda: dict(config))
     assert hf_config_differs(config, same) == ""
-    edited = SimpleNamespace(
-        hf_config=SimpleNamespace(to_dict=lambda: {**config, "rope_theta": 5e5})
-    )
+    edited = SimpleNamespace(to_dict=lambda: {**config, "rope_theta": 5e5})
     assert hf_config_differs(config, edited) == (
         "vLLM's hf_config reads base 500000.0 where config.json gives 10000.0"
     )
-    assert hf_config_differs(config, SimpleNamespace()) == ""
+    assert hf_config_differs(config, edited, "SGLang") == (
+        "SGLang's hf_config reads base 500000.0 where config.json gives 10000.0"
+    )
+    assert hf_config_differs(config, None) == ""
+    assert hf_config_differs(config, SimpleNamespace()) == ""  # no to_dict: nothing said
 
 
 def _fake_llm(model, folder, hf_config):

@@ -7,7 +7,10 @@ on the probe's path (it never runs: no image is processed)."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,7 @@ from engine_rules import changed_interpreter  # noqa: E402
 import sinpe  # noqa: E402
 
 CONFIGS = Path(__file__).with_name("data") / "configs"
+HERE = Path(__file__).parent
 
 
 @pytest.fixture(autouse=True)
@@ -87,3 +91,71 @@ def test_a_rule_changed_in_sglang_changes_its_line(tmp_path):
     report, line = _line("llama-3.1-8b", pythons={"sglang": changed})
     assert line.verdict == "mismatch" and report.exit_code == 1, line.text
     assert any("Llama-3 scaling not applied" in reason for reason in line.reasons), line.reasons
+
+
+# --------------------------------------------------------------------------- the plugin
+
+
+def _plugin_run(tmp_path, name: str, length: int | None = None, **env):
+    """tests/sglang_plugin.py in a fresh interpreter on the twin of a config: SGLang's
+    ``load_plugins`` loads sinpe's entry point, SGLang's loader builds the model on the CPU
+    and grows its caches (hooked), then the AFTER hook of ``ModelRunner.load_model`` runs."""
+    from sinpe._engines._shrink import shrink
+
+    twin = tmp_path / "twin"
+    twin.mkdir(parents=True)
+    config = json.loads((CONFIGS / f"{name}.json").read_text())
+    (twin / "config.json").write_text(json.dumps(shrink(config)))
+    command = [sys.executable, str(HERE / "sglang_plugin.py"), str(twin)]
+    command += [str(length)] if length else []
+    variables = {**os.environ, "SGLANG_PLUGINS": "sinpe", **env}
+    result = subprocess.run(
+        command, env=variables, capture_output=True, text=True, timeout=900, cwd=tmp_path
+    )
+    found = [x for x in result.stdout.splitlines() if x.startswith("SINPE-JSON ")]
+    assert result.returncode == 0 and found, result.stderr[-3000:]
+    return json.loads(found[0].split(" ", 1)[1]), result.stderr
+
+
+def test_sglangs_plugin_loader_loads_sinpe_and_its_hooks_audit_each_cache(tmp_path):
+    """SGLang's own ``load_plugins`` finds the entry point; its ``HookRegistry`` applies a
+    BEFORE hook on ``reserve_rope_cache_for_long_sequences`` and an AFTER hook on
+    ``ModelRunner.load_model``. Llama-3.1's cache as its class made it (131,072 rows) and
+    the 256 rows SGLang appends before CUDA-graph capture are judged apart (both float32
+    drift), nothing changed, the JSON report written."""
+    report = tmp_path / "report.json"
+    found, _ = _plugin_run(
+        tmp_path, "llama-3.1-8b", SINPE_SGLANG="audit", SINPE_SGLANG_REPORT=str(report)
+    )
+    from sinpe.sglang import _plugin
+
+    assert found["hooks"][_plugin.LOAD_MODEL] == ["after_load_model"]
+    assert found["hooks"][_plugin.RESERVE] == ["before_reserve"]
+    assert found["load_model_hooked"] and found["reserve_hooked"] and found["result"] == "None"
+    assert found["made"] == [131072] and found["rows"][0] > 131072
+    made, grown = found["reports"]
+    assert made["cache"] == "cos_sin_cache[0:131072]" and made["verdict"] == "drift"
+    assert grown["cache"].startswith("cos_sin_cache[131072:") and grown["verdict"] == "drift"
+    assert "appended past the 131,072 its class made" in grown["notes"][0]
+    assert not made["replaced"] and not grown["replaced"] and found["exact"] == [False]
+    assert json.loads(report.read_text()) == found["reports"]
+
+
+def test_exact_mode_fills_what_matches_and_names_the_rows_sglang_appended_wrong(tmp_path):
+    """A finding: SGLang's NTK-alpha class (HunYuan) appends its rows past 32,768 with the
+    base unscaled (an error of 2): judged apart, a mismatch, left; the rows its class made
+    drift and are filled with sinpe's table, bit for bit."""
+    found, _ = _plugin_run(tmp_path, "hunyuan-promptenhancer-7b", SINPE_SGLANG="exact")
+    made, grown = found["reports"]
+    assert made["cls"] == "DynamicNTKAlphaRotaryEmbedding" and made["verdict"] == "drift"
+    assert made["replaced"] and found["exact_made"] == [True]
+    assert grown["verdict"] == "mismatch" and grown["largest_error"] > 1, grown
+    assert grown["outcome"] == "left as SGLang made it (mismatch)" and found["exact"] == [False]
+
+
+def test_off_does_nothing_and_a_report_that_cannot_be_written_never_stops_sglang(tmp_path):
+    found, _ = _plugin_run(tmp_path, "llama-3.1-8b", SINPE_SGLANG="off")
+    assert found["reports"] == [] and found["load_model_hooked"]
+    bad = str(tmp_path / "no-such-folder" / "report.json")
+    found, said = _plugin_run(tmp_path / "b", "llama-3.1-8b", SINPE_SGLANG_REPORT=bad)
+    assert len(found["reports"]) == 2 and "sinpe could not write SINPE_SGLANG_REPORT" in said

@@ -33,6 +33,7 @@ ADAPTERS = [
     SRC / "_check" / "probe.py",
     SRC / "vllm" / "_audit.py",
     SRC / "vllm" / "_model.py",
+    SRC / "sglang" / "_plugin.py",
     SRC / "mlx" / "_check.py",
 ]
 PLAIN = {"model_type": "llama", "head_dim": 64, "max_position_embeddings": 4096, "rope_theta": 1e4}

@@ -144,13 +144,15 @@ NOTES = {
     "longrope_batch": "the {engine} factors' rows; SGLang switches a whole batch to its long "
     "factors once any of its positions exceeds {config:,} (transformers: each sequence once it "
     "is longer than {config:,}, one position earlier)",
+    "grown_rows": "the rows {engine} appended past the {config:,} its class made (SGLang's "
+    "reserve_rope_cache_for_long_sequences, before CUDA-graph capture), judged apart",
     "dynamic_static": "{engine}'s cache is static, built at its largest length; transformers' "
     "dynamic base follows the current length (the two agree only for sequences that long)",
     "config_source": "config: {engine}",
-    "hf_config_source": "vLLM's hf_config (no config.json found)",
-    "hf_config_differs": "vLLM's hf_config reads {engine}",
+    "hf_config_source": "{who}'s hf_config (no config.json found)",
+    "hf_config_differs": "{who}'s hf_config reads {engine}",
     "hf_field": "{field} {engine!r} where config.json gives {config!r}",
-    "left": "left as vLLM made it ({engine})",
+    "left": "left as {who} made it ({engine})",
     "at_length": "largest error {engine:.3g} up to max_model_len {config:,}",
     "rounded_twice": "rounded twice: {engine} of {config} sampled entries are not the exact "
     "value rounded once to {dtype} (a float32 table rounded again)",

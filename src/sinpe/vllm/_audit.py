@@ -43,7 +43,7 @@ from .._check.verdict import (
     unchecked,
 )
 from .._rope import rotary as rot
-from .._rope.rope_types import lookup
+from .._rope.rope_types import ROPE_TYPES
 
 __all__ = ["KNOWN", "LayerReport", "audit_layer", "fill_exact"]
 
@@ -72,6 +72,9 @@ KNOWN = {
     "DeepseekV4ScalingRotaryEmbedding": "inverse_tail",
     "Gemma4RotaryEmbedding": "padded",
 }
+# the attribute sinpe.sglang's hook sets on each rotary layer before SGLang grows its cache:
+# the rows the layer made itself (the rows past them are judged apart)
+MADE = "_sinpe_rows_made"
 _NEOX_ONLY = ("Phi3LongRoPEScaledRotaryEmbedding",)  # it refuses is_neox_style=False
 # a module under one of these parts of a model's name rotates an image's positions
 _VISION = ("visual", "vision", "vision_model", "vision_tower", "vision_encoder", "vit")
@@ -91,6 +94,7 @@ class LayerReport(NamedTuple):
     judgment: Verdict
     notes: tuple = ()
     outcome: str = ""
+    start: int = 0  # the position of the first row judged (SGLang's appended rows)
 
     @property
     def verdict(self) -> str:
@@ -149,15 +153,21 @@ class LayerReport(NamedTuple):
 
 
 def _parts(layer, buffer: str) -> list:
-    """``[(first row, rows, length the rows are judged at, which)]`` of a cache buffer:
-    Phi-3 LongRoPE's short rows then its long ones; else the whole table."""
+    """``[(first row, rows, length the rows are judged at, which, first position)]`` of a
+    cache buffer: Phi-3 LongRoPE's short rows then its long ones (each a table from position
+    0); the rows an engine made, then those it appended past them (SGLang grows its caches
+    after the model is built: ``sinpe.sglang`` records how many rows each had), judged apart;
+    else the whole table."""
     cache = getattr(layer, buffer)
     total = bounded("the cache's rows", int(cache.shape[0]), MAX_POSITION)
     if buffer == _LONG_SHORT:
         original = int(layer.original_max_position_embeddings)
         short = bounded("original_max_position_embeddings", original, total)
-        return [(0, short, short, "short"), (short, total - short, total - short, "long")]
-    return [(0, total, total, "")]
+        return [(0, short, short, "short", 0), (short, total - short, total - short, "long", 0)]
+    made = getattr(layer, MADE, None)
+    if type(made) is int and 0 < made < total:
+        return [(0, made, made, "", 0), (made, total - made, total, "grown", made)]
+    return [(0, total, total, "", 0)]
 
 
 def _reader(tensor, first: int, h: int):
@@ -182,18 +192,20 @@ def _rotation(layer, cls: str) -> tuple:
     return ("halves" if neox else "pairs"), evidence("neox_style", engine=neox)
 
 
-def _judge_part(layer, spec, tensor, first: int, rows: int, length: int, top: int | None):
-    """The core's verdict on rows ``first .. first + rows`` of a cache, and the largest error
-    of the rows within ``top`` (the deployment's max_model_len)."""
+def _judge_part(layer, spec, tensor, part: tuple, top: int | None):
+    """The core's verdict on one part of a cache (``_parts``: its rows ``first .. first +
+    rows``, the positions from ``start``), and the largest error of the rows within ``top``
+    (the deployment's max_model_len)."""
+    first, rows, length, _, start = part
     h = spec.head_dim // 2
     if tensor.ndim != 2 or tensor.shape[1] != 2 * h:
         return mismatch_width(tensor, spec), None
-    read = _reader(tensor, first, h)
-    positions = sample(rows)
+    read = _reader(tensor, first - start, h)
+    positions = sample(start + rows, start)
     table = judge_table(spec._one(), read, positions, np.arange(h), _dtype(tensor), length)
     judgment = table.verdict
     if judgment.verdict == MISMATCH and judgment.findings[0].code != "not_a_number":
-        held = fit(read, rows)
+        held = fit(read, rows) if start == 0 else None
         if held is not None:
             judgment = explained(judgment, judge_parameters(spec, held, length)[0])
     within = None
@@ -283,21 +295,22 @@ def _audit_group(
     tensor = getattr(layer, buffer)
     parts = _parts(layer, buffer)
     reports = []
-    for first, rows, length, which in parts:
+    for part in parts:
+        first, rows, _, which, start = part
         cache = buffer if len(parts) == 1 else f"{buffer}[{first}:{first + rows}]"
-        notes = turned + _notes(layer, spec, which, engine)
+        notes = turned + _notes(layer, spec, which, engine, start)
         if any(f.code == "rotary_width" for f in structural):
             judgment = mismatch(structural)
         else:
             top = None if max_model_len is None else int(max_model_len)
-            judgment, within = _judge_part(layer, spec, tensor, first, rows, length, top)
+            judgment, within = _judge_part(layer, spec, tensor, part, top)
             if structural:
                 judgment = mismatch(structural + list(judgment.findings))._replace(
                     largest=judgment.largest, decades=judgment.decades, dtype=judgment.dtype
                 )
             if within is not None:
                 notes = notes + (note("at_length", engine=within, config=top),)
-        reports.append(_report(layer, names, cache, rows, judgment, notes))
+        reports.append(_report(layer, names, cache, rows, judgment, notes)._replace(start=start))
     return reports
 
 
@@ -326,9 +339,12 @@ def _unchecked(layer, names, code: str, **fields) -> LayerReport:
     return _report(layer, names, "", 0, unchecked(code, **fields))
 
 
-def _notes(layer, spec, which: str, engine: str = "vLLM") -> tuple:
+def _notes(layer, spec, which: str, engine: str = "vLLM", start: int = 0) -> tuple:
     """What the engine knowingly computes differently from transformers, for this layer."""
-    record = lookup(spec.scaling.get("rope_type")) if spec.scaling else None
+    # a family's own type too (HunYuan's ntk_alpha, PhiMoE's longrope_mscale): the spec read it
+    record = ROPE_TYPES.get(spec.scaling.get("rope_type")) if spec.scaling else None
+    if which == "grown":
+        return (note("grown_rows", engine=engine, config=start),)
     if which and engine == "SGLang":  # its forward: any(positions > k), for the whole batch
         original = int(layer.original_max_position_embeddings)
         return (note("longrope_batch", engine=which, config=original),)
@@ -358,9 +374,10 @@ def fill_exact(layer, spec, report: LayerReport) -> LayerReport:
     dtype = _numpy_dtype(target.dtype, torch)
     made = torch.empty(target.shape, dtype=target.dtype, device=target.device)
     step = max(1, (1 << 20) // max(int(target.shape[1]), 1))
+    start, length = report.start, report.start + report.rows  # the positions of the rows
     for lo in range(0, report.rows, step):
         n = min(step, report.rows - lo)
-        (block,) = rot.table_block(spec._one(), report.rows, lo, n, "vllm", dtype)
+        (block,) = rot.table_block(spec._one(), length, start + lo, n, "vllm", dtype)
         made[lo : lo + n].copy_(_tensor(block, target.dtype, torch))
     target.copy_(made)
     return report._replace(outcome="replaced")

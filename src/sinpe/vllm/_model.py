@@ -28,11 +28,10 @@ class Context(NamedTuple):
     max_model_len: int | None
 
 
-def _config_json(model_config) -> tuple:
+def _config_json(source, revision, hf_config, engine: str) -> tuple:
     """``(config mapping, where it came from, found)``: the model folder's config.json, else
-    the Hugging Face cache's copy vLLM downloaded, else vLLM's own ``hf_config`` (``found``
-    False: the report says so)."""
-    source = getattr(model_config, "hf_config_path", None) or getattr(model_config, "model", "")
+    the Hugging Face cache's copy the engine downloaded, else the engine's own ``hf_config``
+    (``found`` False: the report says so)."""
     path = os.path.join(str(source), "config.json")
     if os.path.isfile(path):
         with open(path, encoding="utf-8") as handle:
@@ -40,25 +39,36 @@ def _config_json(model_config) -> tuple:
     try:
         from huggingface_hub import try_to_load_from_cache
 
-        revision = getattr(model_config, "revision", None)
         cached = try_to_load_from_cache(str(source), "config.json", revision=revision)
     except Exception:  # not installed, or a local path that is no repository id
         cached = None
     if isinstance(cached, str):
         with open(cached, encoding="utf-8") as handle:
             return json.load(handle), cached, True
-    return model_config.hf_config.to_dict(), note("hf_config_source"), False
+    return hf_config.to_dict(), note("hf_config_source", who=engine), False
+
+
+def make_context(source, revision, hf_config, length, engine: str = "vLLM") -> Context:
+    """The ``Context`` of a model loaded by ``engine`` from ``source`` (a folder or a
+    repository id) at ``revision``: its config.json (else the engine's ``hf_config``, said),
+    where the engine's ``hf_config`` reads another RoPE (said), the deployment's length."""
+    config, where, found = _config_json(source, revision, hf_config, engine)
+    notes = [] if found else [note("config_source", engine=where)]
+    differs = hf_config_differs(config, hf_config, engine) if found else ""
+    if differs:
+        notes.append(differs)
+    return Context(config, where, tuple(notes), length if isinstance(length, int) else None)
 
 
 def context(model_config) -> Context:
     """The ``Context`` of a vLLM ``ModelConfig``."""
-    config, source, found = _config_json(model_config)
-    notes = [] if found else [note("config_source", engine=source)]
-    differs = hf_config_differs(config, model_config) if found else ""
-    if differs:
-        notes.append(differs)
-    length = getattr(model_config, "max_model_len", None)
-    return Context(config, source, tuple(notes), length if isinstance(length, int) else None)
+    source = getattr(model_config, "hf_config_path", None) or getattr(model_config, "model", "")
+    return make_context(
+        source,
+        getattr(model_config, "revision", None),
+        getattr(model_config, "hf_config", None),
+        getattr(model_config, "max_model_len", None),
+    )
 
 
 def layers(model) -> dict:
@@ -75,11 +85,10 @@ _PERMUTES = "permute_qk_weight_for_rotary"  # vLLM's models that permute q/k wei
 _FIELDS = ("head_dim", "base", "scaling", "max_position_embeddings", "layer_types")
 
 
-def hf_config_differs(config: dict, model_config) -> str:
-    """Where vLLM's ``hf_config`` (its transformers' reading, with vLLM's own edits) gives
-    another RoPE than the config.json read by sinpe's rules: ``""`` where it does not (or
-    cannot be read)."""
-    hf_config = getattr(model_config, "hf_config", None)
+def hf_config_differs(config: dict, hf_config, engine: str = "vLLM") -> str:
+    """Where the engine's ``hf_config`` (its transformers' reading, with the engine's own
+    edits) gives another RoPE than the config.json read by sinpe's rules: ``""`` where it
+    does not (or cannot be read)."""
     if hf_config is None:
         return ""
     try:
@@ -94,7 +103,7 @@ def hf_config_differs(config: dict, model_config) -> str:
         for name in _FIELDS
         if getattr(theirs, name) != getattr(ours, name)
     ]
-    return note("hf_config_differs", engine=", ".join(changed)) if changed else ""
+    return note("hf_config_differs", who=engine, engine=", ".join(changed)) if changed else ""
 
 
 def _audit_all(model, context: Context, engine: str = "vLLM") -> list:
@@ -126,24 +135,25 @@ def _audit_all(model, context: Context, engine: str = "vLLM") -> list:
     return reports
 
 
-def audit(model, context: Context, exact: bool = False) -> list:
+def audit(model, context: Context, exact: bool = False, engine: str = "vLLM") -> list:
     """Every layer judged first; then (``exact``) each cache that matches or drifts filled,
     each layer's outcome in its report (a fill that fails leaves that cache as it was)."""
-    reports = _audit_all(model, context)
+    reports = _audit_all(model, context, engine)
     if not exact:
         return reports
     by_name = {name: layer for layer, names in layers(model).values() for name in names}
-    return [_fill(by_name.get(r.names[0]), context, r) for r in reports]
+    return [_fill(by_name.get(r.names[0]), context, r, engine) for r in reports]
 
 
-def _fill(layer, context: Context, report: LayerReport) -> LayerReport:
+def _fill(layer, context: Context, report: LayerReport, engine: str) -> LayerReport:
     if report.verdict not in ("match", "drift") or layer is None:
-        return report._replace(outcome=note("left", engine=report.verdict))
+        return report._replace(outcome=note("left", who=engine, engine=report.verdict))
     try:
         spec = _spec_of(layer, context, report)
         return fill_exact(layer, spec, report)
-    except Exception as exc:  # noqa: BLE001 (said in the report, the cache as vLLM made it)
-        return report._replace(outcome=note("left", engine=f"{type(exc).__name__}: {exc}"))
+    except Exception as exc:  # noqa: BLE001 (said in the report, the cache as it was made)
+        why = f"{type(exc).__name__}: {exc}"
+        return report._replace(outcome=note("left", who=engine, engine=why))
 
 
 def _spec_of(layer, context: Context, report: LayerReport):

@@ -15,18 +15,14 @@ from __future__ import annotations
 
 import functools
 import importlib
-import json
 import logging
-import os
 import pkgutil
 import threading
 
+from .._check.plugin import DEFAULT, MODES, publish, read_mode
+
 __all__ = ["DEFAULT", "MODES", "mode", "register", "reports", "wrapped"]
 
-MODES = ("audit", "exact", "off")
-# audit by default: it reads and logs, never changes a number (a plugin that changes numerics
-# unasked surprises people; one that stays silent helps nobody); exact is asked for by name
-DEFAULT = "audit"
 _LOCK = threading.Lock()
 _STATE: dict = {"registered": False, "warned": False, "wrapped": []}
 _MARK = "__sinpe_vllm__"
@@ -47,15 +43,7 @@ def _logger():
 def mode() -> str:
     """``SINPE_VLLM`` (audit, exact or off; default audit). An invalid value warns once and
     acts as off."""
-    value = os.environ.get("SINPE_VLLM", DEFAULT).strip().lower() or DEFAULT
-    if value in MODES:
-        return value
-    if not _STATE["warned"]:
-        _STATE["warned"] = True
-        _logger().warning(
-            "SINPE_VLLM must be one of %s, got %r: sinpe leaves vLLM alone", MODES, value[:60]
-        )
-    return "off"
+    return read_mode("SINPE_VLLM", _STATE, _logger(), "vLLM")
 
 
 def register() -> None:
@@ -146,17 +134,7 @@ def _after_load(model, model_config) -> None:
 
 def _publish(found: list) -> None:
     _REPORTS[:] = found
-    log = _logger()
-    for report in found:
-        level = logging.WARNING if report.verdict in ("mismatch", "unchecked") else logging.INFO
-        log.log(level, "sinpe: %s", report.line())
-    path = os.environ.get("SINPE_VLLM_REPORT")
-    if path:
-        try:
-            with open(path, "w", encoding="utf-8") as handle:
-                json.dump([r.as_json() for r in found], handle, indent=2, allow_nan=False)
-        except (OSError, ValueError) as exc:
-            log.warning("sinpe could not write SINPE_VLLM_REPORT=%r: %s", path, exc)
+    publish(found, _logger(), "SINPE_VLLM_REPORT")
 
 
 def reports() -> list:
