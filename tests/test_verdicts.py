@@ -684,3 +684,157 @@ def test_an_engine_layer_s_log_line_says_its_layers_verdict_reasons_and_notes():
     assert layer_line(["b"], "X", wrong) == f"b X: {wrong.text}: {wrong.reason}"
     odd = unchecked("unknown_class", engine="Odd")
     assert layer_line(["c"], "Odd", odd) == f"c Odd: unchecked: {odd.reason}"
+
+
+# --------------------------------------------------------------------------- mutants
+# Each test below was written for mutants of the core that survived the suite (mutmut 3.8.1,
+# CONTRIBUTING.md's "Mutation testing"): the change named in its docstring passes every other
+# test.
+
+
+def test_bounded_takes_an_integer_within_its_range_and_names_it_otherwise():
+    """(``least`` 0 -> 1, ``or`` -> ``and``, ``<=`` -> ``<`` at either end, the message.)"""
+    assert core.bounded("rows", 0, 5) == 0 and core.bounded("rows", 5, 5) == 5
+    assert type(core.bounded("rows", np.int64(3), 5)) is int
+    for value, words in [
+        (3.0, "rows is 3.0, not an integer"),
+        (True, "rows is True, not an integer"),
+        ("3", "rows is '3', not an integer"),
+        (6, "rows 6 is outside 0 .. 5: no model has that"),
+        (-1, "rows -1 is outside 0 .. 5: no model has that"),
+    ]:
+        with pytest.raises(ValueError, match=f"^{re.escape(words)}$"):
+            core.bounded("rows", value, 5)
+
+
+def test_relative_never_warns_and_calls_a_division_by_zero_infinite():
+    """(``np.errstate`` dropped or given ``None``: the division warns, or raises where
+    floating-point errors raise; ``initial`` dropped: nothing to compare raises.)"""
+    with np.errstate(all="raise"):
+        assert core.relative([0.0, 1.0], [0.0, 1.0]) == math.inf  # 0/0: not a number
+        assert core.relative([1.0], [0.0]) == math.inf
+        assert core.relative([], []) == 0.0
+    assert core.relative(3.0, 2.0) == 0.5 and core.relative([2.0, 1.0], [2.0, 2.0]) == 0.5
+
+
+@pytest.mark.parametrize(
+    "held, what, value",
+    [
+        ({"softmax_scale": math.nan}, "the softmax scale", "nan"),
+        ({"inv_freq": np.array([1.0, 0.5, 0.0])}, "the inverse frequency of pair 2", "0.0"),
+        ({"inv_freq": np.array([1.0, math.inf])}, "the inverse frequency of pair 1", "inf"),
+        ({"inv_freq": np.array([1.0, -0.25])}, "the inverse frequency of pair 1", "-0.25"),
+        ({"inv_freq": [1.0, 0.5, math.nan]}, "the inverse frequency of pair 2", "nan"),
+    ],
+)
+def test_a_parameter_that_is_not_a_positive_number_is_named_with_its_value(held, what, value):
+    """(Its name, its value, ``&`` -> ``|`` and ``> 0`` -> ``>= 0`` in the frequencies' test.)"""
+    found, largest, _ = _explained(PLAIN, **held)
+    assert found == [("not_a_number", f"{what} is {value}: not a value a RoPE can use")]
+    assert largest is None
+
+
+def test_every_reason_is_given_a_wrong_rotation_and_wrong_frequencies_both():
+    """(The early return taken on any finding, ``found +=`` -> ``found =``: the rotation's
+    reason, or the base's, was lost.)"""
+    inv_freq = sinpe.rope_config({**PLAIN, "rope_theta": 5e5}).frequencies(None)[0]
+    found, largest, _ = _explained(
+        {**PLAIN, "model_type": "llama"}, rotation="pairs", inv_freq=inv_freq, base=5e5
+    )
+    assert [code for code, _ in found] == ["rotation", "base"], found
+    assert largest > 0.1
+
+
+def test_fitted_frequencies_are_judged_within_the_fit_tolerance_stored_ones_within_16_ulps():
+    """(The fit's tolerance never used: frequencies fitted from float32 angles, 1e-5 off,
+    were called a mismatch.) And no frequencies: no largest difference."""
+    inv_freq = sinpe.rope_config(PLAIN).frequencies(None)[0] * (1 + 1e-5)
+    fitted, largest, _ = _explained(PLAIN, inv_freq=inv_freq, fitted=True)
+    assert fitted == [] and largest == pytest.approx(1e-5)
+    stored, _, _ = _explained(PLAIN, inv_freq=inv_freq)
+    assert stored and stored[0][0] != "not_a_number"
+    assert _explained(PLAIN, width=64)[:2] == ([], None)
+
+
+def test_a_table_verdict_says_what_its_bound_is_of_and_its_worst_entry_within_it():
+    """(``kind`` "table" dropped from the verdict; the worst entry's allowance as the drift
+    rate minus the match bound.)"""
+    verdict = _judge(lambda p: _angles(p), 4096)
+    data = verdict.as_json()
+    assert verdict.verdict == "drift" and data["bound"]["of"] == "table"
+    worst = data["worst"]
+    assert 0 < worst["error"] <= worst["allowed"] and worst["allowed"] >= data["bound"]["value"]
+
+
+def test_a_defect_in_the_first_block_of_rows_is_not_forgotten_by_the_next(monkeypatch):
+    """(The tally's ``&=`` -> ``=``: a table read in several blocks was judged by its last.)
+    Blocks of 8 rows here; a real audit reads at most 193 rows of up to 32,768 pairs in
+    blocks of 2^20 entries, so a wide table spans several."""
+    monkeypatch.setattr(core, "BLOCK_ENTRIES", 8 * 32)
+
+    def read(positions, off=1e-3):
+        cos, sin = _exact(positions)
+        cos[positions < 8] += off  # only the first block
+        return cos, sin
+
+    assert _judge(read, 4096).verdict == "mismatch"
+    assert _judge(lambda p: read(p, 2e-7), 4096, dtype="float64").verdict != "match"
+
+
+def test_an_mrope_and_a_dynamic_table_are_judged_at_their_axes_and_length():
+    """(``_exact`` without its text-run broadcast over M-RoPE's three axes, or without the
+    current length: a dynamic table is exact only at its own length.)"""
+    data = json.loads((CONFIGS_DIR / "qwen2-vl-2b-instruct-awq.json").read_text())
+    spec = sinpe.rope_config(data)
+    assert spec.n_axes == 3
+
+    def text(positions):  # a text run: the same position on every axis
+        return spec.rope_at(np.broadcast_to(positions, (3, len(positions))), layout="compact")
+
+    table = core.judge_table(
+        spec._one(), text, core.sample(4096), np.arange(spec.head_dim // 2), "float64", 4096
+    )
+    assert table.verdict.verdict == "match", table.verdict
+    dynamic = sinpe.rope_config({**PLAIN, "rope_scaling": {"rope_type": "dynamic", "factor": 4.0}})
+    at = 16384  # past the trained 4096: the base rescaled for this length
+
+    def longer(positions):
+        return dynamic.rope_at(positions, layout="compact", seq_len=at)
+
+    h = dynamic.head_dim // 2
+    judged = core.judge_table(dynamic._one(), longer, core.sample(at), np.arange(h), "float64", at)
+    assert judged.verdict.verdict == "match", judged.verdict
+    trained = core.judge_table(
+        dynamic._one(), longer, core.sample(4096), np.arange(h), "float64", 4096
+    )
+    assert trained.verdict.verdict == "mismatch"
+
+
+def test_a_table_with_no_rows_is_never_a_match():
+    """(The largest error of no rows taken as 0: an engine's empty cache was a "match".)"""
+    torch = pytest.importorskip("torch")
+    from sinpe.vllm import audit_layer
+
+    spec = sinpe.rope_config(PLAIN)
+    with pytest.raises(ValueError, match="no rows: nothing to judge"):
+        core.judge_table(spec._one(), _exact, np.array([], np.int64), np.arange(32), "float32", 1)
+    layer = _vllm()
+    layer.cos_sin_cache = torch.zeros(0, 64)
+    with pytest.raises(ValueError, match="the cache's rows 0 is outside 1 .. "):
+        audit_layer(layer, spec, ["l"])
+
+
+def test_a_mismatched_table_names_its_worst_entry_and_keeps_its_bound():
+    """(The reason's position, error or allowance taken from the wrong field; the mismatch
+    verdict without its bound, its largest error or its kind.)"""
+    verdict = _judge(lambda p: _angles(p, 5e5), 4096)
+    assert verdict.verdict == "mismatch"
+    position, error, allowed = verdict.worst
+    (reason,) = verdict.findings
+    assert reason.text == (
+        f"at position {position:,} the error is {error:.3g}, where {allowed:.3g} is allowed"
+    )
+    assert error > allowed and verdict.largest >= error
+    data = verdict.as_json()
+    assert data["bound"] == {"value": 8 * 2.0**-24, "of": "table"}
+    assert data["largest_error"] == verdict.largest > 0.1

@@ -200,6 +200,8 @@ def judge_table(rotary, read: Callable, positions, pairs, dtype: str, length: in
     the exact table of ``rotary`` at the current length ``length``, in blocks."""
     positions = np.asarray(positions, np.int64)
     pairs = np.asarray(pairs, np.intp)
+    if positions.size == 0:  # nothing read is nothing shown: never a match
+        raise ValueError("a table with no rows: nothing to judge")
     bounds = _Bounds(rotary, length, dtype)
     tally = _Tally()
     errors = np.empty(positions.shape[0])

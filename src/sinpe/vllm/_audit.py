@@ -159,10 +159,10 @@ def _parts(layer, buffer: str) -> list:
     after the model is built: ``sinpe.sglang`` records how many rows each had), judged apart;
     else the whole table."""
     cache = getattr(layer, buffer)
-    total = bounded("the cache's rows", int(cache.shape[0]), MAX_POSITION)
+    total = bounded("the cache's rows", int(cache.shape[0]), MAX_POSITION, 1)
     if buffer == _LONG_SHORT:
         original = int(layer.original_max_position_embeddings)
-        short = bounded("original_max_position_embeddings", original, total)
+        short = bounded("original_max_position_embeddings", original, total - 1, 1)
         return [(0, short, short, "short", 0), (short, total - short, total - short, "long", 0)]
     made = getattr(layer, MADE, None)
     if type(made) is int and 0 < made < total:
