@@ -7,60 +7,10 @@ import numpy as np
 import oracle
 import pytest
 import references as ref
+from rope_cases import CASES, DYNAMIC, LLAMA31, LONGROPE, YARN, YARN_DEEPSEEK
 
 import sinpe
 from sinpe._rope.rope import LAYOUTS
-
-LLAMA31 = {
-    "rope_type": "llama3",
-    "factor": 8.0,
-    "low_freq_factor": 1.0,
-    "high_freq_factor": 4.0,
-    "original_max_position_embeddings": 8192,
-}
-YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
-YARN_DEEPSEEK = {
-    "type": "yarn",
-    "factor": 40,
-    "original_max_position_embeddings": 4096,
-    "beta_fast": 32,
-    "beta_slow": 1,
-    "mscale": 1.0,
-    "mscale_all_dim": 0.707,
-    "truncate": False,
-}
-LONGROPE = {
-    "rope_type": "longrope",
-    "short_factor": [1.0 + 0.05 * i for i in range(8)],
-    "long_factor": [1.0 + 1.5 * i for i in range(8)],
-    "original_max_position_embeddings": 4096,
-    "max_position_embeddings": 131072,
-}
-DYNAMIC = {"rope_type": "dynamic", "factor": 2.0, "max_position_embeddings": 2048}
-
-
-CASES = [
-    ("default", None, 64, 10000.0, None),
-    ("linear", {"rope_type": "linear", "factor": 4.0}, 64, 10000.0, None),
-    ("dynamic below", DYNAMIC, 64, 10000.0, 1000),
-    ("dynamic above", DYNAMIC, 64, 10000.0, 5000),
-    ("yarn", YARN, 128, 1000000.0, None),
-    ("yarn deepseek", YARN_DEEPSEEK, 64, 10000.0, None),
-    ("yarn no truncate", {**YARN, "truncate": False}, 128, 1000000.0, None),
-    (
-        "yarn factor from lengths",
-        {**YARN, "factor": None, "max_position_embeddings": 131072},
-        128,
-        1000000.0,
-        None,
-    ),
-    ("yarn attention", {**YARN, "attention_factor": 0.8, "beta_fast": 16}, 64, 10000.0, None),
-    ("longrope short", LONGROPE, 16, 10000.0, 4096),
-    ("longrope long", LONGROPE, 16, 10000.0, 4097),
-    ("longrope none", LONGROPE, 16, 10000.0, None),
-    ("llama3", LLAMA31, 128, 500000.0, None),
-    ("proportional", {"rope_type": "proportional", "partial_rotary_factor": 0.25}, 64, 1e6, None),
-]
 
 
 @pytest.mark.parametrize("name, scaling, dim, base, seq_len", CASES, ids=[c[0] for c in CASES])

@@ -4,8 +4,9 @@
 
 Prints one sha256 per (engine, group) and an overall digest, writes OUT_DIR/digest.json and
 OUT_DIR/<engine>__<group>.npz (every array, for locating a difference), and, with --hard,
-OUT_DIR/hard.json: each hard case as every table function writes it (float64 bits), same
-logic as tests/test_correct.py::written. Engines: the compiled kernel at every instruction
+OUT_DIR/hard.json: each hard case as every table function writes it (float64 bits:
+tests/written.py, as tests/test_correct.py checks them). The rope types' cases are
+tests/rope_cases.py's (tests/test_rope.py's). Engines: the compiled kernel at every instruction
 set this CPU runs ("cython@c", "cython@avx2", ...) and the NumPy fallback ("numpy").
 """
 
@@ -15,6 +16,7 @@ import os
 import platform
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -22,61 +24,17 @@ import sinpe
 from sinpe._tables import backends
 from sinpe._tables.checks import bfloat16
 
+# the tests' cases, from the two modules of tests/ that import nothing but NumPy and sinpe
+sys.path.append(str(Path(__file__).resolve().parents[2] / "tests"))
+from rope_cases import CASES as SCALINGS  # noqa: E402  (name, scaling, head_dim, base, seq_len)
+from written import written  # noqa: E402
+
 T0 = time.perf_counter()
 kernel = backends.kernel
 BF16 = bfloat16()
 DTYPES = ["float64", "float32", "float16"] + (["bfloat16"] if BF16 is not None else [])
 NARROW = ["float32", "float16"] + (["bfloat16"] if BF16 is not None else [])
 
-LLAMA31 = {
-    "rope_type": "llama3",
-    "factor": 8.0,
-    "low_freq_factor": 1.0,
-    "high_freq_factor": 4.0,
-    "original_max_position_embeddings": 8192,
-}
-YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
-YARN_DEEPSEEK = {
-    "type": "yarn",
-    "factor": 40,
-    "original_max_position_embeddings": 4096,
-    "beta_fast": 32,
-    "beta_slow": 1,
-    "mscale": 1.0,
-    "mscale_all_dim": 0.707,
-    "truncate": False,
-}
-LONGROPE = {
-    "rope_type": "longrope",
-    "short_factor": [1.0 + 0.05 * i for i in range(8)],
-    "long_factor": [1.0 + 1.5 * i for i in range(8)],
-    "original_max_position_embeddings": 4096,
-    "max_position_embeddings": 131072,
-}
-DYNAMIC = {"rope_type": "dynamic", "factor": 2.0, "max_position_embeddings": 2048}
-# (name, scaling, head_dim, base, seq_len)  -- tests/test_rope.py CASES
-SCALINGS = [
-    ("default", None, 64, 10000.0, None),
-    ("linear", {"rope_type": "linear", "factor": 4.0}, 64, 10000.0, None),
-    ("dynamic below", DYNAMIC, 64, 10000.0, 1000),
-    ("dynamic above", DYNAMIC, 64, 10000.0, 5000),
-    ("yarn", YARN, 128, 1000000.0, None),
-    ("yarn deepseek", YARN_DEEPSEEK, 64, 10000.0, None),
-    ("yarn no truncate", {**YARN, "truncate": False}, 128, 1000000.0, None),
-    (
-        "yarn factor from lengths",
-        {**YARN, "factor": None, "max_position_embeddings": 131072},
-        128,
-        1000000.0,
-        None,
-    ),
-    ("yarn attention", {**YARN, "attention_factor": 0.8, "beta_fast": 16}, 64, 10000.0, None),
-    ("longrope short", LONGROPE, 16, 10000.0, 4096),
-    ("longrope long", LONGROPE, 16, 10000.0, 4097),
-    ("longrope none", LONGROPE, 16, 10000.0, None),
-    ("llama3", LLAMA31, 128, 500000.0, None),
-    ("proportional", {"rope_type": "proportional", "partial_rotary_factor": 0.25}, 64, 1e6, None),
-]
 rng = np.random.default_rng(11)
 POSITIONS = np.concatenate(
     [rng.integers(0, 2**50, 40), rng.uniform(-1e7, 1e7, 40), [0.5, -3.25, 0.0, 1.0, 2.0**52 - 1]]
@@ -240,46 +198,6 @@ def hard_cases(path):
                             None if v is None else float(np.asarray(v).astype(np.float64)).hex()
                         )
                     out.append(rec)
-    return out
-
-
-def written(case, dtype, backend):
-    """tests/test_correct.py::written, verbatim apart from formatting."""
-    p, w = case["p"], case["w"]
-    out = []
-    c, s = sinpe.rope_at([p], 2, inv_freq=[w], layout="compact", dtype=dtype, backend=backend)
-    out.append(("rope_at", c[0, 0], s[0, 0]))
-    c, s = sinpe.rope_at([p], 2, inv_freq=[w], layout="half", dtype=dtype, backend=backend)
-    out.append(("rope_at half", c[0, 1], s[0, 1]))
-    if float(p).is_integer():
-        p = int(p)
-        c, s = sinpe.rope(
-            1, 2, offset=p, inv_freq=[w], layout="interleaved", dtype=dtype, backend=backend
-        )
-        out.append(("rope", c[0, 0], s[0, 1]))
-        cache = sinpe.rope_cache(1, 2, offset=p, inv_freq=[w], dtype=dtype, backend=backend)
-        out.append(("rope_cache vllm", cache[0, 0], cache[0, 1]))
-        pairs = sinpe.rope_cache(
-            1, 2, offset=p, inv_freq=[w], format="pairs", dtype=dtype, backend=backend
-        )
-        out.append(("rope_cache pairs", pairs[0, 0, 0], pairs[0, 0, 1]))
-        if dtype == "float32":
-            z = sinpe.rope_cache(
-                1, 2, offset=p, inv_freq=[w], format="complex", dtype=np.complex64, backend=backend
-            )
-            out.append(("rope_cache complex64", z[0, 0].real, z[0, 0].imag))
-    if w == 1.0:
-        t = sinpe.encode([p], 4, dtype=dtype, backend=backend)
-        out.append(("encode", t[0, 1], t[0, 0]))
-        if isinstance(p, int):
-            t = sinpe.sinusoidal_positional_encoding(2, 4, offset=p, dtype=dtype, backend=backend)
-            out.append(("sinusoidal_positional_encoding", t[0, 1], t[0, 0]))
-    if case["kind"] == "search":
-        t = sinpe.sinusoidal_positional_encoding(
-            1, 128, offset=case["p"], dtype=dtype, backend=backend
-        )
-        value = t[0, case["column"]]
-        out.append(("table", value, None) if case["value"] == "cos" else ("table", None, value))
     return out
 
 
