@@ -33,7 +33,7 @@ from peers import (  # noqa: E402
     sinpe_rope,
     torch_llama_rope,
 )
-from ratios import cpu_name, scaling_probe  # noqa: E402
+from ratios import cpu_name, quartiles, scaling_probe  # noqa: E402
 
 import sinpe  # noqa: E402
 
@@ -167,8 +167,7 @@ def main(argv=None):
     print("|---|---|---|---|---|")
     failed = 0
     for name, med, paired, num, _, target, scaling in results:
-        ratio = statistics.median(paired)
-        low, _, high = statistics.quantiles(paired, n=4) if len(paired) > 1 else [ratio] * 3
+        ratio, text = quartiles(paired)
         if num == "torch":
             verdict, ok = "at least 3", ratio >= 3
         elif target is None:
@@ -180,10 +179,7 @@ def main(argv=None):
         judged = target is not None or num == "torch"
         mark = (" ok" if ok else " MISSED") if judged else ""
         probe = "-" if scaling is None else f"{scaling:.2f}"
-        print(
-            f"| {name} | {times} | **{ratio:.2f}** ({low:.2f}-{high:.2f}) | {verdict}{mark} "
-            f"| {probe} |"
-        )
+        print(f"| {name} | {times} | {text} | {verdict}{mark} | {probe} |")
     source, lines = drift()
     print()
     print("Llama-3.1 RoPE (head_dim 128), largest |error| of cos/sin at position p, float32:")

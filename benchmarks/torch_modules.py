@@ -18,6 +18,8 @@ import sys
 import time
 import tracemalloc
 
+from ratios import quartiles
+
 LLAMA31 = dict(
     hidden_size=4096,
     num_attention_heads=32,
@@ -50,12 +52,6 @@ def timed(fn, *args):
     return time.perf_counter() - start
 
 
-def spread(values):
-    median = statistics.median(values)
-    low, _, high = statistics.quantiles(values, n=4) if len(values) > 1 else [median] * 3
-    return median, f"**{median:.2f}** ({low:.2f}-{high:.2f})"
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -81,7 +77,7 @@ def main(argv=None):
         times["transformers"].append(a)
         times["sinpe"].append(b)
         ratios.append(a / b)
-    ratio, text = spread(ratios)
+    ratio, text = quartiles(ratios)
     ok = ratio >= 2.0
     failed += not ok
     print(
@@ -105,7 +101,7 @@ def main(argv=None):
             torch.empty(kept // 4, dtype=torch.float32).fill_(1.0)
 
         fill.append(timed(empty_fill))
-    ratio, text = spread([b / f for b, f in zip(build, fill)])
+    ratio, text = quartiles([b / f for b, f in zip(build, fill)])
     ok = ratio <= 2.0
     failed += not ok
     print(
