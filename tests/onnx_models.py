@@ -27,6 +27,12 @@ SHORT = [1.0 + 0.01 * i for i in range(32)]
 LONG = [1.0 + 0.5 * i for i in range(32)]
 GEMMA = dict(sliding_attention=dict(rope_type="default", rope_theta=10000.0))
 GEMMA.update(full_attention=dict(rope_type="linear", factor=8.0, rope_theta=1e6))
+PHI3 = (  # saved two ways: in the published form ("phi-3-longrope", see save) and as is
+    "Phi3Config",
+    dict(max_position_embeddings=131072, original_max_position_embeddings=4096)
+    | dict(intermediate_size=192, rope_parameters=dict(rope_type="longrope", rope_theta=1e4))
+    | dict(head_dim=None),
+)
 
 # name: (config class, keywords); the Phi-3s' gate_up width (2 x 192) is kept off the vocabulary
 # size, which the builder takes for the LM head's (builders/base.py's has_lm_head)
@@ -37,12 +43,7 @@ MODELS = {
         "MistralConfig",
         dict(max_position_embeddings=262144, rope_parameters=MINISTRAL_YARN),
     ),
-    "phi-3-longrope": (
-        "Phi3Config",
-        dict(max_position_embeddings=131072, original_max_position_embeddings=4096)
-        | dict(intermediate_size=192, rope_parameters=dict(rope_type="longrope", rope_theta=1e4))
-        | dict(head_dim=None),
-    ),
+    "phi-3-longrope": PHI3,
     "gpt-oss": (
         "GptOssConfig",
         dict(num_key_value_heads=1, max_position_embeddings=131072, num_local_experts=4)
@@ -69,12 +70,7 @@ MODELS = {
         dict(max_position_embeddings=16384, rope_parameters=dict(QWEN_YARN))
         | dict(partial_rotary_factor=0.5),
     ),
-    "phi-3-longrope-v5": (
-        "Phi3Config",
-        dict(max_position_embeddings=131072, original_max_position_embeddings=4096)
-        | dict(intermediate_size=192, rope_parameters=dict(rope_type="longrope", rope_theta=1e4))
-        | dict(head_dim=None),
-    ),
+    "phi-3-longrope-v5": PHI3,  # the same model, its config.json left as transformers 5 saves it
     "gemma-3": (
         "Gemma3TextConfig",
         dict(num_key_value_heads=1, max_position_embeddings=4096, sliding_window=64)
