@@ -259,10 +259,7 @@ def get_1d_rotary_pos_embed(
     cos, sin = rope_blocks(
         positions, [dim], base=base, linear_factor=linear_factor, layout=layout, dtype=table_dtype
     )
-    device = _device_of(pos)
-    if real:
-        return tuple(_tensor(torch, t, device) for t in (cos, sin))
-    return _tensor(torch, _complex(cos, sin), device)
+    return _rotary_output(torch, cos, sin, real, _device_of(pos))
 
 
 def get_2d_rotary_pos_embed(
@@ -291,9 +288,7 @@ def get_2d_rotary_pos_embed(
     cos, sin = rope_blocks(
         positions, [half, half], layout="interleaved" if real else "compact", dtype=np.float32
     )
-    if real:
-        return tuple(_tensor(torch, t, device) for t in (cos, sin))
-    return _tensor(torch, _complex(cos, sin), device)
+    return _rotary_output(torch, cos, sin, real, device)
 
 
 def get_3d_rotary_pos_embed(
@@ -344,6 +339,14 @@ def get_3d_rotary_pos_embed(
         positions, dims, base=_positive("theta", theta), layout="interleaved", dtype=np.float32
     )
     return tuple(_tensor(torch, table, device) for table in (cos, sin))
+
+
+def _rotary_output(torch, cos: np.ndarray, sin: np.ndarray, real: bool, device):
+    """What diffusers' rotary functions return: ``(cos, sin)`` tensors for ``use_real``, else
+    ``freqs_cis``, one complex tensor; on ``device``."""
+    if real:
+        return tuple(_tensor(torch, t, device) for t in (cos, sin))
+    return _tensor(torch, _complex(cos, sin), device)
 
 
 def _complex(cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
