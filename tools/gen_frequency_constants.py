@@ -75,12 +75,16 @@ def table(step: int) -> tuple[list[float], list[float]]:
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
-def literal_tuple(name: str, values: list[float], per_line: int = 3) -> str:
-    lines = [f"{name} = ("]
-    for start in range(0, len(values), per_line):
-        lines.append("    " + " ".join(f"{v!r}," for v in values[start : start + per_line]))
-    lines.append(")")
-    return "\n".join(lines) + "\n"
+def literal_rows(values: list[float], spell, per_line: int = 3) -> list[str]:
+    """The indented rows of a literal list: ``per_line`` values a row, each ``spell(v),``."""
+    return [
+        "    " + " ".join(f"{spell(v)}," for v in values[start : start + per_line])
+        for start in range(0, len(values), per_line)
+    ]
+
+
+def literal_tuple(name: str, values: list[float]) -> str:
+    return "\n".join([f"{name} = (", *literal_rows(values, repr), ")"]) + "\n"
 
 
 def constants() -> dict:
@@ -128,12 +132,9 @@ def python_block(k: dict) -> str:
     return "".join(out)
 
 
-def c_array(name: str, values: list[float], per_line: int = 3) -> str:
-    lines = [f"static const double {name}[{len(values)}] = {{"]
-    for start in range(0, len(values), per_line):
-        lines.append("    " + " ".join(f"{v.hex()}," for v in values[start : start + per_line]))
-    lines.append("};")
-    return "\n".join(lines) + "\n"
+def c_array(name: str, values: list[float]) -> str:
+    header = f"static const double {name}[{len(values)}] = {{"
+    return "\n".join([header, *literal_rows(values, float.hex), "};"]) + "\n"
 
 
 def c_block(k: dict) -> str:
