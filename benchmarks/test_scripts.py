@@ -97,17 +97,26 @@ def test_rope_ratios_prints_every_row_and_the_drift(capsys):
         assert float(line.split("|")[3]) <= 6e-8
 
 
-def test_torch_modules_script_runs(capsys):
-    """Without torch and transformers it says so; with them it prints every row."""
-    import torch_modules
-
-    assert torch_modules.main(["--rounds", "1"]) in (0, 1)
+def torch_script_output(main, argv, capsys) -> str | None:
+    """A torch script's output; ``None`` when torch or transformers is missing, after
+    checking that the script said so and measured nothing."""
+    assert main(argv) in (0, 1)
     out = capsys.readouterr().out
     try:
         import torch  # noqa: F401
         import transformers  # noqa: F401
     except ImportError:
         assert "nothing measured" in out
+        return None
+    return out
+
+
+def test_torch_modules_script_runs(capsys):
+    """Without torch and transformers it says so; with them it prints every row."""
+    import torch_modules
+
+    out = torch_script_output(torch_modules.main, ["--rounds", "1"], capsys)
+    if out is None:
         return
     for what in ("forward (1, 8192)", "131072 x 128 float32 tables", "peak memory", "logit change"):
         assert what in out
@@ -117,13 +126,8 @@ def test_torch_compiled_script_runs(capsys):
     """Without torch and transformers it says so; with them it prints every row."""
     import torch_compiled
 
-    assert torch_compiled.main(["--rounds", "3"]) in (0, 1)
-    out = capsys.readouterr().out
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-    except ImportError:
-        assert "nothing measured" in out
+    out = torch_script_output(torch_compiled.main, ["--rounds", "3"], capsys)
+    if out is None:
         return
     rows = [line for line in out.splitlines() if line.startswith("| ") and "us |" in line]
     assert len(rows) == 4, out
