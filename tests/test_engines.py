@@ -15,27 +15,28 @@ import sinpe
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 
 
-def test_every_install_declares_the_vllm_entry_point():
-    found = [e for e in entry_points(group="vllm.general_plugins") if e.name == "sinpe"]
-    assert [e.value for e in found] == ["sinpe.vllm:register"]
+PLUGINS = [("vllm", "vllm.general_plugins"), ("sglang", "sglang.srt.plugins")]
 
 
-def test_every_install_declares_the_sglang_entry_point():
-    found = [e for e in entry_points(group="sglang.srt.plugins") if e.name == "sinpe"]
-    assert [e.value for e in found] == ["sinpe.sglang:register"]
+@pytest.mark.parametrize("engine, group", PLUGINS)
+def test_every_install_declares_the_engines_entry_points(engine, group):
+    found = [e for e in entry_points(group=group) if e.name == "sinpe"]
+    assert [e.value for e in found] == [f"sinpe.{engine}:register"]
 
 
-def test_importing_and_registering_without_sglang_does_nothing():
-    """Where SGLang is absent the entry point's function returns, says nothing, imports
-    neither SGLang nor torch, and has seen nothing."""
+@pytest.mark.parametrize("engine, group", PLUGINS)
+def test_importing_and_registering_without_the_engine_does_nothing(engine, group):
+    """Where the engine is absent the entry point's function returns, says nothing, imports
+    neither the engine nor torch, and has seen nothing."""
     result = run_script(
-        """
+        f"""
         import sys
-        sys.modules["sglang"] = None  # SGLang absent, even where it is installed
-        import sinpe.sglang as ss
-        ss.register()
-        ss.register()
-        assert "torch" not in sys.modules and ss.reports() == []
+        sys.modules["{engine}"] = None  # the engine absent, even where it is installed
+        import sinpe.{engine} as plugin
+        plugin.register()
+        plugin.register()
+        assert "torch" not in sys.modules and plugin.reports() == []
+        assert not plugin._plugin._STATE["registered"] and getattr(plugin, "wrapped", list)() == []
         print("done")
         """
     )
@@ -57,23 +58,6 @@ def test_the_sglang_hooks_never_raise(monkeypatch, caplog):
     monkeypatch.setenv("SINPE_SGLANG", "off")
     caplog.clear()
     assert _plugin.after_load_model(None, object()) is None and not caplog.records
-
-
-def test_importing_and_registering_without_vllm_does_nothing():
-    """Where vLLM is absent the entry point's function returns, says nothing, imports
-    neither vLLM nor torch, and has seen nothing."""
-    result = run_script(
-        """
-        import sys
-        sys.modules["vllm"] = None  # vLLM absent, even where it is installed
-        import sinpe.vllm as sv
-        sv.register()
-        sv.register()
-        assert "torch" not in sys.modules and sv.wrapped() == [] and sv.reports() == []
-        print("done")
-        """
-    )
-    assert result.stdout == "done\n" and result.stderr == ""
 
 
 @pytest.mark.parametrize(

@@ -6,16 +6,31 @@ written is one warning."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
 
-__all__ = ["DEFAULT", "MODES", "publish", "read_mode"]
+__all__ = ["DEFAULT", "MODES", "claim", "publish", "read_mode"]
 
 MODES = ("audit", "exact", "off")
 # audit by default: it reads and logs, never changes a number (a plugin that changes numerics
 # unasked surprises people; one that stays silent helps nobody); exact is asked for by name
 DEFAULT = "audit"
+
+
+def claim(state: dict, package: str):
+    """The engine's package on a plugin's first registration (``state["registered"]`` set
+    then); None when the plugin registered before, or where the engine is absent (nothing
+    set: a later call looks again). Call it under the plugin's lock."""
+    if state["registered"]:
+        return None
+    try:
+        engine = importlib.import_module(package)
+    except ImportError:
+        return None
+    state["registered"] = True
+    return engine
 
 
 def read_mode(variable: str, state: dict, logger, engine: str) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from .._check.plugin import DEFAULT, MODES, publish, read_mode
+from .._check.plugin import DEFAULT, MODES, claim, publish, read_mode
 
 __all__ = ["DEFAULT", "LOAD_MODEL", "MODES", "RESERVE", "mode", "register", "reports"]
 
@@ -50,13 +50,9 @@ def register() -> None:
     is absent). SGLang's ``load_plugins`` applies them. The mode is read when a model is
     loaded; ``off`` does nothing."""
     with _LOCK:
-        if _STATE["registered"]:
+        sglang = claim(_STATE, "sglang")
+        if sglang is None:
             return
-        try:
-            import sglang
-        except ImportError:
-            return
-        _STATE["registered"] = True
         try:
             from sglang.srt.plugins.hook_registry import HookRegistry, HookType
         except ImportError as exc:

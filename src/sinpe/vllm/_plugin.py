@@ -19,7 +19,7 @@ import logging
 import pkgutil
 import threading
 
-from .._check.plugin import DEFAULT, MODES, publish, read_mode
+from .._check.plugin import DEFAULT, MODES, claim, publish, read_mode
 
 __all__ = ["DEFAULT", "MODES", "mode", "register", "reports", "wrapped"]
 
@@ -51,13 +51,9 @@ def register() -> None:
     mode is read when a model is loaded, so ``SINPE_VLLM`` may change between two ``LLM``s
     of one process; ``off`` passes straight through."""
     with _LOCK:
-        if _STATE["registered"]:
+        vllm = claim(_STATE, "vllm")
+        if vllm is None:
             return
-        try:
-            import vllm
-        except ImportError:
-            return
-        _STATE["registered"] = True
         try:
             loaders = _loaders()
         except (ImportError, AttributeError) as exc:
