@@ -352,3 +352,12 @@ def test_a_rule_changed_in_the_converter_changes_its_line(tmp_path):
     report, line = _engine_line("llama-3.1-8b", pythons={"llama.cpp": changed})
     assert line.verdict == "mismatch" and report.exit_code == 1, line.text
     assert any("rope_freqs" in reason for reason in line.reasons), line.reasons
+
+
+def test_docs_matrix_holds_for_llama_cpps_column():
+    """docs/matrix.md's llama.cpp column for three families is what llama.cpp does now (its
+    version in the header too): a cell that no longer holds fails this leg (regenerate the
+    page with tools/matrix.py)."""
+    from matrix_cells import disagreements
+
+    assert not disagreements("llama.cpp", ["gpt-oss-20b", "llama-3.1-8b", "phi-2"])

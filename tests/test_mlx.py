@@ -309,3 +309,14 @@ def test_a_rule_changed_in_mlx_lm_changes_its_line_and_no_other(tmp_path):
     assert after.lines[0] == before.lines[0]
     assert after.lines[1].verdict == "mismatch" and after.exit_code == 1
     assert "Llama-3 scaling not applied" in " ".join(after.lines[1].reasons), after.lines[1]
+
+
+def test_docs_matrix_holds_for_mlx_lms_column():
+    """docs/matrix.md's MLX-LM column for three families is what MLX-LM does now (its
+    version in the header too): a cell that no longer holds fails this leg (regenerate the
+    page with tools/matrix.py)."""
+    from matrix_cells import disagreements
+
+    assert not disagreements(
+        "mlx-lm", ["phi-3.5-mini-instruct.autoconfig-dump", "gpt-oss-20b", "llama-3.1-8b"]
+    )

@@ -272,3 +272,14 @@ def test_a_rule_changed_in_the_builder_changes_its_line(tmp_path):
         CONFIGS / "llama-3.1-8b.json", pythons={"onnxruntime-genai": changed}
     )
     assert line.verdict == "mismatch" and report.exit_code == 1, line.text
+
+
+def test_docs_matrix_holds_for_onnxruntime_genais_column():
+    """docs/matrix.md's ONNX Runtime GenAI column for three families is what its builder
+    does now (its version in the header too): a cell that no longer holds fails this leg
+    (regenerate the page with tools/matrix.py)."""
+    from matrix_cells import disagreements
+
+    assert not disagreements(
+        "onnxruntime-genai", ["llama-3.1-8b", "qwen3-8b.yarn-4x", "gemma-3-4b-it.transformers-5"]
+    )

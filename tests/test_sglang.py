@@ -159,3 +159,19 @@ def test_off_does_nothing_and_a_report_that_cannot_be_written_never_stops_sglang
     bad = str(tmp_path / "no-such-folder" / "report.json")
     found, said = _plugin_run(tmp_path / "b", "llama-3.1-8b", SINPE_SGLANG_REPORT=bad)
     assert len(found["reports"]) == 2 and "sinpe could not write SINPE_SGLANG_REPORT" in said
+
+
+def test_docs_matrix_holds_for_sglangs_column():
+    """docs/matrix.md's SGLang column for three families is what SGLang does now (its
+    version in the header too): a cell that no longer holds fails this leg (regenerate the
+    page with tools/matrix.py)."""
+    from matrix_cells import disagreements
+
+    assert not disagreements(
+        "sglang",
+        [
+            "gemma-3-4b-it.transformers-5",
+            "phi-3.5-mini-instruct.autoconfig-dump",
+            "qwen3-next-80b-a3b-thinking",
+        ],
+    )

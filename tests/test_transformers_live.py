@@ -577,3 +577,14 @@ def test_a_rule_changed_in_transformers_changes_its_line(tmp_path):
     report = sinpe.engines(config, only=["transformers"], pythons={"transformers": changed})
     (line,) = report.lines
     assert line.verdict == "mismatch" and report.exit_code == 1, line.text
+
+
+def test_docs_matrix_holds_for_transformers_column():
+    """docs/matrix.md's transformers column for three families is what the installed
+    transformers does now (with the page's release, its version too; with the other
+    release the torch leg runs, the same verdicts): regenerate it with tools/matrix.py."""
+    from matrix_cells import disagreements, page
+
+    same = page()[0]["transformers"] == transformers.__version__
+    families = ["llama-3.1-8b", "gemma-3-4b-it.transformers-5", "gpt-oss-20b"]
+    assert not disagreements("transformers", families, version=same)

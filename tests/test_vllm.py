@@ -423,3 +423,12 @@ def test_a_rule_changed_in_vllm_changes_its_line(tmp_path):
     report = sinpe.engines(CONFIGS / "llama-3.1-8b.json", only=["vllm"], pythons={"vllm": changed})
     (line,) = report.lines
     assert line.verdict == "mismatch" and report.exit_code == 1, line.text
+
+
+def test_docs_matrix_holds_for_vllms_column():
+    """docs/matrix.md's vLLM column for three families is what vLLM does now (its
+    version in the header too): a cell that no longer holds fails this leg (regenerate the
+    page with tools/matrix.py)."""
+    from matrix_cells import disagreements
+
+    assert not disagreements("vllm", ["llama-3.1-8b", "qwen3-8b.yarn-4x", "phi-2"])
