@@ -118,8 +118,15 @@ _LOCAL_BASE = MappingProxyType({"sliding_attention": "rope_local_base_freq"})
 # GPTNeoXConfig reads rotary_pct and rotary_emb_base only (their older names)
 _NEOX = dict(partial_keys=("rotary_pct",), theta_keys=("rotary_emb_base",))
 
+# Ministral-3's YaRN mapping carries llama_4_scaling_beta, which its attention reads (a query
+# scale that grows with the position, Llama 4's) and its rotary module never does
+_MINISTRAL3 = dict(
+    ignored_keys=MappingProxyType({t: ("llama_4_scaling_beta",) for t in ("default", "yarn")}),
+)
+
 # The rules no probe shows, by model_type: each as that family's transformers class does it.
 RULES: dict[str, dict] = {
+    "ministral3": _MINISTRAL3,
     "phi3": _PHI,
     "phi4_multimodal": _PHI,
     # PhimoeRotaryEmbedding: attention factor short_mscale / long_mscale by the length
