@@ -255,6 +255,15 @@ def test_engines_read_onnxruntime_genai_by_its_own_builder():
     assert line.reasons == ("its model builder raised ZeroDivisionError: float division by zero",)
 
 
+def test_a_published_ministral_3_config_shows_the_builders_unrounded_ramp():
+    """Devstral-Small-2's published config (mistral3 around a ministral3 text config: YaRN
+    x48 from 8,192): the twin saved as its vision-language class, the builder's file
+    judged: its YaRN ramp not rounded, a mismatch (transformers rounds it: truncate)."""
+    report, line = _engine_line(CONFIGS / "devstral-small-2-24b-instruct.json")
+    assert line.verdict == "mismatch" and report.exit_code == 1, line.text
+    assert any("YaRN correction range not rounded (truncate)" in r for r in line.reasons)
+
+
 def test_a_rule_changed_in_the_builder_changes_its_line(tmp_path):
     """The line is the builder's own: its Llama-3 rescaling made to do nothing (in its
     interpreter) turns Llama-3.1's line to a mismatch."""

@@ -107,7 +107,10 @@ def save_twin(twin, out) -> Path:
 
     config = transformers.AutoConfig.from_pretrained(twin)
     torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    try:
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    except ValueError:  # a vision-language model (Mistral 3, ...): its whole class
+        model = transformers.AutoModelForImageTextToText.from_config(config, dtype=torch.float32)
     model.save_pretrained(out)
     tokenizer(out)
     return Path(out)
