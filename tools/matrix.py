@@ -21,8 +21,14 @@ import sinpe
 from sinpe._engines import ENGINES
 
 # where a disagreement comes from in the engine's source, read there (engine key, words of
-# its reason) -> the place
+# its reason[, the only family it was read for: the words alone say too little]) -> the place
 WHERE = [
+    (
+        "onnxruntime-genai",
+        "is not currently supported",
+        "`builder.py`, `create_model`: the config's architecture is none of those the "
+        "builder dispatches on (a limit of the builder, not a reading of the RoPE)",
+    ),
     (
         "onnxruntime-genai",
         "ZeroDivisionError",
@@ -58,12 +64,14 @@ WHERE = [
         "frequencies differ",
         "`mlx_lm/models/rope_utils.py`, `YarnRoPE.__init__`: the ramp's ends always floored "
         "and ceiled (`truncate: false` not read)",
+        "gpt-oss-20b",
     ),
     (
         "mlx-lm",
         "linear scaling not applied",
         "`mlx_lm/models/gemma3_text.py`, `ModelArgs`: the legacy `rope_scaling` and "
         "`rope_local_base_freq` keys, not the `rope_parameters` transformers 5 writes",
+        "gemma-3-4b-it.transformers-5",
     ),
     (
         "sglang",
@@ -71,13 +79,14 @@ WHERE = [
         "`srt/models/gemma3_causal.py`, `Gemma3Attention.__init__`: each layer's module built "
         'with `rope_scaling={"rope_type": "default"}` (its AMX CPU path calls it; other paths '
         "use the model-level `Gemma3RotaryEmbedding`)",
+        "gemma-3-4b-it.transformers-5",
     ),
 ]
 
 
-def _where(key: str, reasons) -> str:
-    for engine, words, place in WHERE:
-        if engine == key and any(words in reason for reason in reasons):
+def _where(key: str, reasons, family: str) -> str:
+    for engine, words, place, *only in WHERE:
+        if engine == key and any(words in r for r in reasons) and family in (only or [family]):
             return f" Where: {place}."
     return ""
 
@@ -112,7 +121,7 @@ def main(argv=None) -> int:
                         else ""
                     )
                     + "."
-                    + _where(line.engine, line.reasons)
+                    + _where(line.engine, line.reasons, _family(path))
                 )
                 cell += f" [{len(notes)}]"
             elif line.largest is not None:
