@@ -838,3 +838,24 @@ def test_a_mismatched_table_names_its_worst_entry_and_keeps_its_bound():
     data = verdict.as_json()
     assert data["bound"] == {"value": 8 * 2.0**-24, "of": "table"}
     assert data["largest_error"] == verdict.largest > 0.1
+
+
+def test_an_audit_reads_every_row_of_a_short_table_and_a_fixed_spread_of_a_long_one():
+    """(``sample``: its threshold, its ranges, its dtypes, its offset.) Up to 192 rows, all
+    of them; past that the first 64, 64 spread geometrically, 64 evenly and the last."""
+    assert np.array_equal(core.sample(192), np.arange(192)) and core.sample(192).dtype == np.int64
+    assert np.array_equal(core.sample(150, 50), np.arange(50, 150))
+    assert len(core.sample(193)) == 159  # sampled from 193 rows on
+    long = core.sample(10**6)
+    assert long.dtype == np.int64 and len(long) == 190 and np.all(np.diff(long) > 0)
+    assert np.array_equal(long[:64], np.arange(64)) and long[-1] == 10**6 - 1
+    assert ((long > 64) & (long < 10**4)).sum() >= 30  # the geometric spread
+    assert (long > 10**6 // 2).sum() >= 32  # the even spread
+    assert np.array_equal(core.sample(10**6 + 7, 7), 7 + long)
+
+
+def test_decades_group_the_errors_by_position_decade_in_order():
+    """(``decades``: a last position on a decade's edge left out, its order, no rows.)"""
+    found = core.decades(np.array([0, 10, 9, 100]), np.array([1.0, 2.0, 3.0, 4.0]))
+    assert found == ((0, 9, 3.0), (10, 10, 2.0), (100, 100, 4.0))
+    assert core.decades(np.array([], np.int64), np.array([])) == ()

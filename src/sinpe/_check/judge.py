@@ -150,7 +150,6 @@ class _Bounds:
 
     def __init__(self, rotary, length: int, dtype: str):
         inv_freq, factor = rot.frequencies(rotary, length)
-        self.factor = factor
         self.match = MATCH_ULPS * ulp(dtype, factor)
         turning = inv_freq > 0  # a zero frequency (proportional RoPE) has an exact angle: 0
         with np.errstate(divide="ignore"):
