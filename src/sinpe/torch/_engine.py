@@ -47,9 +47,14 @@ def _rotary_modules(model) -> list:
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
-    """Two copies of one pair's values: equal up to a few float32 ulps (torch's vectorised
-    cos may round one lane otherwise than its scalar tail where threads split a tensor)."""
-    return bool(np.allclose(a, b, rtol=2.0**-20, atol=2.0**-20))
+    """Two copies of one pair's values, as a layout repeats them: equal up to a few float32
+    ulps in at least 99% of the entries. Not in all: where torch splits a large tensor
+    between threads, the entries by the split take another code path, and its cos of one
+    float32 angle can differ there by 1e-4 (seen: 63 of 17,984 entries of a 281-row read;
+    either copy is the module's own output, within float32 angles' drift). Copies of
+    different pairs differ at the sampled positions far beyond that."""
+    close = np.isclose(a, b, rtol=2.0**-20, atol=2.0**-20)
+    return bool(close.size) and float(close.mean()) >= 0.99
 
 
 def _columns(cos: np.ndarray, half: int) -> np.ndarray:
