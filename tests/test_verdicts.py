@@ -859,3 +859,19 @@ def test_decades_group_the_errors_by_position_decade_in_order():
     found = core.decades(np.array([0, 10, 9, 100]), np.array([1.0, 2.0, 3.0, 4.0]))
     assert found == ((0, 9, 3.0), (10, 10, 2.0), (100, 100, 4.0))
     assert core.decades(np.array([], np.int64), np.array([])) == ()
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
+def test_a_table_entry_that_is_not_a_number_is_named_without_a_floating_point_warning(value):
+    """(``np.errstate`` around the table's errors dropped: an infinite entry warns, or raises
+    where floating-point errors raise.)"""
+
+    def read(positions):
+        cos, sin = _exact(positions)
+        cos[positions == 40, 3] = value
+        return cos, sin
+
+    with np.errstate(all="raise"):
+        verdict = _judge(read, 4096)
+    assert verdict.verdict == "mismatch"
+    assert verdict.findings[0].text.startswith("the entry at position 40, column 3 is ")
