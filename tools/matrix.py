@@ -24,6 +24,27 @@ from sinpe._engines import ENGINES
 # its reason[, the only family it was read for: the words alone say too little]) -> the place
 WHERE = [
     (
+        "vllm",
+        "is not a rotary class sinpe knows",
+        "`model_executor/models/registry.py`: vLLM 0.32.0 runs this architecture through its "
+        "Transformers backend (`TransformersForCausalLM`), so its rotary module is transformers' "
+        "own (read in the transformers column), not a vLLM cache sinpe audits",
+    ),
+    (
+        "onnxruntime-genai",
+        "KeyError: 'rope_type'",
+        '`builders/base.py`, `make_rope_init`: reads `config.rope_parameters["rope_type"]`, '
+        "which transformers 5 nests per layer type for Gemma 3",
+    ),
+    (
+        "llama.cpp",
+        "beta_fast",
+        "`src/llama-model.cpp`, `llama_model::load_hparams`: no architecture's "
+        "`rope.scaling.yarn_beta_fast` is read; `llama_hparams::yarn_beta_fast` stays 32 "
+        "(`src/llama-hparams.h`) unless `--yarn-beta-fast` is given at run time "
+        "(`src/llama-context.cpp`)",
+    ),
+    (
         "onnxruntime-genai",
         "is not currently supported",
         "`builder.py`, `create_model`: the config's architecture is none of those the "
