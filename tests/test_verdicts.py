@@ -875,3 +875,75 @@ def test_a_table_entry_that_is_not_a_number_is_named_without_a_floating_point_wa
         verdict = _judge(read, 4096)
     assert verdict.verdict == "mismatch"
     assert verdict.findings[0].text.startswith("the entry at position 40, column 3 is ")
+
+
+# --------------------------------------------------------------------------- layers
+
+
+def test_a_layer_is_placed_by_its_name():
+    """(``layer_index``: its pattern, the group it reads, a name without a layer.)"""
+    from sinpe._check.layers import layer_index
+
+    assert layer_index("model.layers.3.self_attn.rotary_emb") == 3
+    assert layer_index("/model/layers.12/attn/GroupQueryAttention") == 12
+    assert layer_index("model.layers.7") == 7  # the name ends at the layer
+    assert layer_index("model.rotary_emb") is None and layer_index("layers.x.rope") is None
+
+
+def test_a_layers_type_comes_from_layer_types_then_the_pattern_then_the_family():
+    """(``layer_types_of``, ``_pattern``, ``layer_spec``: the text config's keys, a pattern
+    that is not a positive integer, the last layer, the reason's layer.)"""
+    from sinpe._check.layers import LayerUnknown, layer_spec, layer_types_of
+
+    data = json.loads((CONFIGS_DIR / "gemma-3-4b-it.json").read_text())
+    spec = sinpe.rope_config(data)
+    full, sliding = spec.layer("full_attention"), spec.layer("sliding_attention")
+    text = dict(data["text_config"])
+    types = ["sliding_attention", "full_attention"]
+    assert layer_types_of({"layer_types": types}) == types
+    assert layer_types_of({"text_config": {"layer_types": types}}) == types
+    assert layer_types_of({"layer_types": "full_attention"}) is None
+    assert layer_types_of({"text_config": {}}) is None and layer_types_of({}) is None
+    nested = {"text_config": {**text, "layer_types": types}}
+    assert [layer_spec(spec, nested, i) for i in (0, 1)] == [sliding, full]
+    # past the end of layer_types, the pattern decides; a top-level pattern first
+    for config in (
+        {**data, "sliding_window_pattern": 2},
+        {"text_config": {**text, "sliding_window_pattern": 2}},
+    ):
+        assert [layer_spec(spec, config, i) for i in range(4)] == [sliding, full] * 2
+    assert layer_spec(spec, {"sliding_window_pattern": 1}, 0) == full  # every layer full
+    for pattern in (0, -6, True, 2.0, None):  # not a pattern: the family's default, 6
+        config = {"text_config": {**text, "sliding_window_pattern": pattern}}
+        assert [layer_spec(spec, config, i) for i in (4, 5)] == [sliding, full], pattern
+    with pytest.raises(LayerUnknown) as unknown:
+        layer_spec(spec, {"model_type": "x", "layer_types": types}, 2)
+    assert unknown.value.finding.code == "layer_of" and "layer 2" in str(unknown.value)
+    assert str(unknown.value) == unknown.value.finding.text
+    with pytest.raises(LayerUnknown, match="layer None"):
+        layer_spec(spec, {"model_type": "x"}, None)
+
+
+def test_an_explanation_and_a_log_line_say_each_part_once():
+    """(``explanation``: its default offset, a part left out or joined otherwise;
+    ``layer_line``: the count of other layers, a reason's colon; ``unchecked``: the kind of
+    bound it claims, none.)"""
+    from sinpe._check import verdict as words
+
+    found = words.explanation(1e-3, layout="interleaved", offset=5, width=32, config_width=64)
+    assert found.text == (
+        "best explanation: layout interleaved, offset 5 (given 0), rotary width 32 (the "
+        "config's is 64): leaves an error of 0.001"
+    )
+    assert words.explanation(2e-3, offset=7, given=3).text == (
+        "best explanation: offset 7 (given 3): leaves an error of 0.002"
+    )
+    verdict = words.unchecked("unknown_class", engine="MyRotaryEmbedding")
+    assert verdict.kind == "none" and verdict.as_json()["bound"] is None
+    assert words.layer_line(["a", "b"], ("X", "cache"), verdict) == (
+        "a (+1 more) X cache: unchecked: MyRotaryEmbedding is not a rotary class sinpe knows: "
+        "not judged"
+    )
+    drift = _judge(lambda p: _angles(p), 4096)
+    line = words.layer_line(["only"], "X", drift, ("a note",), "replaced")
+    assert line == f"only X: {drift.text} (a note) [exact: replaced]"
