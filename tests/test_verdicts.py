@@ -947,3 +947,23 @@ def test_an_explanation_and_a_log_line_say_each_part_once():
     drift = _judge(lambda p: _angles(p), 4096)
     line = words.layer_line(["only"], "X", drift, ("a note",), "replaced")
     assert line == f"only X: {drift.text} (a note) [exact: replaced]"
+
+
+def test_the_spacing_below_a_tables_largest_value():
+    """(``ulp``: a power of two's spacing below it is half its own.)"""
+    assert core.ulp("float32", 1.0) == 2.0**-24 and core.ulp("float64", 1.0) == 2.0**-53
+    assert core.ulp("float32", 2.0) == 2.0**-23 and core.ulp("float32", 1.5) == 2.0**-23
+    assert core.ulp("float16", 1.2079441541679836) == 2.0**-10
+
+
+def test_a_base_is_said_to_its_digits_a_fitted_one_to_five():
+    """(``explain_frequencies``: an unfitted base rounded as a fitted one is; one frequency
+    alone, whose base cannot be fitted.)"""
+    inv_freq = sinpe.rope_config({**PLAIN, "rope_theta": 123456.7}).frequencies(None)[0]
+    found, _, _ = _explained(PLAIN, inv_freq=inv_freq)
+    assert found[0] == ("base", "base 123457 where the config gives 10000.0"), found
+    fitted, _, _ = _explained(PLAIN, inv_freq=inv_freq.astype(np.float32), fitted=True)
+    assert fitted[0] == ("base", "base 123460.0 where the config gives 10000.0"), fitted
+    one = {**PLAIN, "head_dim": 2}
+    found, largest, _ = _explained(one, inv_freq=np.array([0.5]))
+    assert found and largest == pytest.approx(0.5) and found[0][0] != "base"
