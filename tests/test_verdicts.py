@@ -967,3 +967,19 @@ def test_a_base_is_said_to_its_digits_a_fitted_one_to_five():
     one = {**PLAIN, "head_dim": 2}
     found, largest, _ = _explained(one, inv_freq=np.array([0.5]))
     assert found and largest == pytest.approx(0.5) and found[0][0] != "base"
+
+
+def test_one_engine_module_serving_layers_of_two_types_is_judged_per_type():
+    """(``specs_of``, whose tests were the vLLM leg's: the names grouped by the spec each
+    layer is judged by, in order.)"""
+    from sinpe._check.layers import specs_of
+
+    data = json.loads((CONFIGS_DIR / "gemma-3-4b-it.json").read_text())
+    spec = sinpe.rope_config(data)
+    names = [f"model.layers.{i}.self_attn.rotary_emb" for i in (0, 5, 6, 11)]
+    groups = specs_of(spec, data, names)
+    assert groups == {
+        spec.layer("sliding_attention"): [names[0], names[2]],
+        spec.layer("full_attention"): [names[1], names[3]],
+    }
+    assert list(groups) == [spec.layer("sliding_attention"), spec.layer("full_attention")]
