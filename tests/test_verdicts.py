@@ -983,3 +983,49 @@ def test_one_engine_module_serving_layers_of_two_types_is_judged_per_type():
         spec.layer("full_attention"): [names[1], names[3]],
     }
     assert list(groups) == [spec.layer("sliding_attention"), spec.layer("full_attention")]
+
+
+def test_words_without_a_title_and_json_with_its_options():
+    """(``finding``/``evidence``: the empty default title; ``explained`` with no reasons;
+    ``worst_text`` of a verdict without a worst entry; ``dumps``: its options passed on, an
+    array's values each made strict; ``frequencies_text`` of no comparison.)"""
+    from sinpe._check import verdict as words
+
+    assert words.finding("attention_factor", engine="1.2", config="1.0", detail="").text == (
+        "attention factor 1.2 where the config gives 1.0"
+    )
+    assert words.evidence("no_scaling_type", config=8) == (
+        "no rope.scaling.type where the config gives x8"
+    )
+    wrong = words.mismatch([words.finding("base", engine="5e5", config="1e4")])
+    assert words.explained(wrong, []) is wrong and wrong.findings
+    assert words.worst_text(words.unchecked("no_cache")) == ""
+    assert (
+        words.dumps({"a": np.array([1.0, math.nan])}, indent=1)
+        == '{\n "a": [\n  1.0,\n  null\n ]\n}'
+    )
+    assert core.frequencies_text(None) == (
+        "not compared (the widths differ, or a value is not a number)"
+    )
+
+
+@pytest.mark.parametrize("factor", [1.0, 1.2])
+def test_a_fit_reads_the_frequencies_and_the_factor_off_a_tables_rows(factor):
+    """(``fit``: the rows it needs, a table without sin or with a value that is not a
+    number, the factor of 1 itself, which rows the angles come from.)"""
+    spec = sinpe.rope_config(PLAIN)
+    inv_freq, _ = spec.frequencies(None)
+
+    def read(positions, broken=False):
+        cos, sin = _exact(positions)
+        if broken:
+            sin[-1, 5] = math.nan
+        return cos * factor, sin * factor
+
+    held = core.fit(read, 4096)
+    assert held.fitted and held.attention_factor == pytest.approx(factor, rel=1e-12)
+    assert core.relative(held.inv_freq, inv_freq) < 1e-9
+    assert core.fit(read, 2).inv_freq.shape == (32,)  # positions 0 and 1 suffice
+    assert core.fit(read, 1) is None
+    assert core.fit(lambda p: (read(p)[0], None), 4096) is None
+    assert core.fit(lambda p: read(p, broken=True), 4096) is None
