@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, cast
 
 from .family_defaults import COMPOSITE as _GENERATED_COMPOSITE
 from .family_defaults import DEFAULTS
+from .rope_types import PUBLIC_TYPES
 
 __all__ = ["ALIASES", "COMPOSITE", "FAMILIES", "HEAD_DIM_RULES", "Family"]
 
@@ -121,8 +122,9 @@ _NEOX = dict(partial_keys=("rotary_pct",), theta_keys=("rotary_emb_base",))
 # Ministral-3's YaRN mapping carries llama_4_scaling_beta, which its attention reads (a query
 # scale that grows with the position, Llama 4's) and its rotary module never does
 _MINISTRAL3 = dict(
-    ignored_keys=MappingProxyType({t: ("llama_4_scaling_beta",) for t in ("default", "yarn")}),
+    ignored_keys=MappingProxyType({t: ("llama_4_scaling_beta",) for t in PUBLIC_TYPES}),
 )
+
 
 # The rules no probe shows, by model_type: each as that family's transformers class does it.
 RULES: dict[str, dict] = {
