@@ -53,11 +53,11 @@ def _rotary_modules(model) -> list:
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
     """Two copies of one pair's values, as a layout repeats them: equal up to a few float32
-    ulps in at least 99% of the entries. Not in all: where torch splits a large tensor
-    between threads, the entries by the split take another code path, and its cos of one
-    float32 angle can differ there by 1e-4 (seen: 63 of 17,984 entries of a 281-row read;
-    either copy is the module's own output, within float32 angles' drift). Copies of
-    different pairs differ at the sampled positions far beyond that."""
+    ulps in at least 99% of the entries. Not in all: where torch split a large read between
+    threads, a few entries came out by another path and differed by 1e-4 (63 of 17,984 of a
+    281-row read; torch's cos itself is accurate on both paths, measured: the difference is
+    upstream of it). Reads are single-threaded now (``_ONE_THREAD``); the margin stays for a
+    module that threads inside. Copies of different pairs differ far beyond that."""
     close = np.isclose(a, b, rtol=2.0**-20, atol=2.0**-20)
     return bool(close.size) and float(close.mean()) >= 0.99
 

@@ -153,21 +153,21 @@ class LayerReport(NamedTuple):
 
 
 def _parts(layer, buffer: str) -> list:
-    """``[(first row, rows, length the rows are judged at, which, first position)]`` of a
-    cache buffer: Phi-3 LongRoPE's short rows then its long ones (each a table from position
-    0); the rows an engine made, then those it appended past them (SGLang grows its caches
-    after the model is built: ``sinpe.sglang`` records how many rows each had), judged apart;
-    else the whole table."""
+    """``[(first row, rows, which, first position)]`` of a cache buffer (each part judged at
+    the length ``first position + rows``): Phi-3 LongRoPE's short rows then its long ones
+    (each a table from position 0); the rows an engine made, then those it appended past them
+    (SGLang grows its caches after the model is built: ``sinpe.sglang`` records how many rows
+    each had), judged apart; else the whole table."""
     cache = getattr(layer, buffer)
     total = bounded("the cache's rows", int(cache.shape[0]), MAX_POSITION, 1)
     if buffer == _LONG_SHORT:
         original = int(layer.original_max_position_embeddings)
         short = bounded("original_max_position_embeddings", original, total - 1, 1)
-        return [(0, short, short, "short", 0), (short, total - short, total - short, "long", 0)]
+        return [(0, short, "short", 0), (short, total - short, "long", 0)]
     made = getattr(layer, MADE, None)
     if type(made) is int and 0 < made < total:
-        return [(0, made, made, "", 0), (made, total - made, total, "grown", made)]
-    return [(0, total, total, "", 0)]
+        return [(0, made, "", 0), (made, total - made, "grown", made)]
+    return [(0, total, "", 0)]
 
 
 def _reader(tensor, first: int, h: int):
@@ -196,7 +196,8 @@ def _judge_part(layer, spec, tensor, part: tuple, top: int | None):
     """The core's verdict on one part of a cache (``_parts``: its rows ``first .. first +
     rows``, the positions from ``start``), and the largest error of the rows within ``top``
     (the deployment's max_model_len)."""
-    first, rows, length, _, start = part
+    first, rows, _, start = part
+    length = start + rows
     h = spec.head_dim // 2
     if tensor.ndim != 2 or tensor.shape[1] != 2 * h:
         return mismatch_width(tensor, spec), None
@@ -296,7 +297,7 @@ def _audit_group(
     parts = _parts(layer, buffer)
     reports = []
     for part in parts:
-        first, rows, _, which, start = part
+        first, rows, which, start = part
         cache = buffer if len(parts) == 1 else f"{buffer}[{first}:{first + rows}]"
         notes = turned + _notes(layer, spec, which, engine, start)
         if any(f.code == "rotary_width" for f in structural):
