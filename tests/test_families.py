@@ -19,6 +19,7 @@ import pytest
 import references as ref
 
 import sinpe
+from sinpe._rope import rope_types
 from sinpe._tables import backends
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
@@ -388,7 +389,7 @@ def test_multi_axis_positions_are_checked():
         axial.rope_at(np.arange(10))
     with pytest.raises(ValueError, match="rope_at"):
         axial.rope(10)
-    with pytest.raises(ValueError, match="mrope_section.*sum to head_dim // 2 = 32"):
+    with pytest.raises(ValueError, match="mrope_section.*sum to the 32 frequencies"):
         sinpe.rope_at(np.zeros((3, 4)), 64, scaling={"mrope_section": [16, 24, 24]})
 
 
@@ -502,13 +503,29 @@ BAD = [
         "'factor'",
         None,
     ),
-    ({"model_type": "llama", "head_dim": 63}, "head_dim must be even", None),
+    (
+        {
+            "model_type": "llama",
+            "head_dim": 63,
+            "rope_scaling": {"rope_type": "yarn", "factor": 2.0},
+            "max_position_embeddings": 4096,
+        },
+        "head_dim must be even",
+        None,
+    ),
     (
         {
             "model_type": "phi",
             "hidden_size": 100,
             "num_attention_heads": 2,
             "partial_rotary_factor": 0.1,
+            "rope_scaling": {
+                "rope_type": "longrope",
+                "short_factor": [1.0] * 2,
+                "long_factor": [1.0] * 2,
+            },
+            "original_max_position_embeddings": 64,
+            "max_position_embeddings": 128,
         },
         "rotary width of 5",
         None,
@@ -658,6 +675,30 @@ def test_keys_a_family_module_never_reads_are_accepted_and_listed():
     with pytest.raises(ValueError, match="'alpha', which rope_type 'dynamic' does not read"):
         sinpe.rope_config(raw)
     assert sinpe.rope_config(CONFIGS / "llama-3.1-8b.json").ignored_keys == ()
+
+
+@pytest.mark.parametrize("model_type", ["ministral3", "mistral4"])
+def test_llama_4_scaling_beta_is_the_attentions_not_the_rotary_modules(model_type, monkeypatch):
+    """Ministral-3's and Mistral-4's YaRN mappings carry llama_4_scaling_beta, which their
+    attention reads (a query scale) and their rotary modules never do: listed, no warning
+    (the suite turns warnings into errors); a family without that rule is warned."""
+    scaling = {
+        "rope_type": "yarn",
+        "factor": 16.0,
+        "original_max_position_embeddings": 16384,
+        "llama_4_scaling_beta": 0.1,
+    }
+    config = {
+        "model_type": model_type,
+        "head_dim": 128,
+        "qk_rope_head_dim": 64,
+        "max_position_embeddings": 262144,
+        "rope_parameters": {**scaling, "rope_theta": 1e6},
+    }
+    assert sinpe.rope_config(config).ignored_keys == ("llama_4_scaling_beta",)
+    monkeypatch.setattr(rope_types, "_WARNED", set())  # warned once a process: not yet here
+    with pytest.warns(UserWarning, match="ignoring the keys 'llama_4_scaling_beta'"):
+        sinpe.rope_config({**config, "model_type": "llama"})
 
 
 @pytest.mark.parametrize(

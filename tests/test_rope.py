@@ -203,7 +203,9 @@ def test_base_comes_from_rope_theta_or_the_argument():
         (dict(scaling={**LONGROPE, "short_factor": "abc"}), TypeError, "short_factor"),
         (dict(scaling={**YARN, "truncate": "no"}), TypeError, "truncate"),
         (dict(scaling=[("rope_type", "linear")]), TypeError, "mapping"),
-        (dict(head_dim=15), ValueError, "head_dim must be even"),
+        (dict(head_dim=15, scaling=YARN), ValueError, "head_dim must be even for rope_type"),
+        (dict(head_dim=15, scaling=LONGROPE), ValueError, "short_factor.*7 entries, got 8"),
+        (dict(head_dim=15, inv_freq=[1.0] * 7), ValueError, "head_dim must be even with inv_freq"),
         (dict(head_dim=0), ValueError, "head_dim"),
         (dict(head_dim=8.0), TypeError, "head_dim"),
         (dict(base=-1.0), ValueError, "base"),
@@ -214,6 +216,32 @@ def test_bad_scaling_names_what_is_wrong(kwargs, error, match):
     kwargs = {"head_dim": 16, **kwargs}
     with pytest.raises(error, match=match):
         sinpe.rope_frequencies(kwargs.pop("head_dim"), **kwargs)
+
+
+@pytest.mark.parametrize(
+    "scaling",
+    [None, {"rope_type": "linear", "factor": 4.0}, DYNAMIC, LLAMA31],
+    ids=["default", "linear", "dynamic", "llama3"],
+)
+@pytest.mark.parametrize("dim", [5, 21, 73])
+def test_an_odd_width_rotates_its_frequencies_as_transformers_arange_does(scaling, dim):
+    """transformers' ``arange(0, dim, 2) / dim`` at an odd ``dim`` (GLM-4-MoE's class
+    defaults: 21; Qwen3-Omni's: 73): ``(dim + 1) // 2`` powers of exponent ``2i/dim``, and
+    tables ``dim + 1`` wide, each entry within sinpe's 1e-15 of the exact value."""
+    seq_len = 2 * (scaling or {}).get("max_position_embeddings", 64)
+    w, attention = sinpe.rope_frequencies(dim, scaling=scaling, seq_len=seq_len)
+    exact, _ = ref.transformers_rope_parameters(scaling, dim, 10000.0, seq_len)
+    assert w.shape == ((dim + 1) // 2,) == (len(exact),)
+    exact = np.array([float(v) for v in exact])
+    assert (np.abs(w - exact) <= 4 * np.spacing(exact)).all()
+    positions = [0, 1, 7, 1000, 65535]
+    cos, sin = sinpe.rope_at(positions, dim, scaling=scaling, seq_len=seq_len)
+    assert cos.shape == (len(positions), 2 * w.shape[0])
+    c, s = oracle.rope(positions, w, attention)
+    h = w.shape[0]
+    for table, exact in ((cos, c), (sin, s)):
+        assert np.array_equal(table[:, :h], table[:, h:])
+        assert np.abs(table[:, :h] - exact.astype(np.float64)).max() <= 1e-15
 
 
 def test_bad_table_arguments():

@@ -206,10 +206,13 @@ def _tables_agree(original, replaced) -> bool:
     )
 
 
-def test_patch_replaces_at_least_95_percent_and_names_every_one_left(coverage):
-    text = [r for r in coverage if not r[1] and r[2] is None]
+def test_patch_replaces_at_least_97_percent_and_names_every_one_left(coverage):
+    """At least 97% of every text class built from its defaults, counting the ones whose own
+    forward fails there as not replaced; each replacement agrees on every id form it takes."""
+    built = [r for r in coverage if not r[1]]
+    text = [r for r in built if r[2] is None]
     replaced = [r for r in text if r[3]]
-    assert len(replaced) >= 0.95 * len(text), (len(replaced), len(text))
+    assert len(replaced) >= 0.97 * len(built), (len(replaced), len(built))
     assert all(r[4] for r in text if not r[3]), "a module left without a reason"
     assert all(_outputs_agree(r[5], r[6]) for r in replaced)
     doc = (ROOT / "docs" / "torch.md").read_text()

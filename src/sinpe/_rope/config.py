@@ -452,7 +452,9 @@ def _original_length(reader: _Reader, params: dict, record, max_position: int | 
 
 def _rotary_width(reader: _Reader, params: dict, record, head_dim: int, partial) -> int:
     """The rotary width: ``head_dim`` times the partial rotary factor where the family applies
-    it (a key of its own in ``params`` for a type that reads it); refused unless even, >= 2."""
+    it (a key of its own in ``params`` for a type that reads it); at least 2, and even unless
+    the type reads an odd width as transformers does (GLM-4-MoE's class defaults: 42 x 0.5 =
+    21, eleven frequencies ``base**(-2i/21)``, tables 22 wide)."""
     family = reader.family
     width = head_dim
     in_default = record.partial_as_default
@@ -470,11 +472,11 @@ def _rotary_width(reader: _Reader, params: dict, record, head_dim: int, partial)
             )
         if not in_default or family.partial_in_default:
             width = int(head_dim * partial)
-    if width % 2 or width < 2:
+    if (width % 2 and not record.odd_width) or width < 2:
         raise ValueError(
             f"model_type {reader.model_type!r}: head dimension {head_dim} (partial_rotary_factor "
-            f"{partial!r}) gives a rotary width of {width}: head_dim must be even, the rotary "
-            "width at least 2"
+            f"{partial!r}) gives a rotary width of {width}: head_dim must be even (rope_type "
+            f"{record.name!r} has no odd form), the rotary width at least 2"
         )
     return width
 

@@ -119,16 +119,17 @@ _LOCAL_BASE = MappingProxyType({"sliding_attention": "rope_local_base_freq"})
 # GPTNeoXConfig reads rotary_pct and rotary_emb_base only (their older names)
 _NEOX = dict(partial_keys=("rotary_pct",), theta_keys=("rotary_emb_base",))
 
-# Ministral-3's YaRN mapping carries llama_4_scaling_beta, which its attention reads (a query
-# scale that grows with the position, Llama 4's) and its rotary module never does
-_MINISTRAL3 = dict(
+# Ministral-3's and Mistral-4's YaRN mappings carry llama_4_scaling_beta, which their
+# attention reads (a query scale that grows with the position, Llama 4's) and their rotary
+# modules never do
+_LLAMA4_SCALE = dict(
     ignored_keys=MappingProxyType({t: ("llama_4_scaling_beta",) for t in PUBLIC_TYPES}),
 )
 
 
 # The rules no probe shows, by model_type: each as that family's transformers class does it.
 RULES: dict[str, dict] = {
-    "ministral3": _MINISTRAL3,
+    "ministral3": _LLAMA4_SCALE,
     "phi3": _PHI,
     "phi4_multimodal": _PHI,
     # PhimoeRotaryEmbedding: attention factor short_mscale / long_mscale by the length
@@ -147,7 +148,7 @@ RULES: dict[str, dict] = {
     # Zamba2Config.__post_init__ sets attention_head_dim = 2 * hidden_size // num_attention_heads
     "zamba2": dict(head_dim="attention_head_dim"),
     # Mistral4Config drops its partial factor when given rope_scaling (and regains it on reload)
-    "mistral4": dict(legacy=None),
+    "mistral4": dict(legacy=None, **_LLAMA4_SCALE),
     # MellumConfig fills a top-level partial factor into scaled mappings, not default ones
     "mellum": dict(refused_keys=("partial_rotary_factor",)),
 }

@@ -77,7 +77,9 @@ def rope(
     head_dim : int
         The rotary dimension, even and ``>= 2`` (for a model with ``partial_rotary_factor``,
         ``int(head_dim * partial_rotary_factor)``; :func:`sinpe.rope_config` reads it from
-        the model's config).
+        the model's config). An odd ``d`` is read as transformers reads it for the types
+        whose rule takes the powers one by one (default, linear, dynamic, llama3): ``(d +
+        1) // 2`` frequencies ``base**(-2i/d)``, tables ``d + 1`` wide.
     base : float, optional
         The model's ``rope_theta``. Default: the mapping's ``rope_theta`` if it has one, else
         10000. A ``base`` that disagrees with the mapping's ``rope_theta`` is an error.

@@ -251,7 +251,10 @@ class RopeType(NamedTuple):
     ``rope_freqs`` tensor the frequencies are divided by), ``"ramp"`` (YaRN's keys),
     ``"factor_sets"`` (LongRoPE's long and short factor tensors; ``"factor_sets_mscale"``
     with attention factors GGUF has no key for), ``"base"`` (folded into ``rope.freq_base``
-    by the converter) or ``None`` (no form in GGUF)."""
+    by the converter) or ``None`` (no form in GGUF); ``odd_width``, whether transformers'
+    rule runs on an odd rotary width ``d`` (its frequencies the powers ``base**(-2i/d)``,
+    ``i < (d + 1) // 2``, taken one by one; YaRN's ramp and LongRoPE's factor lists have
+    ``d // 2`` entries there, and their modules fail)."""
 
     name: str
     required: tuple
@@ -271,6 +274,7 @@ class RopeType(NamedTuple):
     length_state: str | None = None
     title: str = ""
     gguf: str | None = None
+    odd_width: bool = False
 
     def needs_model_length(self, parameters: Mapping) -> bool:
         """Whether ``max_position_embeddings`` is needed to evaluate ``parameters``."""
@@ -336,16 +340,23 @@ def _round_product(w: np.ndarray, g_hi: np.ndarray, g_lo: np.ndarray) -> np.ndar
 _LOG_TWO_PI = dd_add(*_BACKEND.log_dd(TWO_PI_HI), TWO_PI_LO / TWO_PI_HI, 0.0)  # type: ignore[call-arg]
 
 
+def frequency_count(head_dim: int) -> int:
+    """How many frequencies a rotary width rotates: ``len(range(0, head_dim, 2))``, as
+    transformers' ``arange(0, dim, 2)`` (an odd width ``d`` has ``(d + 1) // 2``, and its
+    tables are ``d + 1`` columns wide)."""
+    return (head_dim + 1) // 2
+
+
 def powers(head_dim: int, base: float) -> np.ndarray:
-    """``base**(-2i/head_dim)``, ``i < head_dim/2``, each rounded once."""
-    return frequency_vector(head_dim // 2, base, 2, float(head_dim))
+    """``base**(-2i/head_dim)``, ``i < frequency_count(head_dim)``, each rounded once."""
+    return frequency_vector(frequency_count(head_dim), base, 2, float(head_dim))
 
 
 def _powers_of_scaled_base(head_dim: int, base: float, log_ratio_hi, log_ratio_lo, exponent):
     """``(base * X**exponent)**(-2i/head_dim)`` with ``log X`` a dd and ``exponent`` exact:
     the logarithm of the new base formed as a dd, the powers rounded once from it."""
     log_base = dd_add(*_dd_log(base), *dd_mul(*_dd(exponent), log_ratio_hi, log_ratio_lo))
-    return power_vector_from_log(head_dim // 2, *log_base, 2, float(head_dim))
+    return power_vector_from_log(frequency_count(head_dim), *log_base, 2, float(head_dim))
 
 
 def _one(s, seq_len) -> float:
@@ -597,9 +608,18 @@ TYPES: tuple[RopeType, ...] = (
         plain=True,
         partial_as_default=True,
         gguf="plain",
+        odd_width=True,
     ),
     RopeType(
-        "linear", ("factor",), (), _linear, _one, _no_length, factor_needed=True, gguf="scale"
+        "linear",
+        ("factor",),
+        (),
+        _linear,
+        _one,
+        _no_length,
+        factor_needed=True,
+        gguf="scale",
+        odd_width=True,
     ),
     RopeType(
         "dynamic",
@@ -611,6 +631,7 @@ TYPES: tuple[RopeType, ...] = (
         factor_needed=True,
         length_state="grows",
         title="dynamic NTK",
+        odd_width=True,
     ),
     RopeType(
         "yarn",
@@ -649,6 +670,7 @@ TYPES: tuple[RopeType, ...] = (
         factor_needed=True,
         title="Llama-3",
         gguf="freq_factors",
+        odd_width=True,
     ),
     RopeType(
         "proportional",

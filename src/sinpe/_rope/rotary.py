@@ -26,6 +26,7 @@ from .rope_types import (
     DEFAULT,
     ROPE_TYPES,
     RopeScaling,
+    frequency_count,
     inverse_frequencies,
     is_plain,
     length_key,
@@ -128,7 +129,7 @@ class Rotary(NamedTuple):
 
     @property
     def h(self) -> int:
-        return self.head_dim // 2
+        return frequency_count(self.head_dim)
 
 
 def _width(head_dim) -> int:
@@ -139,11 +140,21 @@ def _width(head_dim) -> int:
             f"head_dim={shown} is too large: the rotary dimension is at most 2**16 = "
             f"{MAX_HEAD_DIM} (real models rotate 32 to 512 columns)"
         )
-    if head_dim % 2:
-        raise ValueError(
-            f"head_dim must be even (the rotary dimension: pairs of columns), got {head_dim}"
-        )
     return head_dim
+
+
+def _check_odd(head_dim: int, spec: RopeScaling | None) -> None:
+    """An odd width rotates ``(head_dim + 1) // 2`` frequencies where transformers' rule
+    does (``arange(0, dim, 2)``: the default powers, taken one by one); refused elsewhere
+    (given frequencies, whose count is the width's half; YaRN's ramp; factor lists)."""
+    if head_dim % 2 and (spec is None or not ROPE_TYPES[spec.rope_type].odd_width):
+        why = "with inv_freq" if spec is None else f"for rope_type {spec.rope_type!r}"
+        allowed = ", ".join(repr(t.name) for t in ROPE_TYPES.values() if t.odd_width)
+        raise ValueError(
+            f"head_dim must be even {why} (the rotary dimension: pairs of columns), got "
+            f"{head_dim}; an odd width is read as transformers' modules read it only for "
+            f"rope_type {allowed}"
+        )
 
 
 def mrope_axes(sections, interleaved: bool, h: int, paired: bool = False) -> tuple:
@@ -232,6 +243,7 @@ def resolve(
     given ``inv_freq`` (then ``base`` and every scaling key but M-RoPE's are refused)."""
     head_dim = _width(head_dim)
     if inv_freq is not None:
+        _check_odd(head_dim, None)
         if base is not None:
             raise ValueError("pass inv_freq or base, not both: inv_freq are the frequencies")
         if scaling is not None:
@@ -256,6 +268,7 @@ def resolve(
             "attention_factor comes with inv_freq only: a scaling gives its own factor"
         )
     spec = parse(scaling, max_position_embeddings, head_dim)
+    _check_odd(head_dim, spec)
     partial = spec.get("partial_rotary_factor")
     if partial is not None and "partial_rotary_factor" not in ROPE_TYPES[spec.rope_type].optional:
         width = int(head_dim * partial)
@@ -275,42 +288,40 @@ def resolve(
                 f"base={base!r} disagrees with the scaling mapping's rope_theta={spec.theta!r}: "
                 "pass one of them, or the same value"
             )
-    return Rotary(head_dim, check.base(base), spec, None, 1.0, *_axes(spec, head_dim // 2))
+    return Rotary(
+        head_dim, check.base(base), spec, None, 1.0, *_axes(spec, frequency_count(head_dim))
+    )
 
 
 def from_scaling(head_dim: int, base: float, scaling: RopeScaling) -> Rotary:
     """A ``Rotary`` of an already parsed scaling at a checked width (``rope_config``'s)."""
     head_dim = _width(head_dim)
+    _check_odd(head_dim, scaling)
     _check_sections(scaling, head_dim)
-    return Rotary(head_dim, check.base(base), scaling, None, 1.0, *_axes(scaling, head_dim // 2))
+    h = frequency_count(head_dim)
+    return Rotary(head_dim, check.base(base), scaling, None, 1.0, *_axes(scaling, h))
 
 
 def _check_sections(spec: RopeScaling, head_dim: int) -> None:
     """Contiguous sections must cover the frequencies exactly (transformers' split fails
-    otherwise); interleaved ones must fit (the frequencies past them read the first axis);
+    otherwise); interleaved ones are cut at the last frequency, as transformers' slices
+    ``[axis : 3 * section : 3]`` are (the frequencies past them read the first axis);
     paired ones (ERNIE-4.5-VL) alternate two sections of one size and cover the rest with
     the third."""
     sections = spec.get("mrope_section")
     if sections is None:
         return
-    h = head_dim // 2
+    h = frequency_count(head_dim)
     if spec.get("mrope_paired"):
         if sections[0] != sections[1] or sum(sections) != h:
             raise ValueError(
                 f"scaling['mrope_section'] {list(sections)} cannot be paired (H, W, H, W, ..., "
-                f"then T): the first two sections must be equal and all three sum to head_dim "
-                f"// 2 = {h}"
+                f"then T): the first two sections must be equal and all three sum to the {h} "
+                "frequencies"
             )
-    elif spec.get("mrope_interleaved"):
-        if 3 * max(sections[1], sections[2], 1) - 1 > h:
-            raise ValueError(
-                f"scaling['mrope_section'] {list(sections)} does not fit head_dim // 2 = {h} "
-                "frequencies interleaved (T, H, W, T, H, W, ...): 3 * section - 1 must be at most "
-                f"{h}"
-            )
-    elif sum(sections) != h:
+    elif not spec.get("mrope_interleaved") and sum(sections) != h:
         raise ValueError(
-            f"scaling['mrope_section'] {list(sections)} must sum to head_dim // 2 = {h} (one "
+            f"scaling['mrope_section'] {list(sections)} must sum to the {h} frequencies (one "
             f"section of frequencies per position axis), got {sum(sections)}"
         )
 

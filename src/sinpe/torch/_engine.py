@@ -14,6 +14,7 @@ from .._check.probe import judge_rows
 from .._check.steps import EngineFailed, step
 from .._check.verdict import unchecked
 from .._rope.config import rope_config
+from .._rope.rope_types import frequency_count
 from ._patch import _buffers
 
 __all__ = ["read"]
@@ -135,9 +136,10 @@ def read(folder, original: dict, length: int):
                     )
                 )
                 continue
-            read_at = _reader(module, layer_type, one.n_axes, one.head_dim // 2)
+            h = frequency_count(one.head_dim)
+            read_at = _reader(module, layer_type, one.n_axes, h)
             try:
-                judgment = judge_rows(one, read_at, one.head_dim, length)
+                judgment = judge_rows(one, read_at, 2 * h, length)
             except ValueError as exc:
                 judgment = unchecked("unreadable", engine=what, config=str(exc))
             layers.append((what, judgment))

@@ -250,7 +250,7 @@ def _matching_frequencies(module, layer, prefix: str, buffer) -> np.ndarray:
     original = layer.spec.scaling.get("original_max_position_embeddings")
     lengths.extend(layer.record.probe_lengths(original, cached))
     best = None
-    order = mrope_buffer_order(layer.spec.scaling, layer.spec.head_dim // 2)
+    order = mrope_buffer_order(layer.spec.scaling, layer.h)
     for length in lengths:
         w = np.asarray(layer.spec.frequencies(length)[0], dtype=np.float64)
         if order is not None and w.shape[0] == order.shape[0]:

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from .._rope.config import rope_config
-from .._rope.rope_types import ROPE_TYPES
+from .._rope.rope_types import ROPE_TYPES, frequency_count
 from .._rope.rotary import format_names
 from .._rope.spec import RopeSpec
 from .._tables import checks as check
@@ -75,7 +75,7 @@ class _Layer:
             raise ValueError("a spec with a RoPE per layer type: pass one of its layers")
         self.spec = spec
         self.kind = spec.scaling["rope_type"]
-        self.h = spec.head_dim // 2
+        self.h = frequency_count(spec.head_dim)
         self.inv_freq, self.attention_scaling = spec.frequencies()
         self.original = spec.max_position_embeddings
         self.n_axes = spec.n_axes
