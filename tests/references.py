@@ -168,6 +168,16 @@ _CTX = mpmath.MPContext()
 _CTX.prec = 320
 
 
+def _original_and_factor(p):
+    """YaRN's and LongRoPE's original length and factor (the config's, else the ratio of the
+    two lengths), as both their ``_compute_*_parameters`` read them."""
+    original = p["original_max_position_embeddings"]
+    factor = p.get("factor")
+    if factor is None:
+        factor = p["max_position_embeddings"] / original
+    return original, _CTX.mpf(factor)
+
+
 def transformers_rope_parameters(scaling, dim, base, seq_len):
     """transformers 5's ``_compute_*_parameters``, transcribed, in exact (320-bit) arithmetic:
     the real-number inverse frequencies and attention factor for these float64 parameters."""
@@ -192,11 +202,7 @@ def transformers_rope_parameters(scaling, dim, base, seq_len):
         new_base = base * ((factor * length / limit) - (factor - 1)) ** (mpf(dim) / (dim - 2))
         inv = [1 / new_base ** (mpf(i) / dim) for i in range(0, dim, 2)]
     elif kind == "yarn":
-        original = p["original_max_position_embeddings"]
-        factor = p.get("factor")
-        if factor is None:
-            factor = p["max_position_embeddings"] / original
-        factor = mpf(factor)
+        original, factor = _original_and_factor(p)
 
         def get_mscale(scale, mscale=1):
             return mpf(1) if scale <= 1 else mpf("0.1") * mscale * log(scale) + 1
@@ -227,11 +233,7 @@ def transformers_rope_parameters(scaling, dim, base, seq_len):
             extrapolation = 1 - ramp
             inv.append((1 / (factor * x)) * (1 - extrapolation) + (1 / x) * extrapolation)
     elif kind == "longrope":
-        original = p["original_max_position_embeddings"]
-        factor = p.get("factor")
-        if factor is None:
-            factor = p["max_position_embeddings"] / original
-        factor = mpf(factor)
+        original, factor = _original_and_factor(p)
         attention = p.get("attention_factor")
         if attention is None:
             attention = 1 if factor <= 1 else _CTX.sqrt(1 + log(factor) / log(original))
