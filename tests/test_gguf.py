@@ -390,12 +390,18 @@ def _hostile() -> dict:
     }
 
 
-@pytest.mark.parametrize("case", sorted(_hostile()))
-def test_a_hostile_gguf_is_one_line_exit_2_in_bounded_memory(tmp_path, case):
+def _hostile_file(tmp_path, case):
+    """The hostile file of ``case`` and Llama-3.1's config, written under ``tmp_path``."""
     path = tmp_path / "hostile.gguf"
     path.write_bytes(_hostile()[case])
     config = tmp_path / "c.json"
     config.write_text(json.dumps(CONFIGS["llama31"]))
+    return path, config
+
+
+@pytest.mark.parametrize("case", sorted(_hostile()))
+def test_a_hostile_gguf_is_one_line_exit_2_in_bounded_memory(tmp_path, case):
+    path, config = _hostile_file(tmp_path, case)
     tracemalloc.start()
     try:
         with pytest.raises(ValueError) as found:
@@ -606,10 +612,7 @@ def test_a_plausible_width_that_differs_is_a_mismatch_not_a_refusal(tmp_path):
 
 @pytest.mark.parametrize("case", sorted(_hostile()))
 def test_a_hostile_gguf_checked_stays_within_a_valid_check_s_memory(tmp_path, case):
-    path = tmp_path / "hostile.gguf"
-    path.write_bytes(_hostile()[case])
-    config = tmp_path / "c.json"
-    config.write_text(json.dumps(CONFIGS["llama31"]))
+    path, config = _hostile_file(tmp_path, case)
     valid = _file(tmp_path, "llama31")
     normal = _peak(lambda: sinpe.check_gguf(*valid))
     assert _peak(lambda: sinpe.check_gguf(path, config)) <= normal
