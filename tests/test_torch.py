@@ -487,6 +487,10 @@ TINY = dict(  # a tiny random model's sizes
     intermediate_size=64,
     vocab_size=64,
 )
+# DeepSeek's multi-head latent attention at a tiny model's widths (V2 and V3 alike)
+TINY_MLA = dict(
+    qk_rope_head_dim=16, qk_nope_head_dim=16, v_head_dim=16, kv_lora_rank=16, q_lora_rank=16
+)
 
 
 def _tiny(name):
@@ -534,11 +538,7 @@ def _tiny(name):
     elif name == "deepseek_v3":
         config = transformers.DeepseekV3Config(
             **common,
-            qk_rope_head_dim=16,
-            qk_nope_head_dim=16,
-            v_head_dim=16,
-            kv_lora_rank=16,
-            q_lora_rank=16,
+            **TINY_MLA,
             max_position_embeddings=163840,
             rope_scaling={
                 "type": "yarn",
@@ -617,19 +617,7 @@ def test_patch_replaces_each_family_with_the_same_shapes_and_exact_values(family
 def test_patch_verifies_the_complex_freqs_cis_of_deepseek_v2():
     transformers = pytest.importorskip("transformers")
     config = transformers.DeepseekV2Config(
-        hidden_size=64,
-        num_attention_heads=4,
-        num_hidden_layers=1,
-        intermediate_size=64,
-        vocab_size=64,
-        qk_rope_head_dim=16,
-        qk_nope_head_dim=16,
-        v_head_dim=16,
-        kv_lora_rank=16,
-        q_lora_rank=16,
-        moe_intermediate_size=32,
-        n_routed_experts=2,
-        num_experts_per_tok=1,
+        **TINY, **TINY_MLA, moe_intermediate_size=32, n_routed_experts=2, num_experts_per_tok=1
     )
     from transformers.models.deepseek_v2.modeling_deepseek_v2 import DeepseekV2RotaryEmbedding
 
