@@ -1,7 +1,7 @@
 """The rope-type cases of tests/test_rope.py: one scaling of each kind, and
-``(name, scaling, head_dim, base, seq_len)`` for each rule a type has. tools/arm/digest.py
-runs the same cases on an aarch64 kernel under qemu, where only NumPy and sinpe are
-installed: this module imports nothing."""
+``(name, scaling, head_dim, base, seq_len)`` for each rule a type has, and the Phi-3 LongRoPE
+configs of other test files. tools/arm/digest.py runs the same cases on an aarch64 kernel
+under qemu, where only NumPy and sinpe are installed: this module imports nothing."""
 
 LLAMA31 = {
     "rope_type": "llama3",
@@ -52,3 +52,30 @@ CASES = [
     ("llama3", LLAMA31, 128, 500000.0, None),
     ("proportional", {"rope_type": "proportional", "partial_rotary_factor": 0.25}, 64, 1e6, None),
 ]
+
+
+def phi3_longrope(
+    hidden_size,
+    num_attention_heads,
+    max_position_embeddings,
+    original_max_position_embeddings,
+    **more,
+):
+    """A Phi-3 config with LongRoPE: short factors 1 + 0.01 i, long ones 1 + 0.5 i, one per
+    rotated pair (``more``, say ``partial_rotary_factor``, follows the head count)."""
+    head_dim = hidden_size // num_attention_heads
+    pairs = int(head_dim * more.get("partial_rotary_factor", 1.0)) // 2
+    return {
+        "model_type": "phi3",
+        "hidden_size": hidden_size,
+        "num_attention_heads": num_attention_heads,
+        **more,
+        "max_position_embeddings": max_position_embeddings,
+        "original_max_position_embeddings": original_max_position_embeddings,
+        "rope_theta": 10000.0,
+        "rope_scaling": {
+            "type": "longrope",
+            "short_factor": [1.0 + 0.01 * i for i in range(pairs)],
+            "long_factor": [1.0 + 0.5 * i for i in range(pairs)],
+        },
+    }

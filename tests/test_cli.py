@@ -9,6 +9,7 @@ import time
 import command
 import numpy as np
 import pytest
+from rope_cases import phi3_longrope
 
 import sinpe
 
@@ -158,20 +159,8 @@ LLAMA_CONFIG = {
         "rope_type": "llama3",
     },
 }
-PHI3_CONFIG = {  # longrope, partial rotary, original length outside the scaling mapping
-    "model_type": "phi3",
-    "hidden_size": 3072,
-    "num_attention_heads": 32,
-    "partial_rotary_factor": 0.5,
-    "max_position_embeddings": 131072,
-    "original_max_position_embeddings": 4096,
-    "rope_theta": 10000.0,
-    "rope_scaling": {
-        "type": "longrope",
-        "short_factor": [1.0 + 0.01 * i for i in range(24)],
-        "long_factor": [1.0 + 0.5 * i for i in range(24)],
-    },
-}
+# longrope, partial rotary, original length outside the scaling mapping
+PHI3_CONFIG = phi3_longrope(3072, 32, 131072, 4096, partial_rotary_factor=0.5)
 V5_CONFIG = {  # transformers 5: rope_parameters holds rope_theta
     "head_dim": 64,
     "max_position_embeddings": 2048,

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from command import run
 from onnx_files import BFLOAT16, FLOAT, FLOAT16, field, graph, model, node, tensor, text, varint
+from rope_cases import phi3_longrope
 
 import sinpe
 import sinpe.onnx
@@ -36,19 +37,7 @@ YARN = {
         "beta_slow": 1.0,
     },
 }
-LONGROPE = {
-    "model_type": "phi3",
-    "hidden_size": 128,
-    "num_attention_heads": 2,
-    "max_position_embeddings": 8192,
-    "original_max_position_embeddings": 1024,
-    "rope_theta": 1e4,
-    "rope_scaling": {
-        "type": "longrope",
-        "short_factor": [1.0 + 0.01 * i for i in range(32)],
-        "long_factor": [1.0 + 0.5 * i for i in range(32)],
-    },
-}
+LONGROPE = phi3_longrope(128, 2, 8192, 1024)
 
 
 def _float32_tables(config: dict, rows: int, length: int | None = None):

@@ -11,6 +11,7 @@ import numpy as np
 import oracle
 import pytest
 import references as ref
+from rope_cases import phi3_longrope
 
 torch = pytest.importorskip("torch")
 import sinpe  # noqa: E402
@@ -38,20 +39,7 @@ DYNAMIC = {
     "rope_theta": 10000.0,
     "rope_scaling": {"rope_type": "dynamic", "factor": 2.0},
 }
-PHI3 = {
-    "model_type": "phi3",
-    "hidden_size": 96,
-    "num_attention_heads": 4,
-    "partial_rotary_factor": 0.5,
-    "max_position_embeddings": 131072,
-    "original_max_position_embeddings": 4096,
-    "rope_theta": 10000.0,
-    "rope_scaling": {
-        "type": "longrope",
-        "short_factor": [1.0 + 0.01 * i for i in range(6)],
-        "long_factor": [1.0 + 0.5 * i for i in range(6)],
-    },
-}
+PHI3 = phi3_longrope(96, 4, 131072, 4096, partial_rotary_factor=0.5)
 QWEN2_VL = {
     "model_type": "qwen2_vl",
     "hidden_size": 128,
