@@ -11,19 +11,15 @@ import struct
 
 import numpy as np
 
+from sinpe._check.onnx_file import encode_varint
+
 LEN, VARINT, I32 = 2, 0, 5
 FLOAT, FLOAT16, DOUBLE, BFLOAT16 = 1, 10, 11, 16
 
 
 def varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
+    """A varint; a negative value as protobuf writes an int64, in its 64-bit two's complement."""
+    return encode_varint(value & ((1 << 64) - 1))
 
 
 def field(number: int, wire: int, payload) -> bytes:
