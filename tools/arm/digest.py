@@ -42,6 +42,18 @@ POSITIONS = np.concatenate(
 INT_POSITIONS = np.concatenate([np.arange(20), rng.integers(0, 2**40, 20)])
 
 
+def by_scaling(table, layouts, **kw):
+    """[((name, layout, dtype, i), array)]: the arrays of ``table(head_dim, seq_len, ...)`` for
+    every dtype, rope-type case and layout."""
+    return [
+        ((name, lay, dt, i), a)
+        for dt in DTYPES
+        for name, sc, dim, base, sl in SCALINGS
+        for lay in layouts
+        for i, a in enumerate(table(dim, sl, base=base, scaling=sc, layout=lay, dtype=dt, **kw))
+    ]
+
+
 def groups(backend, threads):
     """{group: [(label, array)]} for one engine."""
     kw = dict(backend=backend)
@@ -100,40 +112,19 @@ def groups(backend, threads):
         for o in (0, 5000, 2**45)
         for a in sinpe.rope(29, hd, layout=lay, dtype=dt, offset=o, threads=threads, **kw)
     ]
-    g["rope_scaled"] = []
-    for dt in DTYPES:
-        for name, sc, dim, base, sl in SCALINGS:
-            for lay in ("half", "interleaved", "compact"):
-                seq = 40
-                off = 0 if sl is None else sl - seq  # rows up to seq_len for length-dependent types
-                cs = sinpe.rope(
-                    seq,
-                    dim,
-                    base=base,
-                    scaling=sc,
-                    offset=off,
-                    layout=lay,
-                    dtype=dt,
-                    threads=threads,
-                    **kw,
-                )
-                g["rope_scaled"] += [((name, lay, dt, i), a) for i, a in enumerate(cs)]
-    g["rope_at"] = []
-    for dt in DTYPES:
-        for name, sc, dim, base, sl in SCALINGS:
-            for lay in ("half", "compact"):
-                cs = sinpe.rope_at(
-                    POSITIONS,
-                    dim,
-                    base=base,
-                    scaling=sc,
-                    layout=lay,
-                    dtype=dt,
-                    seq_len=sl,
-                    threads=threads,
-                    **kw,
-                )
-                g["rope_at"] += [((name, lay, dt, i), a) for i, a in enumerate(cs)]
+    seq = 40  # length-dependent types: the 40 rows up to seq_len
+    g["rope_scaled"] = by_scaling(
+        lambda dim, sl, **k: sinpe.rope(seq, dim, offset=0 if sl is None else sl - seq, **k),
+        ("half", "interleaved", "compact"),
+        threads=threads,
+        **kw,
+    )
+    g["rope_at"] = by_scaling(
+        lambda dim, sl, **k: sinpe.rope_at(POSITIONS, dim, seq_len=sl, **k),
+        ("half", "compact"),
+        threads=threads,
+        **kw,
+    )
     g["rope_cache"] = []
     for fmt in ("vllm", "pairs", "sincos", "complex"):
         dts = ("complex64", "complex128") if fmt == "complex" else DTYPES
