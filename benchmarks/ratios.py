@@ -202,45 +202,29 @@ def _isa_rows():
     def table(n, d, dtype):
         return lambda r: sinpe_cython(n, d, dtype, threads=1)
 
-    def ones_of(n, d, dtype):
-        return lambda r: np.ones((n, d), dtype=dtype)
+    def over_float32(n, d, dtype, target):
+        return (
+            f"{n} x {d} {dtype} / float32 table",
+            table(n, d, dtype),
+            table(n, d, "float32"),
+            target,
+        )
 
-    rows = [
-        (
-            "2048 x 512 float16 / float32 table",
-            table(2048, 512, "float16"),
-            table(2048, 512, "float32"),
-            1.25,
-        ),
-    ]
+    def over_ones(n, d, dtype, target):
+        def write_limit(r):
+            return np.ones((n, d), dtype=dtype)
+
+        return f"{n} x {d} {dtype} / np.ones", table(n, d, dtype), write_limit, target
+
+    rows = [over_float32(2048, 512, "float16", 1.25)]
     if bfloat16() is not None:
         rows += [
-            (
-                "2048 x 512 bfloat16 / float32 table",
-                table(2048, 512, "bfloat16"),
-                table(2048, 512, "float32"),
-                1.25,
-            ),
-            (
-                "8192 x 1024 bfloat16 / float32 table",
-                table(8192, 1024, "bfloat16"),
-                table(8192, 1024, "float32"),
-                1.0,
-            ),
+            over_float32(2048, 512, "bfloat16", 1.25),
+            over_float32(8192, 1024, "bfloat16", 1.0),
         ]
     rows += [
-        (
-            "2048 x 512 float32 / np.ones",
-            table(2048, 512, "float32"),
-            ones_of(2048, 512, "float32"),
-            1.8,
-        ),
-        (
-            "2048 x 512 float64 / np.ones",
-            table(2048, 512, "float64"),
-            ones_of(2048, 512, "float64"),
-            1.25,
-        ),
+        over_ones(2048, 512, "float32", 1.8),
+        over_ones(2048, 512, "float64", 1.25),
         (
             "rope(8192, 128, float32, compact) / float32 table 8192 x 128",
             lambda r: sinpe.rope(8192, 128, dtype="float32", layout="compact", threads=1),
