@@ -17,6 +17,7 @@ import functools
 import platform
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +57,26 @@ except ImportError:
 
 
 QUIET_SCALING = 1.8
+
+
+def rounds_parser(doc):
+    """A ratio script's parser: its docstring's first line, and ``--rounds``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    return parser
+
+
+def exit_without_kernel(script):
+    """Exit with a message where the compiled kernel ``script`` measures is not built."""
+    if sinpe.BACKEND != "cython":
+        sys.exit(f"{script} measures the compiled kernel; it is not built here")
+
+
+def once(fn, *args):
+    """Seconds of one call of ``fn(*args)``."""
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
 
 
 def cpu_name():
@@ -276,8 +297,7 @@ def quartiles(paired):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15)
+    parser = rounds_parser(__doc__)
     parser.add_argument(
         "--isa",
         default=None,
@@ -285,8 +305,7 @@ def main(argv=None):
         "CPU runs, and the levels down to avx2 when that is avx512 or avx512bf16)",
     )
     args = parser.parse_args(argv)
-    if sinpe.BACKEND != "cython":
-        sys.exit("ratios.py measures the compiled kernel; it is not built here")
+    exit_without_kernel("ratios.py")
     from sinpe._tables import backends
 
     kernel = backends.kernel

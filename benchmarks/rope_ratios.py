@@ -15,7 +15,6 @@ installed, else the same float32 arithmetic in NumPy) and as sinpe does (float32
 each against the exact value (mpmath) for sinpe's float64 inverse frequencies.
 """
 
-import argparse
 import datetime
 import functools
 import statistics
@@ -33,7 +32,13 @@ from peers import (  # noqa: E402
     sinpe_rope,
     torch_llama_rope,
 )
-from ratios import cpu_name, quartiles, scaling_probe  # noqa: E402
+from ratios import (  # noqa: E402
+    cpu_name,
+    exit_without_kernel,
+    quartiles,
+    rounds_parser,
+    scaling_probe,
+)
 
 import sinpe  # noqa: E402
 
@@ -152,11 +157,8 @@ def drift():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15)
-    args = parser.parse_args(argv)
-    if sinpe.BACKEND != "cython":
-        sys.exit("rope_ratios.py measures the compiled kernel; it is not built here")
+    args = rounds_parser(__doc__).parse_args(argv)
+    exit_without_kernel("rope_ratios.py")
     results = measure(args.rounds)
     print(
         f"sinpe {sinpe.__version__}, {datetime.date.today()}, {cpu_name()}, "

@@ -12,13 +12,13 @@ row is the median of per-round ratios patched / unpatched (quartiles in brackets
 target is at most 1.0 (exit 1 when a row misses it by more than the rounds' own spread).
 """
 
-import argparse
 import copy
 import statistics
 import sys
 import time
 import warnings
 
+from ratios import rounds_parser
 from torch_modules import TINY  # Llama-3.1's RoPE, a tiny model's sizes
 
 
@@ -40,8 +40,7 @@ def spread(values):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15)
+    parser = rounds_parser(__doc__)
     parser.add_argument("--device", choices=["cpu", "cuda"], default=None)
     args = parser.parse_args(argv)
     try:

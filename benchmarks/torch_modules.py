@@ -12,26 +12,20 @@ per-round ratios, quartiles in brackets; targets are those of the PyTorch issue 
 one is missed).
 """
 
-import argparse
 import statistics
 import sys
 import time
 import tracemalloc
 
-from ratios import quartiles
+from peers import LLAMA31_ROPE
+from ratios import once, quartiles, rounds_parser
 
 LLAMA31 = dict(
     hidden_size=4096,
     num_attention_heads=32,
     max_position_embeddings=131072,
     rope_theta=500000.0,
-    rope_scaling={
-        "rope_type": "llama3",
-        "factor": 8.0,
-        "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0,
-        "original_max_position_embeddings": 8192,
-    },
+    rope_scaling=LLAMA31_ROPE,
 )
 
 
@@ -46,16 +40,8 @@ TINY = dict(  # Llama-3.1's RoPE, a tiny random model's sizes
 )
 
 
-def timed(fn, *args):
-    start = time.perf_counter()
-    fn(*args)
-    return time.perf_counter() - start
-
-
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15)
-    args = parser.parse_args(argv)
+    args = rounds_parser(__doc__).parse_args(argv)
     try:
         import torch
         import transformers
@@ -73,7 +59,7 @@ def main(argv=None):
     ours(x, ids)  # the cache, once
     ratios, times = [], {"transformers": [], "sinpe": []}
     for _ in range(args.rounds):
-        a, b = timed(theirs, x, ids), timed(ours, x, ids)
+        a, b = once(theirs, x, ids), once(ours, x, ids)
         times["transformers"].append(a)
         times["sinpe"].append(b)
         ratios.append(a / b)
@@ -95,12 +81,12 @@ def main(argv=None):
     kept = 131072 * 64 * 2 * 4  # cos and sin, compact, float32
     build, fill = [], []
     for _ in range(max(3, args.rounds // 3)):
-        build.append(timed(st.RotaryEmbedding, config))  # its tables are made at build
+        build.append(once(st.RotaryEmbedding, config))  # its tables are made at build
 
         def empty_fill():
             torch.empty(kept // 4, dtype=torch.float32).fill_(1.0)
 
-        fill.append(timed(empty_fill))
+        fill.append(once(empty_fill))
     ratio, text = quartiles([b / f for b, f in zip(build, fill)])
     ok = ratio <= 2.0
     failed += not ok
