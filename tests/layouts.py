@@ -1,10 +1,14 @@
-"""Random layouts for the filler: the one generator test_twin.py and test_fill.py share."""
+"""Random layouts for the filler: the one generator test_twin.py and test_fill.py share, and
+the preset conventions test_fill.py and test_backends.py draw from."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from sinpe._tables import plan
+
+# every distinct preset (fairseq is another name for tensor2tensor)
+PRESETS = ["vaswani", "tensor2tensor", "hf-marian", "diffusers"]
 
 
 def random_layout(rng, h: int, planes: int, axes: int) -> plan.Layout:

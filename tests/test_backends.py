@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from layouts import PRESETS
 
 import sinpe
 from sinpe import conventions
@@ -19,13 +20,7 @@ from sinpe._tables.checks import bfloat16
 
 pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
 
-CONVENTIONS = [
-    "vaswani",
-    "tensor2tensor",
-    "hf-marian",
-    "diffusers",
-    conventions.diffusers(flip_sin_to_cos=True, downscale_freq_shift=0.0),
-]
+CONVENTIONS = [*PRESETS, conventions.diffusers(flip_sin_to_cos=True, downscale_freq_shift=0.0)]
 TABLE_DTYPES = [np.float32, np.float64, np.float16] + ([bfloat16()] if bfloat16() else [])
 needs_kernel = pytest.mark.skipif("cython" not in backends.BACKENDS, reason="kernel not built")
 

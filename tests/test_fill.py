@@ -9,7 +9,7 @@ import oracle
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from layouts import random_layout
+from layouts import PRESETS, random_layout
 
 import sinpe
 from sinpe import conventions
@@ -21,10 +21,7 @@ from sinpe._tables.checks import bfloat16
 pytestmark = pytest.mark.compiled  # the kernel's own tests: every build runs them
 
 CONVENTIONS = [
-    "vaswani",
-    "tensor2tensor",
-    "hf-marian",
-    "diffusers",
+    *PRESETS,
     conventions.diffusers(flip_sin_to_cos=True, downscale_freq_shift=0.0, scale=3.0),
 ]
 DTYPES = [np.float64, np.float32, np.float16] + ([bfloat16()] if bfloat16() else [])
