@@ -213,6 +213,27 @@ def test_the_probe_gets_the_twin_and_the_config_and_no_terminal(tmp_path):
     assert line.reasons[0].startswith("sinpe's reading stopped (exit 3)")
 
 
+def test_a_config_of_the_model_s_own_code_goes_to_the_engines_as_its_family_s(tmp_path):
+    """Kimi-K2's config names model_type kimi_k2 and its own code (auto_map), which is
+    DeepSeek-V3's configuration: no engine loads it from a config alone, so the twin goes to
+    them as deepseek_v3 (no auto_map), and the report says so, in its text and its JSON."""
+    seen = tmp_path / "seen.json"
+    python = _interpreter(tmp_path, f"cp \"$4/twin/config.json\" '{seen}'\nexit 3\n")
+    kimi = CONFIGS / "kimi-k2-instruct.json"
+    report = engines(kimi, only=["vllm"], pythons={"vllm": python})
+    twin = json.loads(seen.read_text())
+    assert twin["model_type"] == "deepseek_v3" and "auto_map" not in twin
+    assert twin["rope_scaling"] == json.loads(kimi.read_text())["rope_scaling"]
+    (note,) = report.notes
+    assert note.startswith("model_type 'kimi_k2' is the model's own code (auto_map)")
+    assert report.as_dict()["notes"] == [note]
+    done = run("engines", kimi, "--only", "vllm", "--python", f"vllm={python}")
+    assert done.stdout.splitlines()[1] == f"  ({note})"
+    # a config of a family transformers has keeps its model_type
+    assert engines(LLAMA, only=["vllm"], pythons={"vllm": python}).notes == ()
+    assert json.loads(seen.read_text())["model_type"] == "llama"
+
+
 @pytest.mark.parametrize(
     "options, message",
     [

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from .._check.verdict import DRIFT, MATCH, MISMATCH, UNCHECKED, strict
 from .._rope.config import load_config, rope_config
+from .._rope.families import ALIASES
 from .._version import __version__
 from ._registry import ENGINES, by_key
 from ._shrink import shrink
@@ -65,6 +66,7 @@ class EnginesReport(NamedTuple):
     config: str
     length: int
     lines: tuple
+    notes: tuple = ()
 
     @property
     def exit_code(self) -> int:
@@ -78,6 +80,7 @@ class EnginesReport(NamedTuple):
                 "config": self.config,
                 "length": self.length,
                 "engines": [line.as_dict() for line in self.lines],
+                "notes": list(self.notes),
                 "exit_code": self.exit_code,
             }
         )
@@ -113,6 +116,7 @@ def engines(
     data = load_config(config)
     spec = rope_config(data)  # refused here, before any engine runs, if sinpe refuses it
     length = _length(length, spec)
+    data, notes = _aliased(data)
     pythons = _pythons(pythons)
     keys = [e.key for e in ENGINES] if only is None else [by_key(k).key for k in only]
     with tempfile.TemporaryDirectory(prefix="sinpe-engines-") as folder:
@@ -124,7 +128,24 @@ def engines(
             _line(key, pythons.get(key, sys.executable), Path(folder), length) for key in keys
         )
     name = os.fspath(config) if isinstance(config, (str, os.PathLike)) else "<mapping>"
-    return EnginesReport(name, length, lines)
+    return EnginesReport(name, length, lines, notes)
+
+
+def _aliased(data: dict) -> tuple[dict, tuple]:
+    """A config whose ``model_type`` is the model's own code (``auto_map``) of a family
+    transformers has (``ALIASES``: Kimi-K2's ``configuration_deepseek.py`` is DeepSeek-V3's)
+    goes to the engines as that family's, as its own code would load it (a config alone
+    does not carry the code, and without it no engine loads the model)."""
+    kind = data.get("model_type")
+    if kind not in ALIASES or not data.get("auto_map"):
+        return data, ()
+    twin = {k: v for k, v in data.items() if k != "auto_map"}
+    twin["model_type"] = ALIASES[kind]
+    note = (
+        f"model_type {kind!r} is the model's own code (auto_map), {ALIASES[kind]}'s "
+        f"configuration: the engines are given the config with model_type {ALIASES[kind]!r}"
+    )
+    return twin, (note,)
 
 
 def _length(length, spec) -> int:

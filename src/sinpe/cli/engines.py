@@ -75,6 +75,8 @@ def engines_command(args: argparse.Namespace) -> int:
     print(
         f"{report.config}: RoPE as each engine runs it, judged up to position {report.length - 1:,}"
     )
+    for note in report.notes:
+        print(f"  ({note})")
     for line in report.lines:
         print(f"  {line.text}")
         if line.how and line.verdict not in ("not installed",):
