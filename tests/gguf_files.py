@@ -114,6 +114,7 @@ CONFIGS = {
     "llama31": json.loads((CONFIGS_DIR / "llama-3.1-8b.json").read_text()),
     "phi3": json.loads((CONFIGS_DIR / "phi-3-mini-128k-instruct.dotnet.json").read_text()),
     "deepseek3": json.loads((CONFIGS_DIR / "deepseek-v3.json").read_text()),
+    "gemma4": json.loads((CONFIGS_DIR / "gemma-4-e2b-it.json").read_text()),
     "qwen3": {
         "model_type": "qwen3",
         "hidden_size": 4096,
@@ -171,11 +172,12 @@ def converted(name: str) -> tuple:
     """``(kv, tensors)`` as the converter writes the RoPE of ``CONFIGS[name]``."""
     c = CONFIGS[name]
     arch = {"llama31": "llama", "deepseek3": "deepseek2", "gemma3": "gemma3"}.get(name, name)
+    text = c.get("text_config", c)
     kv: dict = {
         "general.architecture": arch,
-        f"{arch}.context_length": c["max_position_embeddings"],
-        f"{arch}.embedding_length": c["hidden_size"],
-        f"{arch}.attention.head_count": c["num_attention_heads"],
+        f"{arch}.context_length": text["max_position_embeddings"],
+        f"{arch}.embedding_length": text["hidden_size"],
+        f"{arch}.attention.head_count": text["num_attention_heads"],
     }
     tensors: dict = {}
     if name == "llama31":
@@ -197,6 +199,16 @@ def converted(name: str) -> tuple:
         kv[f"{arch}.rope.scaling.type"] = "yarn"
         kv[f"{arch}.rope.scaling.factor"] = 4.0
         kv[f"{arch}.rope.scaling.original_context_length"] = 32768
+    elif name == "gemma4":  # conversion/gemma.py:720-762: proportional RoPE in rope_freqs
+        kv[f"{arch}.attention.key_length"] = 512
+        kv[f"{arch}.attention.key_length_swa"] = 256
+        kv[f"{arch}.rope.freq_base"] = 1000000.0
+        kv[f"{arch}.rope.freq_base_swa"] = 10000.0
+        kv[f"{arch}.rope.dimension_count"] = 512
+        kv[f"{arch}.rope.dimension_count_swa"] = 256
+        kv[f"{arch}.attention.sliding_window"] = 512
+        kv[f"{arch}.attention.sliding_window_pattern"] = [True] * 4 + [False]
+        tensors["rope_freqs.weight"] = np.array([1.0] * 64 + [1e30] * 192, np.float32)
     elif name == "gemma3":
         kv[f"{arch}.attention.key_length"] = 256
         kv[f"{arch}.rope.freq_base"] = 1000000.0

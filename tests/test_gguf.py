@@ -18,7 +18,7 @@ from command import run
 from gguf_files import CONFIGS, converted, encode, write
 
 import sinpe
-from sinpe._check import gguf_file
+from sinpe._check import gguf_file, llama_cpp_types
 from sinpe._check.llama_cpp import LLAMA_CPP
 
 
@@ -62,6 +62,35 @@ def test_each_kind_of_layer_and_each_longrope_context_is_judged(tmp_path):
     softmax = (1 + 0.1 * math.log(40)) ** 2  # yarn_get_mscale(40, mscale_all_dim 1) ** 2
     assert deepseek.parts[0].softmax_scale == pytest.approx(softmax, rel=1e-12)
     assert deepseek.parts[0].reading.softmax_scale == pytest.approx(softmax, rel=1e-6)
+
+
+def test_gemma4s_sliding_layers_rotate_without_the_full_layers_factors(tmp_path, monkeypatch):
+    """llama.cpp's Gemma 4 graph passes rope_freqs (the full layers' proportional RoPE: 64
+    factors of 1, then 1e30 for the pairs left unrotated) to its full layers only
+    (src/models/gemma4.cpp: ``if (!hparams.is_swa(il))``); the sliding layers rotate
+    without it. A file whose unrotated pairs would turn is called wrong, and so would the
+    sliding layers be, were the tensor read there."""
+    report = sinpe.check_gguf(*_file(tmp_path, "gemma4"))
+    assert [(p.layer_type, p.reading.factors) for p in report.parts] == [
+        ("full_attention", "rope_freqs.weight"),
+        ("sliding_attention", None),
+    ]
+    assert report.verdict == "match", report.reasons
+
+    def turning(kv, tensors):
+        tensors["rope_freqs.weight"] = np.where(tensors["rope_freqs.weight"] > 1, 1e3, 1.0)
+
+    wrong = sinpe.check_gguf(*_file(tmp_path, "gemma4", turning))
+    assert wrong.reasons == (
+        "full_attention layers: rope_freqs differ from the config's proportional factors",
+    )
+    rules = dict(llama_cpp_types.ARCH_RULES["gemma4"])
+    del rules["swa_factors"]
+    monkeypatch.setitem(llama_cpp_types.ARCH_RULES, "gemma4", rules)
+    misread = sinpe.check_gguf(*_file(tmp_path, "gemma4"))
+    assert misread.reasons == (
+        "sliding_attention layers: a rope_freqs.weight tensor where the config has no such scaling",
+    )
 
 
 def _drop(*names):

@@ -711,7 +711,8 @@ def test_relative_never_warns_and_calls_a_division_by_zero_infinite():
     """(``np.errstate`` dropped or given ``None``: the division warns, or raises where
     floating-point errors raise; ``initial`` dropped: nothing to compare raises.)"""
     with np.errstate(all="raise"):
-        assert core.relative([0.0, 1.0], [0.0, 1.0]) == math.inf  # 0/0: not a number
+        assert core.relative([0.0, 1.0], [0.0, 1.0]) == 0.0  # equal, zeros included
+        assert core.relative([0.0, math.nan], [0.0, math.nan]) == math.inf
         assert core.relative([1.0], [0.0]) == math.inf
         assert core.relative([], []) == 0.0
     assert core.relative(3.0, 2.0) == 0.5 and core.relative([2.0, 1.0], [2.0, 2.0]) == 0.5
@@ -1029,3 +1030,42 @@ def test_a_fit_reads_the_frequencies_and_the_factor_off_a_tables_rows(factor):
     assert core.fit(read, 1) is None
     assert core.fit(lambda p: (read(p)[0], None), 4096) is None
     assert core.fit(lambda p: read(p, broken=True), 4096) is None
+
+
+# --------------------------------------------------------------------------- unturned pairs
+
+
+def test_equal_values_differ_by_nothing_zeros_included():
+    """A frequency of 0 held as 0 (proportional RoPE's unrotated pairs) is no difference;
+    anything else against 0, or not a number, is an infinite one."""
+    assert core.relative([0.0, 1.0], [0.0, 1.0]) == 0.0
+    assert core.relative([1e-300], [0.0]) == math.inf
+    assert core.relative([math.nan], [math.nan]) == math.inf
+    assert core.relative([1.0 + 2**-40], [1.0]) == 2**-40
+
+
+def test_a_pair_the_config_leaves_unrotated_may_turn_below_float32_rounding():
+    """llama.cpp writes Gemma 4's unrotated pairs as factors of 1e30: they turn by less than
+    2**-24 up to the length judged, so cos rounds to 1 and sin stays below float32's rounding
+    of 1; they count as 0. One that turns more, or a length not known, is a difference."""
+    want = np.array([0.5, 0.0])
+    length = 2**20 + 1
+    edge = 2.0**-24 / (length - 1)
+    assert core._unturned([0.5, edge], want, length).tolist() == [0.5, 0.0]
+    assert core._unturned([0.5, 2 * edge], want, length).tolist() == [0.5, 2 * edge]
+    assert core._unturned([0.5, edge], want, None).tolist() == [0.5, edge]
+    assert core._unturned([0.25, edge], [0.25, 1.0], length).tolist() == [0.25, edge]
+    spec = sinpe.rope_config(CONFIGS_DIR / "gemma-4-e2b-it.json").layer("full_attention")
+    w, _ = spec.frequencies()
+    assert (w == 0).sum() == 192
+    held = core.Held(inv_freq=np.where(w == 0, np.float64(np.float32(0.5)) / 1e30, w))
+    assert core.judge_parameters(spec, held, 131072) == ([], 0.0)
+    found, largest = core.judge_parameters(
+        spec, held._replace(inv_freq=np.where(w == 0, 1e-9, w)), 131072
+    )
+    assert largest == math.inf and [f.code for f in found] == ["frequencies"]
+    assert "pair 64" in found[0].text  # the first pair left unrotated
+    # held at 0 exactly, as the config: a value a RoPE can use there, and nowhere else
+    assert core.judge_parameters(spec, held._replace(inv_freq=w), 131072) == ([], 0.0)
+    found, _ = core.judge_parameters(spec, held._replace(inv_freq=np.where(w == w[0], 0.0, w)), 1)
+    assert [f.code for f in found] == ["not_a_number"] and "pair 0 is 0.0" in found[0].text

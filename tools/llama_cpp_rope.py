@@ -94,20 +94,31 @@ def _loaders(root: pathlib.Path, names: dict) -> dict:
         text = path.read_text()
         for found in re.finditer(r"void (llama_model_\w+)::load_arch_hparams\([^)]*\)\s*\{", text):
             end = text.find("\n}\n", found.end())
-            bodies[found.group(1)] = text[found.end() : end]
-    return {names[a]: bodies.get(c, "") for a, c in classes.items() if a in names}
+            bodies[found.group(1)] = (text[found.end() : end], text)
+    return {names[a]: bodies.get(c, ("", "")) for a, c in classes.items() if a in names}
+
+
+# a graph that rotates its sliding-window layers without the factor tensor (Gemma 4's
+# full layers carry proportional RoPE in rope_freqs; Step-3.5)
+_SWA_NO_FACTORS = re.compile(
+    r"is_swa\w*\s*\?\s*nullptr\s*:\s*model\.(?:layers\[il\]\.rope_freqs|get_rope_factors)"
+    r"|if\s*\(\s*!\s*hparams\.is_swa\(il\)\s*\)\s*\{[^}]*rope_freqs"
+)
 
 
 def arch_rules(root: pathlib.Path) -> dict:
     """What each architecture's own loader does to the RoPE: the keys it reads beyond the
     generic ones, where its sliding-window layers' base and scale come from ("full": copied
-    from the full layers', else the file's ``rope.freq_base_swa`` or 10000, and 1), and a
-    YaRN ``beta_fast`` default of its own. Only architectures with one of these."""
+    from the full layers', else the file's ``rope.freq_base_swa`` or 10000, and 1), a YaRN
+    ``beta_fast`` default of its own, and ``swa_factors`` "none" where its graph rotates the
+    sliding-window layers without the factor tensor. Only architectures with one of these."""
     names = _names((root / "src/llama-arch.cpp").read_text())
     rules = {}
-    for arch, body in sorted(_loaders(root, names).items()):
+    for arch, (body, graph) in sorted(_loaders(root, names).items()):
         body = re.sub(r"//[^\n]*", "", body)
         found: dict = {}
+        if _SWA_NO_FACTORS.search(re.sub(r"//[^\n]*", "", graph)):
+            found["swa_factors"] = "none"
         reads = sorted(key for enum, key in _ARCH_KEYS.items() if re.search(enum + r"\b", body))
         if reads:
             found["reads"] = reads
@@ -168,7 +179,9 @@ ROPE_TYPES: dict[str, str] = {{
 # it reads beyond the generic loader's (a key it does not read is written in vain); "swa_base"
 # and "swa_scale" "full" where its sliding-window layers copy the full layers' base and
 # scale (else the file's rope.freq_base_swa or 10000, and 1); "beta_fast", its own YaRN
-# default; "log_mul" "x10" where rope.scaling.yarn_log_multiplier is divided by 0.1
+# default; "log_mul" "x10" where rope.scaling.yarn_log_multiplier is divided by 0.1;
+# "swa_factors" "none" where its graph (src/models/) rotates the sliding-window layers without
+# the factor tensor
 ARCH_RULES: dict[str, dict] = {{
 {rule_rows}
 }}

@@ -107,13 +107,20 @@ def ulp(dtype: str, factor: float) -> float:
 
 
 def relative(got, want) -> float:
-    """The largest ``|got - want| / |want|`` (``inf`` where ``got`` is not a number)."""
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        found = np.abs(got - want) / np.abs(want)
+    """The largest ``|got - want| / |want|`` (0 where they are equal, zeros included;
+    ``inf`` where ``got`` is not a number)."""
+    found = differences(got, want)
     if not np.isfinite(found).all():
         return math.inf
     return float(np.max(found, initial=0.0))
+
+
+def differences(got, want) -> np.ndarray:
+    """Each ``|got - want| / |want|``: 0 where they are equal (zeros included), ``inf``
+    where they differ from a want of 0, ``nan`` where ``got`` is not a number."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(got == want, 0.0, np.abs(got - want) / np.abs(want))
 
 
 # --------------------------------------------------------------------------- a table
@@ -281,8 +288,9 @@ class Held(NamedTuple):
     values: tuple = ()  # (what, value): other parameters the engine holds, each > 0 or absent
 
 
-def _not_numbers(held: Held) -> list:
-    """A mismatch by itself: a base, factor or frequency that is not a positive number."""
+def _not_numbers(held: Held, want=None) -> list:
+    """A mismatch by itself: a base, factor or frequency that is not a positive number (a
+    frequency of 0 is one where the config's ``want`` is 0: a pair left unrotated)."""
     found = []
     for what, value in (
         ("the base", held.base),
@@ -294,11 +302,28 @@ def _not_numbers(held: Held) -> list:
             found.append(finding("not_a_number", what=what, engine=number(value)))
     if held.inv_freq is not None:
         values = np.asarray(held.inv_freq, np.float64)
-        bad = np.flatnonzero(~(np.isfinite(values) & (values > 0)))
+        unrotated = values == 0
+        if want is not None and np.shape(want) == values.shape:
+            unrotated &= np.asarray(want) == 0
+        else:
+            unrotated[:] = False
+        bad = np.flatnonzero(~(np.isfinite(values) & ((values > 0) | unrotated)))
         if bad.size:
             what = f"the inverse frequency of pair {int(bad[0])}"
             found.append(finding("not_a_number", what=what, engine=number(values[bad[0]])))
     return found
+
+
+def _unturned(got, want, length: int | None):
+    """``got`` with 0 where the config's frequency is 0 (proportional RoPE's pairs left
+    unrotated) and the engine's turns by at most ``2**-24`` up to position ``length - 1``: a
+    float32 cos of 1 and a sin below float32's rounding of 1 (llama.cpp writes such pairs as
+    factors of ``1e30``). Without a length, nothing is taken as 0."""
+    got = np.array(got, np.float64)
+    if length is not None and got.shape == np.shape(want):
+        with np.errstate(invalid="ignore"):
+            got[(np.asarray(want) == 0) & (np.abs(got) * (length - 1) <= 2.0**-24)] = 0.0
+    return got
 
 
 def judge_parameters(spec, held: Held, length: int | None, explained: Callable | None = None):
@@ -312,15 +337,17 @@ def judge_parameters(spec, held: Held, length: int | None, explained: Callable |
     if held.rotation is not None and spec.rotation is not None and held.rotation != spec.rotation:
         detail = held.rotation_detail
         found.append(finding("rotation", engine=held.rotation, config=spec.rotation, detail=detail))
-    broken = _not_numbers(held)
+    inv_freq, factor = spec.frequencies(length)
+    broken = _not_numbers(held, inv_freq)
     found += broken
     if found and (broken or held.width not in (None, spec.head_dim)):
         return found, None
-    inv_freq, factor = spec.frequencies(length)
     tolerance = FIT_TOLERANCE if held.fitted else PARAMETER_TOLERANCE
     largest = None
     if held.inv_freq is not None:
-        largest = relative(held.inv_freq, inv_freq)
+        largest = relative(
+            _unturned(held.inv_freq, inv_freq, length or spec.max_position_embeddings), inv_freq
+        )
         if largest > tolerance:
             found += (explained(inv_freq) if explained else []) or explain_frequencies(
                 spec, held, inv_freq, largest
@@ -375,7 +402,8 @@ def explain_frequencies(spec, held: Held, inv_freq, largest: float) -> list:
     record = ROPE_TYPES[spec.scaling["rope_type"]]
     if base is not None and base > 1:
         plain = base ** (-np.arange(0, width, 2) / width)
-        ratio = plain / got
+        with np.errstate(divide="ignore"):  # a pair held at 0: an infinite ratio, no fit
+            ratio = plain / got
         if relative(ratio, np.ones_like(ratio)) <= tolerance and not record.plain:
             found.append(finding("scaling_not_applied", title=title(spec)))
             return found
@@ -384,7 +412,8 @@ def explain_frequencies(spec, held: Held, inv_freq, largest: float) -> list:
                 found.append(finding("uniform_factor", engine=number(float(ratio[0]))))
             return found
     if not found or held.base is None:
-        pair = int(np.argmax(np.abs(got - inv_freq) / inv_freq))
+        off = differences(got, inv_freq)
+        pair = int(np.argmax(np.where(np.isnan(off), np.inf, off)))
         found.append(finding("frequencies", engine=f"{largest:.3g}", pair=pair))
     return found
 

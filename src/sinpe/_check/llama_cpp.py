@@ -16,6 +16,8 @@ references into its tree):
   ``yarn_log_multiplier``), times ``rope.scaling.attn_factor``;
 - the factors (get_rope_factors, llama-model.cpp:2337-2350): ``rope_freqs`` if present, else
   ``rope_factors_long`` when the context is longer than the original, else the short ones;
+  none on the sliding-window layers of a graph that passes none there (``swa_factors``:
+  Gemma 4, whose ``rope_freqs`` carry the full layers' proportional RoPE; Step-3.5);
 - the angle (ggml-cpu/ops.cpp:6180-6218, ggml.c:4476-4490): ``theta_i = p base^(-2i/d) / f_i``
   times ``freq_scale``, mixed with the unscaled one by YaRN's ramp between
   ``floor(corr_dim(beta_fast))`` and ``ceil(corr_dim(beta_slow))``; the magnitude
@@ -237,6 +239,8 @@ def read_rope(gguf, *, context: int | None = None, swa: bool = False) -> Reading
     betas, log_mul, ignored = _arch_keys(gguf, arch)
     longrope = arch in LONGROPE or kind == SCALING_TYPES["LONGROPE"]
     factors, source = _factors(gguf, n_rot, context, original, longrope)
+    if swa and ARCH_RULES.get(arch, {}).get("swa_factors") == "none":
+        factors, source = np.ones(n_rot // 2), None  # its graph passes none to these layers
     i = np.arange(n_rot // 2, dtype=np.float64)
     with np.errstate(all="ignore"):  # a value that is not a number is the verdict's to say
         inv_freq = np.float64(base) ** (-2.0 * i / n_rot) / factors

@@ -172,7 +172,9 @@ ROPE_TYPES: dict[str, str] = {
 # it reads beyond the generic loader's (a key it does not read is written in vain); "swa_base"
 # and "swa_scale" "full" where its sliding-window layers copy the full layers' base and
 # scale (else the file's rope.freq_base_swa or 10000, and 1); "beta_fast", its own YaRN
-# default; "log_mul" "x10" where rope.scaling.yarn_log_multiplier is divided by 0.1
+# default; "log_mul" "x10" where rope.scaling.yarn_log_multiplier is divided by 0.1;
+# "swa_factors" "none" where its graph (src/models/) rotates the sliding-window layers without
+# the factor tensor
 ARCH_RULES: dict[str, dict] = {
     'afmoe': {'reads': ['rope.freq_base_swa'], 'swa_base': 'full', 'swa_scale': 'full'},
     'cohere2': {'reads': ['rope.freq_base_swa'], 'swa_base': 'full', 'swa_scale': 'full'},
@@ -187,8 +189,8 @@ ARCH_RULES: dict[str, dict] = {
     'gemma2': {'reads': ['rope.freq_base_swa'], 'swa_base': 'full', 'swa_scale': 'full'},
     'gemma3': {'reads': ['rope.freq_base_swa']},
     'gemma3n': {'reads': ['rope.freq_base_swa']},
-    'gemma4': {'reads': ['rope.freq_base_swa']},
-    'gemma4-assistant': {'reads': ['rope.freq_base_swa']},
+    'gemma4': {'swa_factors': 'none', 'reads': ['rope.freq_base_swa']},
+    'gemma4-assistant': {'swa_factors': 'none', 'reads': ['rope.freq_base_swa']},
     'gpt-oss': {'reads': ['rope.freq_base_swa'], 'swa_base': 'full', 'swa_scale': 'full'},
     'grok': {'reads': ['rope.scaling.yarn_attn_factor', 'rope.scaling.yarn_beta_fast', 'rope.scaling.yarn_beta_slow', 'rope.scaling.yarn_ext_factor'], 'beta_fast': 8.0},
     'laguna': {'reads': ['rope.freq_base_swa'], 'swa_base': 'full'},
@@ -203,5 +205,5 @@ ARCH_RULES: dict[str, dict] = {
     'plamo3': {'reads': ['rope.freq_base_swa']},
     'smallthinker': {'reads': ['rope.freq_base_swa'], 'swa_base': 'full', 'swa_scale': 'full'},
     'spark2_5': {'reads': ['rope.freq_base_swa'], 'swa_base': 'full', 'swa_scale': 'full'},
-    'step35': {'reads': ['rope.freq_base_swa']},
+    'step35': {'swa_factors': 'none', 'reads': ['rope.freq_base_swa']},
 }

@@ -16,7 +16,14 @@ from pathlib import Path
 from .._check.steps import EngineFailed
 from ._shrink import VOCAB
 
-__all__ = ["corpus", "run_as_main", "save_twin", "sentencepiece_tokenizer", "tokenizer"]
+__all__ = [
+    "corpus",
+    "llama_bpe_tokenizer",
+    "run_as_main",
+    "save_twin",
+    "sentencepiece_tokenizer",
+    "tokenizer",
+]
 
 
 def run_as_main(who: str, argv: list, run) -> None:
@@ -75,6 +82,17 @@ def sentencepiece_tokenizer(folder, vocab: int = VOCAB) -> None:
     config = dict(tokenizer_class="LlamaTokenizer", add_bos_token=True, add_eos_token=False)
     config.update(bos_token="<s>", eos_token="</s>", unk_token="<unk>")
     Path(folder, "tokenizer_config.json").write_text(json.dumps(config))
+
+
+def llama_bpe_tokenizer(folder) -> None:
+    """The sentencepiece tokenizer above, and its ``tokenizer.json`` as transformers
+    converts it (a BPE with byte fallback and a ``Sequence`` decoder: what llama.cpp's
+    ``LlamaHfVocab`` takes, for Gemma 4)."""
+    from transformers import AutoTokenizer
+
+    sentencepiece_tokenizer(folder)
+    Path(folder, "tokenizer.json").unlink(missing_ok=True)
+    AutoTokenizer.from_pretrained(folder).save_pretrained(folder)
 
 
 def tokenizer(folder) -> None:

@@ -6,10 +6,11 @@ config given (llama.cpp's runtime reading of the file's keys, transcribed from t
 at the commit the check names and checked against llama.cpp itself in the engine leg).
 
 Its tokenizer is a byte-level BPE one; a family whose converter asks for sentencepiece's
-(Phi-3) gets one of those too, and the converter runs again. One change to the converter, for
-the tokenizers trained here: a BPE pre-tokenizer whose hash
-it does not know is written as ``"default"`` instead of stopping the conversion (it names how
-a vocabulary splits text, nothing of the RoPE)."""
+(Phi-3) gets one of those too, one whose converter asks for a BPE with byte fallback (Gemma
+4's ``LlamaHfVocab``) that one converted by transformers, and the converter runs again. One
+change to the converter, for the tokenizers trained here: a BPE pre-tokenizer whose hash it
+does not know is written as ``"default"`` instead of stopping the conversion (it names how a
+vocabulary splits text, nothing of the RoPE)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from .._check.gguf import check_gguf
 from .._check.steps import EngineFailed, step
-from ._weights import run_as_main, save_twin, sentencepiece_tokenizer
+from ._weights import llama_bpe_tokenizer, run_as_main, save_twin, sentencepiece_tokenizer
 
 __all__ = [
     "PRE_TOKENIZER",
@@ -113,11 +114,15 @@ def read(folder, original: dict, length: int):
     try:
         with step("convert_hf_to_gguf.py"):
             _convert(work / "model", work / "model.gguf", script)
-    except EngineFailed as exc:  # a family whose converter takes sentencepiece's (Phi-3)
-        if "tokenizer.model" not in str(exc):
+    except EngineFailed as exc:  # a family whose converter takes another tokenizer
+        if "tokenizer.model" in str(exc):  # sentencepiece's (Phi-3)
+            with step("sentencepiece training the twin's tokenizer.model"):
+                sentencepiece_tokenizer(work / "model")
+        elif "Cannot find Llama BPE tokenizer" in str(exc):  # its conversion (Gemma 4)
+            with step("sentencepiece training the twin's tokenizer, converted to tokenizer.json"):
+                llama_bpe_tokenizer(work / "model")
+        else:
             raise
-        with step("sentencepiece training the twin's tokenizer.model"):
-            sentencepiece_tokenizer(work / "model")
         with step("convert_hf_to_gguf.py"):
             _convert(work / "model", work / "model.gguf", script)
     report = check_gguf(work / "model.gguf", original, n_ctx=length)
