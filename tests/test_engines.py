@@ -4,6 +4,7 @@ layer's verdict on duck-typed stand-ins for vLLM's rotary layers."""
 
 import json
 import logging
+import types
 from importlib.metadata import entry_points
 
 import numpy as np
@@ -58,6 +59,76 @@ def test_the_sglang_hooks_never_raise(monkeypatch, caplog):
     monkeypatch.setenv("SINPE_SGLANG", "off")
     caplog.clear()
     assert _plugin.after_load_model(None, object()) is None and not caplog.records
+
+
+def _sglang_runner(tmp_path, cache):
+    """A stand-in of SGLang's ModelRunner: its model (one rotary layer, shared by two
+    attention layers, as SGLang shares it) and its model_config (a folder with config.json,
+    the context length)."""
+    torch = pytest.importorskip("torch")
+
+    class RotaryEmbedding(torch.nn.Module):
+        def __init__(self, cache):
+            super().__init__()
+            self.register_buffer("cos_sin_cache", cache, persistent=False)
+            self.rotary_dim = self.head_size = 64
+            self.base = 10000.0
+            self.is_neox_style = True
+
+    rotary = RotaryEmbedding(cache)
+    model = torch.nn.Module()
+    model.layers = torch.nn.ModuleList([torch.nn.Module(), torch.nn.Module()])
+    for layer in model.layers:
+        layer.rotary_emb = rotary
+    folder = tmp_path / "model"
+    folder.mkdir(exist_ok=True)
+    config = {"model_type": "llama", "head_dim": 64, "max_position_embeddings": 4096}
+    (folder / "config.json").write_text(json.dumps({**config, "rope_theta": 10000.0}))
+    settings = types.SimpleNamespace(model_path=str(folder), context_len=4352, hf_config=None)
+    return types.SimpleNamespace(model=model, model_config=settings), rotary
+
+
+def test_the_sglang_hooks_record_the_rows_made_then_audit_report_and_fill(tmp_path, monkeypatch):
+    """before_reserve records the rows each rotary layer's class made; after load_model,
+    the rows SGLang appended are judged apart, the reports kept and written as JSON, and
+    exact mode fills what matches (the trained rows) and leaves what does not."""
+    torch = pytest.importorskip("torch")
+    from sinpe.sglang import _plugin
+    from sinpe.vllm._audit import MADE
+
+    path = tmp_path / "report.json"
+    monkeypatch.setenv("SINPE_SGLANG_REPORT", str(path))
+    spec = _spec()
+    for current in ("audit", "exact"):
+        monkeypatch.setenv("SINPE_SGLANG", current)
+        runner, rotary = _sglang_runner(tmp_path, _float32_angles(4096))
+        assert _plugin.before_reserve(runner.model, 4352) is None
+        assert getattr(rotary, MADE) == 4096
+        grown = torch.cat([rotary.cos_sin_cache, _float32_angles(4352, 5e5)[4096:]])
+        rotary.cos_sin_cache = grown.clone()
+        assert _plugin.after_load_model("SGLang's own result", runner) is None
+        made, appended = _plugin.reports()
+        assert (made.verdict, appended.verdict) == ("drift", "mismatch"), appended.line()
+        assert made.names == appended.names == ("layers.0.rotary_emb", "layers.1.rotary_emb")
+        assert (made.cache, appended.cache) == ("cos_sin_cache[0:4096]", "cos_sin_cache[4096:4352]")
+        written = json.loads(path.read_text())
+        assert [r["verdict"] for r in written] == ["drift", "mismatch"]
+        assert written[1]["reasons"][0]["code"] == "table"  # no row 0 or 1 to fit a base from
+        table = rotary.cos_sin_cache.numpy()
+        if current == "audit":
+            assert rotary.cos_sin_cache.equal(grown)
+        else:
+            assert np.array_equal(table[:4096], spec.rope_cache(4096, dtype=np.float32))
+            assert np.array_equal(table[4096:], grown[4096:].numpy())
+    monkeypatch.setenv("SINPE_SGLANG", "off")
+    path.unlink()
+    runner, rotary = _sglang_runner(tmp_path, _float32_angles(4096))
+    assert _plugin.before_reserve(runner.model) is None and not hasattr(rotary, MADE)
+    assert _plugin.after_load_model(None, runner) is None
+    assert _plugin.reports() == [] and not path.exists()
+    monkeypatch.setenv("SINPE_SGLANG", "audit")
+    runner, rotary = _sglang_runner(tmp_path, _float32_angles(4096)[None])  # not 2-D: no count
+    assert _plugin.before_reserve(runner.model) is None and not hasattr(rotary, MADE)
 
 
 @pytest.mark.parametrize(
