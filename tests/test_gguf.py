@@ -756,3 +756,43 @@ def _shard_kv(path) -> dict:
 def _shard_tensors(path) -> dict:
     found = gguf_file._read_one(str(path), ())
     return {name: np.ones(info.dims, np.float32) for name, info in found.tensors.items()}
+
+
+def test_the_json_of_a_part_is_llama_cpps_reading_beside_the_config_s(tmp_path):
+    """Each part's JSON: llama.cpp's reading (not its frequencies or architecture, said once
+    above; the factor only where the file has one) beside the config's width, attention
+    factor and softmax scale, and the largest frequency difference."""
+    report = sinpe.check_gguf(*_file(tmp_path, "deepseek3")).as_dict()
+    assert report["architecture"] == "deepseek2" and report["shards"] == []
+    (part,) = report["parts"]
+    reading = part.pop("llama_cpp")
+    assert part == {
+        "layer_type": None,
+        "config": {
+            "rotary_dim": 64,
+            "attention_factor": 1.0,
+            "softmax_scale": pytest.approx((1 + 0.1 * math.log(40)) ** 2, rel=1e-12),
+        },
+        "largest_frequency_difference": pytest.approx(0, abs=1e-15),
+        "reasons": [],
+    }
+    assert reading == {
+        "rope_type": "NORM",
+        "n_rot": 64,
+        "base": 10000.0,
+        "scaling": "yarn",
+        "factors": None,
+        "attention_factor": 1.0,
+        "softmax_scale": pytest.approx((1 + 0.1 * math.log(40)) ** 2, rel=1e-6),
+        "ignored": [
+            "deepseek2.rope.scaling.yarn_beta_fast",
+            "deepseek2.rope.scaling.yarn_beta_slow",
+        ],
+        "context": 163840,
+        "factor": 40.0,
+    }
+    llama = sinpe.check_gguf(*_file(tmp_path, "llama31")).as_dict()["parts"][0]
+    assert llama["llama_cpp"]["factor"] is None  # no rope.scaling.factor in the file
+    assert llama["llama_cpp"]["factors"] == "rope_freqs.weight"
+    gemma = sinpe.check_gguf(*_file(tmp_path, "gemma3")).as_dict()["parts"]
+    assert [p["layer_type"] for p in gemma] == ["full_attention", "sliding_attention"]

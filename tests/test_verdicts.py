@@ -95,6 +95,8 @@ def _tolerances(path: Path):
             name = getattr(node.func, "attr", getattr(node.func, "id", ""))
             if name in _TOLERANCE_CALLS:
                 yield node.lineno, name
+            if name == "Verdict":  # its bound and its kind are the core's to set
+                yield node.lineno, "a Verdict built outside the core"
             for keyword in node.keywords:
                 if keyword.arg in _TOLERANCE_WORDS:
                     yield node.lineno, keyword.arg
@@ -130,12 +132,14 @@ def test_the_rule_sees_words_and_tolerances_however_they_are_written(tmp_path):
         '        raise ValueError("a refusal is fine")\n'
         "    LOOSE_TOLERANCE = 0.1\n"
         '    return f"base {a} where the config gives {b}", relative(a, b) > 0.5\n'
+        'MATCHED = Verdict("match", (), 2.0**-19, kind="parameters")\n'
     )
     path = tmp_path / "adapter.py"
     path.write_text(source)
     assert [t for _, t in _words(path)] == ["base  where the config gives "]
     assert sorted(t for _, t in _tolerances(path)) == [
         "LOOSE_TOLERANCE",
+        "a Verdict built outside the core",
         "isclose",
         "rel_tol",
         "relative(...) against a bound of its own",

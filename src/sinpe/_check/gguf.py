@@ -26,6 +26,7 @@ from .judge import (
     attention_finding,
     bounded,
     judge_parameters,
+    parameters_verdict,
     relative,
     title,
 )
@@ -33,13 +34,11 @@ from .layers import lengths
 from .llama_cpp import FACTOR_TENSORS, LLAMA_CPP, Reading, read_rope
 from .llama_cpp_types import ARCH_RULES, SCALING_TYPES
 from .verdict import (
-    MATCH,
     Finding,
     Verdict,
     evidence,
     finding,
     for_layer,
-    mismatch,
     note,
     number,
     strict,
@@ -144,11 +143,7 @@ def check_gguf(path, config, *, n_ctx: int | None = None) -> GGUFReport:
     if gguf.byteorder == ">":  # gguf-py writes them; ggml's loader refuses them
         found.insert(0, finding("big_endian"))
     unique = tuple({f.text: f for f in found}.values())
-    judgment = (
-        mismatch(unique, kind="parameters")
-        if unique
-        else Verdict(MATCH, (), PARAMETER_TOLERANCE, kind="parameters")
-    )
+    judgment = parameters_verdict(unique)
     notes = _notes(first, spec, layer_types)
     return GGUFReport(str(path), first.arch, judgment, tuple(parts), notes, shards=gguf.shards)
 

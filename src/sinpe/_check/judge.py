@@ -39,7 +39,7 @@ import numpy as np
 from .._rope import rotary as rot
 from .._rope.rope_types import ROPE_TYPES
 from .._tables.checks import F64
-from .verdict import DRIFT, MATCH, MISMATCH, Finding, Verdict, finding, number
+from .verdict import DRIFT, MATCH, MISMATCH, Finding, Verdict, finding, mismatch, number
 
 __all__ = [
     "FIT_TOLERANCE",
@@ -54,6 +54,7 @@ __all__ = [
     "frequencies_text",
     "judge_parameters",
     "judge_table",
+    "parameters_verdict",
     "relative",
     "sample",
     "title",
@@ -286,6 +287,15 @@ class Held(NamedTuple):
     base: float | None = None
     fitted: bool = False
     values: tuple = ()  # (what, value): other parameters the engine holds, each > 0 or absent
+
+
+def parameters_verdict(findings) -> Verdict:
+    """The verdict of parameters judged (``judge_parameters``' findings, an engine's or a
+    file's): a mismatch for its reasons, else a match within ``PARAMETER_TOLERANCE``."""
+    findings = tuple(findings)
+    if findings:
+        return mismatch(findings, kind="parameters")
+    return Verdict(MATCH, (), PARAMETER_TOLERANCE, kind="parameters")
 
 
 def _not_numbers(held: Held, want=None) -> list:

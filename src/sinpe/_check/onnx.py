@@ -31,6 +31,7 @@ from .judge import (
     fit,
     judge_parameters,
     judge_table,
+    parameters_verdict,
     relative,
     sample,
     title,
@@ -447,6 +448,4 @@ def _judge_inv_freq(spec, values, candidates: int) -> Verdict:
     if len(lengths) > 1 and candidates == 1 and passed:
         regime = "short" if passed[0] == original else "long"
         return mismatch([finding("frozen", title=title(spec), engine=regime, original=original)])
-    if passed:
-        return Verdict(MATCH, (), 2.0**-19, kind="parameters")
-    return mismatch(found[-1][1])
+    return parameters_verdict(() if passed else found[-1][1])

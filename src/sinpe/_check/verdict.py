@@ -336,7 +336,12 @@ def mismatch(findings, **fields) -> Verdict:
 
 def unchecked(code: str, **fields) -> Verdict:
     """Not judged, for the reason ``code``."""
-    return Verdict(UNCHECKED, (finding(code, **fields),), kind="none")
+    return not_judged(finding(code, **fields))
+
+
+def not_judged(found: Finding) -> Verdict:
+    """Not judged, for the reason ``found`` (a finding made elsewhere: a refusal's)."""
+    return Verdict(UNCHECKED, (found,), kind="none")
 
 
 def refusal(reason: str) -> dict:

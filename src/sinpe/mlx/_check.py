@@ -12,7 +12,7 @@ from typing import NamedTuple
 from .._check.judge import Held, judge_parameters
 from .._check.layers import LayerUnknown, layer_spec
 from .._check.probe import judge_module
-from .._check.verdict import MISMATCH, UNCHECKED, Verdict, layer_line, mismatch, strict
+from .._check.verdict import MISMATCH, Verdict, layer_line, mismatch, not_judged, strict
 from .._rope.config import load_config, rope_config
 from ._probe import call_of, dims_of, find_ropes, layer_index
 
@@ -105,7 +105,7 @@ def check(model, config, *, length: int | None = None) -> list:
 def _report(rope, spec, softmax, names, length=None) -> LayerReport:
     cls = type(rope).__name__
     if isinstance(spec, LayerUnknown):
-        judgment = Verdict(UNCHECKED, (spec.finding,), kind="none")
+        judgment = not_judged(spec.finding)
         return LayerReport(tuple(names), cls, dims_of(rope, 0), None, judgment)
     dims = dims_of(rope, spec.head_dim)
     judgment, rotation = judge_module(spec, call_of(rope), dims, length)

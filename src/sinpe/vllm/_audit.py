@@ -31,13 +31,13 @@ from .._check.verdict import (
     DRIFT,
     MATCH,
     MISMATCH,
-    UNCHECKED,
     Verdict,
     evidence,
     explained,
     finding,
     layer_line,
     mismatch,
+    not_judged,
     note,
     strict,
     unchecked,
@@ -265,7 +265,7 @@ def audit_layer(
     if known not in (_CACHE, _LONG_SHORT):
         return [_unchecked(layer, names, known)]
     if spec is None:
-        return [_report(layer, names, "", 0, Verdict(UNCHECKED, (refused,), kind="none"))]
+        return [_report(layer, names, "", 0, not_judged(refused))]
     factors = getattr(layer, "scaling_factors", None)
     if isinstance(factors, (list, tuple)) and len(factors) > 1:
         return [_unchecked(layer, names, "stacked_factors", engine=len(factors))]
@@ -275,7 +275,7 @@ def audit_layer(
     try:
         groups = specs_of(spec, config or {}, names) if spec.layer_types else {spec: list(names)}
     except LayerUnknown as exc:
-        return [_report(layer, names, "", 0, Verdict(UNCHECKED, (exc.finding,), kind="none"))]
+        return [_report(layer, names, "", 0, not_judged(exc.finding))]
     reports = []
     for one, group in groups.items():
         reports += _audit_group(layer, one, group, known, max_model_len, permuted, engine)

@@ -11,7 +11,7 @@ import os
 import warnings
 from typing import NamedTuple
 
-from .._check.verdict import Verdict, finding, note
+from .._check.verdict import finding, not_judged, note
 from .._rope.config import rope_config
 from ._audit import LayerReport, _report, audit_layer, fill_exact, is_rotary
 
@@ -130,7 +130,7 @@ def _audit_all(model, context: Context, engine: str = "vLLM") -> list:
             )
         except Exception as exc:  # noqa: BLE001 (one odd layer never stops the others)
             why = finding("unreadable", engine=type(layer).__name__, config=exc)
-            found = [_report(layer, names, "", 0, Verdict("unchecked", (why,), kind="none"))]
+            found = [_report(layer, names, "", 0, not_judged(why))]
         reports += [r._replace(notes=r.notes + context.notes) for r in found]
     return reports
 
