@@ -796,3 +796,91 @@ def test_the_json_of_a_part_is_llama_cpps_reading_beside_the_config_s(tmp_path):
     assert llama["llama_cpp"]["factors"] == "rope_freqs.weight"
     gemma = sinpe.check_gguf(*_file(tmp_path, "gemma3")).as_dict()["parts"]
     assert [p["layer_type"] for p in gemma] == ["full_attention", "sliding_attention"]
+
+
+def _qwen3(**keys):
+    config = json.loads(json.dumps(CONFIGS["qwen3"]))
+    config["rope_scaling"].update(keys)
+    return config
+
+
+_LLAMA_PLAIN = {k: v for k, v in CONFIGS["llama31"].items() if k != "rope_scaling"}
+_FACTOR = "YaRN attention factor 1.0 where the config gives 1.13863"
+
+
+@pytest.mark.parametrize(
+    "name, edit, config, n_ctx, reasons",
+    [
+        (
+            "qwen3",
+            _set("qwen3.rope.scaling.type", "linear"),
+            None,
+            None,
+            (
+                "YaRN scaling missing: rope.scaling.type is 'linear' where the config gives "
+                "YaRN x4.0",
+                _FACTOR,
+            ),
+        ),
+        (
+            "qwen3",
+            _drop("qwen3.rope.scaling.type"),
+            None,
+            None,
+            (
+                "YaRN scaling missing: no rope.scaling.type where the config gives YaRN x4.0",
+                _FACTOR,
+            ),
+        ),
+        (
+            "qwen3",
+            _set("qwen3.rope.scaling.original_context_length", 16384),
+            None,
+            None,
+            ("YaRN original context 16384 where the config gives 32768",),
+        ),
+        (
+            "qwen3",
+            None,
+            _qwen3(beta_slow=2.0),
+            None,
+            (
+                "YaRN beta_slow 2.0 in the config: llama.cpp reads none for 'qwen3' "
+                "(rope.scaling.yarn_beta_slow is not read)",
+            ),
+        ),
+        ("qwen3", None, _qwen3(beta_fast=32.0, beta_slow=1.0), None, ()),  # its defaults
+        (
+            "llama31",
+            lambda kv, tensors: (
+                tensors.pop("rope_freqs.weight"),
+                kv.update({"llama.rope.scaling.type": "linear", "llama.rope.scaling.factor": 4.0}),
+            ),
+            _LLAMA_PLAIN,
+            None,
+            ("linear scaling x4.0 where the config has none",),
+        ),
+        (
+            "llama31",
+            _drop("rope_freqs.weight"),
+            {**_LLAMA_PLAIN, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}},
+            262144,
+            ("llama.cpp has no dynamic NTK scaling",),
+        ),
+        (  # within the trained length, dynamic NTK is the plain RoPE
+            "llama31",
+            _drop("rope_freqs.weight"),
+            {**_LLAMA_PLAIN, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}},
+            None,
+            (),
+        ),
+    ],
+)
+def test_each_scaling_reason_of_a_file_is_said(tmp_path, name, edit, config, n_ctx, reasons):
+    """The reasons of a scaling the file carries otherwise: its type (another, or none), its
+    original length, a YaRN key llama.cpp does not read for the architecture (a value at
+    llama.cpp's default is no reason), a scaling where the config has none, and a type
+    llama.cpp has no form for once it changes the values."""
+    report = sinpe.check_gguf(*_file(tmp_path, name, edit, config), n_ctx=n_ctx)
+    assert report.reasons == reasons
+    assert report.verdict == ("mismatch" if reasons else "match")

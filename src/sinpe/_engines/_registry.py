@@ -76,6 +76,17 @@ ENGINES = (
         "its model class built from the twin, each RoPE module called at sampled positions",
         "pip install 'sinpe[mlx]' (mlx[cpu] on Linux)",
     ),
+    Engine(
+        "keras-hub",
+        "keras-hub",
+        ("keras-hub",),
+        "sinpe._engines.keras_hub",
+        "its Hugging Face converter (Backbone.from_preset on the twin's folder, no weights, "
+        "Keras 3 on torch), each RotaryEmbedding layer called at sampled positions",
+        "pip install --no-deps keras-hub, then keras, tokenizers, sentencepiece, safetensors, "
+        "absl-py, rich, kagglehub and torch (its tensorflow-text requirement, TensorFlow, is "
+        "not needed: docs/engines.md)",
+    ),
 )
 
 

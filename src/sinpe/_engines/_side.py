@@ -101,7 +101,7 @@ def engines(
     pythons : dict, optional
         ``{engine key: interpreter}`` for engines installed in environments of their own
         (keys: ``transformers``, ``vllm``, ``sglang``, ``onnxruntime-genai``, ``llama.cpp``,
-        ``mlx-lm``);
+        ``mlx-lm``, ``keras-hub``);
         the others run in this interpreter. Each needs this sinpe version installed beside
         the engine.
     only : iterable of str, optional

@@ -39,7 +39,7 @@ def add_engines_arguments(command: AddCommand) -> None:
         default=None,
         metavar="KEY",
         help="run this engine only (repeat for more; keys: transformers, vllm, sglang, "
-        "onnxruntime-genai, llama.cpp, mlx-lm; default: all)",
+        "onnxruntime-genai, llama.cpp, mlx-lm, keras-hub; default: all)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 

@@ -1,0 +1,80 @@
+"""keras-hub's line of ``sinpe engines``, on keras-hub itself (the llama.cpp and MLX leg
+installs it without TensorFlow; a skip fails the leg): its Hugging Face converter builds the
+twin's backbone, and the verdict core judges each RotaryEmbedding layer."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+
+import pytest
+
+os.environ.setdefault("KERAS_BACKEND", "torch")
+keras_hub = pytest.importorskip("keras_hub")
+
+from pathlib import Path  # noqa: E402
+
+import sinpe  # noqa: E402
+from sinpe._engines import keras_hub as reader  # noqa: E402
+from sinpe._engines._shrink import shrink  # noqa: E402
+
+CONFIGS = Path(__file__).with_name("data") / "configs"
+
+
+def _line(config):
+    (line,) = sinpe.engines(config, only=["keras-hub"]).lines
+    return line
+
+
+def test_llama_3_1_reads_as_its_config_with_float32_angles():
+    line = _line(CONFIGS / "llama-3.1-8b.json")
+    assert line.version == keras_hub.__version__
+    assert line.verdict == "drift" and 1e-4 < line.largest < 2e-2, line.text
+
+
+def test_qwen3_s_yarn_is_not_applied():
+    """convert_qwen3.py reads rope_theta only: the model card's YaRN x4 is plain RoPE there,
+    its attention factor 1."""
+    line = _line(CONFIGS / "qwen3-8b.yarn-4x.json")
+    assert line.verdict == "mismatch" and line.largest > 1, line.text
+    assert line.reasons == (
+        "YaRN scaling not applied; YaRN attention factor 1.0 where the config gives 1.13863",
+    )
+
+
+def test_a_transformers_5_llama_3_1_loses_its_scaling(tmp_path):
+    """convert_llama3.py reads Llama-3 scaling from rope_scaling only: the same config as
+    transformers 5 writes it (rope_parameters) is plain RoPE there."""
+    config = json.loads((CONFIGS / "llama-3.1-8b.json").read_text())
+    config["rope_parameters"] = {**config.pop("rope_scaling"), "rope_theta": config["rope_theta"]}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    line = _line(path)
+    assert line.verdict == "mismatch" and line.reasons == ("Llama-3 scaling not applied",)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # keras's own __array__, numpy 2
+def test_the_line_is_keras_hubs_own_reading(tmp_path, monkeypatch):
+    """A rule changed in keras-hub's converter (the base it reads for Qwen3-MoE, doubled) turns
+    its reading to a mismatch naming that base: what is judged is what keras-hub built."""
+    from keras_hub.src.utils.transformers import convert_qwen3_moe as convert_qwen3
+
+    original = json.loads((CONFIGS / "qwen3-30b-a3b.json").read_text())
+    folder = tmp_path / "twin"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(shrink(original)))
+    ((_, right),), _, _ = reader.read(folder, original, 4096)
+    assert right.verdict == "drift", right.text
+    convert = convert_qwen3.convert_backbone_config
+
+    @functools.wraps(convert)  # keras-hub passes what the signature it inspects takes
+    def doubled(config, *args, **kwargs):
+        converted = convert(config, *args, **kwargs)
+        return {**converted, "rope_max_wavelength": 2 * converted["rope_max_wavelength"]}
+
+    monkeypatch.setattr(convert_qwen3, "convert_backbone_config", doubled)
+    ((what, wrong),), _, _ = reader.read(folder, original, 4096)
+    assert what.startswith("RotaryEmbedding x128 (transformer_layers[0]: ")
+    assert wrong.verdict == "mismatch"
+    assert wrong.reason == "base 2000000.0 where the config gives 1000000.0", wrong.reason
