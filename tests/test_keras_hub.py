@@ -78,3 +78,18 @@ def test_the_line_is_keras_hubs_own_reading(tmp_path, monkeypatch):
     assert what.startswith("RotaryEmbedding x128 (transformer_layers[0]: ")
     assert wrong.verdict == "mismatch"
     assert wrong.reason == "base 2000000.0 where the config gives 1000000.0", wrong.reason
+
+
+def test_a_layer_whose_fed_width_is_not_seen_is_not_judged_unless_it_is_the_head_s():
+    """A multimodal backbone's forward takes images, so the width each rotary layer is fed is
+    not seen: the head's width is taken where it is the layer's rotary width (Gemma 3), and a
+    layer it is not (Qwen3.5's quarter of 256; Gemma 4's full layers) is not judged, said."""
+    assert _line(CONFIGS / "gemma-3-4b-it.transformers-5.json").verdict == "drift"
+    line = _line(CONFIGS / "qwen3.5-27b.json")
+    assert line.verdict == "unchecked", line.text
+    assert line.reasons == (
+        "RotaryEmbedding (transformer_layers[3]) could not be read (the width it is fed: the "
+        "backbone's forward takes more than tokens): not judged",
+    )
+    gemma4 = _line(CONFIGS / "gemma-4-e2b-it.json")
+    assert gemma4.verdict == "drift" and "transformer_layers[4]" in gemma4.notes[0], gemma4.text

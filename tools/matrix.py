@@ -95,6 +95,26 @@ WHERE = [
         "gemma-3-4b-it.transformers-5",
     ),
     (
+        "keras-hub",
+        "has no converter for",
+        "`keras_hub/src/utils/transformers/preset_loader.py`, `TransformersPresetLoader."
+        "__init__`: the config's `model_type` is none of those its converters take (a limit "
+        "of keras-hub, not a reading of the RoPE)",
+    ),
+    (
+        "keras-hub",
+        "YaRN scaling not applied",
+        "`keras_hub/src/utils/transformers/convert_qwen*.py`, `convert_backbone_config`: "
+        "`rope_theta` is read (`rope_max_wavelength`), `rope_scaling` never",
+    ),
+    (
+        "keras-hub",
+        "the width it is fed",
+        "the backbone's forward takes images (a multimodal backbone), so the width each "
+        "rotary layer is fed is not seen; a layer whose head width is not its rotary width "
+        "(a partial rotary factor) is not judged (sinpe's limit, not keras-hub's reading)",
+    ),
+    (
         "sglang",
         "linear scaling not applied",
         "`srt/models/gemma3_causal.py`, `Gemma3Attention.__init__`: each layer's module built "

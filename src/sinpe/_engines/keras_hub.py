@@ -21,7 +21,9 @@ import numpy as np
 from .._check.layers import layer_spec
 from .._check.probe import judge_rows
 from .._check.steps import step
+from .._check.verdict import unchecked
 from .._rope.config import rope_config
+from .._rope.rope_types import frequency_count
 
 __all__ = ["read"]
 
@@ -42,13 +44,20 @@ def read(folder, original: dict, length: int):
                 found.setdefault(id(layer), (layer, []))[1].append(index)
     widths = _widths(backbone, [layer for layer, _ in found.values()])
     groups: dict = {}
+    layers = []
     for layer, blocks in found.values():
         width = widths[id(layer)]
         one = layer_spec(spec, original, blocks[0])
+        if width is None:  # not seen fed: unknown unless the head's width is the spec's
+            width = _head(backbone)
+            if width != 2 * frequency_count(one.head_dim):
+                why = "the width it is fed: the backbone's forward takes more than tokens"
+                what = f"RotaryEmbedding (transformer_layers[{blocks[0]}])"
+                layers.append((what, unchecked("unreadable", engine=what, config=why)))
+                continue
         settings = {k: v for k, v in layer.get_config().items() if k != "name"}
         key = (json.dumps(settings, sort_keys=True, default=str), width, id(one))
         groups.setdefault(key, (one, layer, width, []))[3].extend(blocks)
-    layers = []
     for one, layer, width, blocks in groups.values():
         what = f"RotaryEmbedding x{width} (transformer_layers[{blocks[0]}]: {len(blocks)} layers)"
         layers.append((what, judge_rows(one, _reader(layer, width), width, length)))
@@ -56,8 +65,9 @@ def read(folder, original: dict, length: int):
 
 
 def _widths(backbone, layers) -> dict:
-    """The width each layer is fed, recorded in a 4-token forward pass; where the backbone
-    takes more than tokens (a multimodal one), its head dimension."""
+    """The width each layer is fed, recorded in a 4-token forward pass (``None`` where the
+    backbone takes more than tokens, a multimodal one: its head's width is taken where it is
+    the spec's rotary width, else the layer is not judged)."""
     widths: dict = {}
     for layer in layers:
         compute = layer._compute_cos_sin_embedding
@@ -70,13 +80,16 @@ def _widths(backbone, layers) -> dict:
     try:
         ones = np.ones((1, 4), "int32")
         backbone({"token_ids": ones, "padding_mask": ones})
-    except Exception:  # noqa: BLE001 (a backbone that wants images: its head dimension)
+    except Exception:  # noqa: BLE001 (a backbone that takes images: widths not seen)
         pass
     finally:
         for layer in layers:
             del layer._compute_cos_sin_embedding
-    default = getattr(backbone, "head_dim", None) or backbone.hidden_dim // backbone.num_query_heads
-    return {id(layer): widths.get(id(layer), default) for layer in layers}
+    return {id(layer): widths.get(id(layer)) for layer in layers}
+
+
+def _head(backbone) -> int:
+    return getattr(backbone, "head_dim", None) or backbone.hidden_dim // backbone.num_query_heads
 
 
 def _reader(layer, width: int):
