@@ -2,6 +2,7 @@
 entry point every install declares, importing without the engine, the mode variable, and a
 layer's verdict on duck-typed stand-ins for vLLM's rotary layers."""
 
+import contextlib
 import json
 import logging
 import types
@@ -55,10 +56,25 @@ def test_the_sglang_hooks_never_raise(monkeypatch, caplog):
         assert _plugin.before_reserve(object(), None) is None
     said = [r.getMessage() for r in caplog.records]
     assert len(said) == 2 and all(m.startswith("sinpe could not") for m in said), said
-    assert "AttributeError" in said[0] and _plugin.reports() == []
+    assert {r.name for r in caplog.records} == {"sglang.sinpe"}  # the logger users filter
+    assert said[0].startswith("sinpe could not audit the rotary layers: AttributeError: ")
+    assert said[1].startswith("sinpe could not read the rotary caches: AttributeError: ")
+    assert "'object' object has no attribute" in said[0] and "named_modules" in said[1]
+    assert _plugin.reports() == []
     monkeypatch.setenv("SINPE_SGLANG", "off")
     caplog.clear()
     assert _plugin.after_load_model(None, object()) is None and not caplog.records
+
+
+@contextlib.contextmanager
+def _sglang_warnings(monkeypatch):
+    """The warnings of sinpe's SGLang logger, as a list of messages."""
+    from sinpe.sglang import _plugin
+
+    said: list = []
+    logger = _plugin._logger()
+    monkeypatch.setattr(logger, "warning", lambda message, *args: said.append(message % args))
+    yield said
 
 
 def _sglang_runner(tmp_path, cache):
@@ -129,6 +145,10 @@ def test_the_sglang_hooks_record_the_rows_made_then_audit_report_and_fill(tmp_pa
     monkeypatch.setenv("SINPE_SGLANG", "audit")
     runner, rotary = _sglang_runner(tmp_path, _float32_angles(4096)[None])  # not 2-D: no count
     assert _plugin.before_reserve(runner.model) is None and not hasattr(rotary, MADE)
+    del rotary.cos_sin_cache  # a rotary class without a cache: nothing to count, nothing said
+    with _sglang_warnings(monkeypatch) as said:
+        assert _plugin.before_reserve(runner.model) is None and not hasattr(rotary, MADE)
+    assert said == []
 
 
 @pytest.mark.parametrize(
@@ -150,6 +170,9 @@ def test_the_mode_variable(monkeypatch, caplog, package, variable, logger):
         assert plugin.mode() == "off" and plugin.mode() == "off"
     warned = [r.getMessage() for r in caplog.records if variable in r.getMessage()]
     assert len(warned) == 1 and "audit" in warned[0] and "fix-everything" in warned[0]
+    engine = {"vllm": "vLLM", "sglang": "SGLang"}[package]
+    assert warned[0].endswith(f"sinpe leaves {engine} alone"), warned[0]
+    assert {r.name for r in caplog.records} == {logger}
 
 
 # --------------------------------------------------------------------------- one layer
