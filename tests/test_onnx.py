@@ -192,25 +192,44 @@ def test_a_half_cache_rounded_twice_is_said_and_fixed(tmp_path, data_type, name)
     assert again.verdict == "match" and again.parts[0].notes == ()
 
 
-def test_a_traced_longrope_frozen_to_its_short_factors_is_named(tmp_path):
-    """optimum's export of Phi-3 (TorchScript, transformers 4.57): one inv_freq constant,
-    multiplied with the position ids; transformers' per-call switch was a Python if."""
-    spec = sinpe.rope_config(LONGROPE)
-    short, _ = spec.frequencies(1024)
+def _traced(tmp_path, config, inv_freq):
+    """optimum's export (TorchScript, transformers 4.57): one inv_freq constant, multiplied
+    with the position ids."""
     nodes = [
-        node("Constant", [], ["inv_freq"], value=("tensor", tensor("", short[None, :, None]))),
+        node("Constant", [], ["inv_freq"], value=("tensor", tensor("", inv_freq[None, :, None]))),
         node("Expand", ["inv_freq", "shape"], ["expanded"]),
         node("MatMul", ["expanded", "position_ids"], ["angles"]),
         node("Cos", ["angles"], ["cos"]),
     ]
-    path = _save(tmp_path, graph(nodes, [], ["input_ids", "position_ids"]), LONGROPE)
+    return _save(tmp_path, graph(nodes, [], ["input_ids", "position_ids"]), config)
+
+
+@pytest.mark.parametrize("length, regime", [(1024, "short"), (8192, "long")])
+def test_a_traced_longrope_frozen_to_one_set_of_factors_is_named(tmp_path, length, regime):
+    """Phi-3's export: transformers' per-call switch was a Python if, so the graph holds the
+    factors of the length it was traced at, short or long."""
+    spec = sinpe.rope_config(LONGROPE)
+    path = _traced(tmp_path, LONGROPE, spec.frequencies(length)[0])
     report = sinpe.check_onnx(path)
     assert report.reasons == (
-        "LongRoPE frozen to its short factors: no switch in the graph (transformers switches "
-        "at the original length 1024)",
+        f"LongRoPE frozen to its {regime} factors: no switch in the graph (transformers "
+        "switches at the original length 1024)",
     )
     result = run("check", path, "--fix", tmp_path / "out")
     assert result.returncode == 2 and "not fixed: its RoPE is not the config's" in result.stderr
+
+
+def test_a_traced_inv_freq_is_judged_as_parameters(tmp_path):
+    """A traced plain RoPE: its frequencies read as the config within the core's parameter
+    bound; another base's, a mismatch saying the base."""
+    spec = sinpe.rope_config(LLAMA)
+    right = sinpe.check_onnx(_traced(tmp_path, LLAMA, spec.frequencies()[0]))
+    assert right.verdict == "match" and right.judgment.kind == "parameters"
+    assert right.judgment.bound == 2.0**-19
+    other = sinpe.rope_config({**LLAMA, "rope_theta": 2 * LLAMA["rope_theta"]})
+    wrong = sinpe.check_onnx(_traced(tmp_path, LLAMA, other.frequencies()[0]))
+    assert wrong.verdict == "mismatch"
+    assert wrong.reasons == ("base 1e+06 where the config gives 500000.0",)
 
 
 def test_a_model_without_config_json_asks_for_it(tmp_path):
