@@ -98,13 +98,18 @@ def test_the_builders_float32_cache_drifts_and_the_exact_one_matches(tmp_path):
     assert sinpe.check_onnx(path).verdict == "match"
 
 
-def test_an_unrounded_yarn_ramp_is_named_with_its_size(tmp_path):
+@pytest.mark.parametrize("truncate", [None, True])
+def test_an_unrounded_yarn_ramp_is_named_with_its_size(tmp_path, truncate):
     """ONNX Runtime GenAI's make_inv_freq_rescaled_with_ntk: YaRN's correction range is not
-    floored and ceiled (the config's truncate is never read)."""
+    floored and ceiled (the config's truncate is never read), whether the config leaves
+    truncate to its default or says true."""
     unrounded = json.loads(json.dumps(YARN))
     unrounded["rope_scaling"]["truncate"] = False
+    config = json.loads(json.dumps(YARN))
+    if truncate is not None:
+        config["rope_scaling"]["truncate"] = truncate
     cos, sin = _float32_tables(unrounded, 16384)
-    path = _builder_model(tmp_path, YARN, cos, sin)
+    path = _builder_model(tmp_path, config, cos, sin)
     report = sinpe.check_onnx(path)
     assert report.verdict == "mismatch"
     assert report.reasons == (
@@ -170,7 +175,17 @@ def test_a_concatenated_longrope_cache_is_judged_in_its_two_parts(tmp_path):
     swapped = (np.concatenate([large[k][:1024], large[k]]) for k in (0, 1))
     report = sinpe.check_onnx(_builder_model(tmp_path / "s", LONGROPE, *swapped))
     assert report.verdict == "mismatch"
-    assert any("long factors at every length" in r for r in report.reasons), report.reasons
+    assert report.reasons == (
+        "LongRoPE long factors at every length (transformers: short factors while the "
+        "sequence is <= 1024)",
+    )
+    short = _float32_tables(LONGROPE, 8192, 1024)  # the trained length's rows, short factors
+    swapped = (np.concatenate([small[k], short[k]]) for k in (0, 1))
+    report = sinpe.check_onnx(_builder_model(tmp_path / "l", LONGROPE, *swapped))
+    assert report.reasons == (
+        "LongRoPE short factors at every length (transformers: long factors while the "
+        "sequence is > 1024)",
+    )
 
 
 @pytest.mark.parametrize("data_type, name", [(FLOAT16, "float16"), (BFLOAT16, "bfloat16")])
