@@ -129,6 +129,22 @@ def test_the_sglang_hooks_record_the_rows_made_then_audit_report_and_fill(tmp_pa
         assert (made.cache, appended.cache) == ("cos_sin_cache[0:4096]", "cos_sin_cache[4096:4352]")
         written = json.loads(path.read_text())
         assert [r["verdict"] for r in written] == ["drift", "mismatch"]
+        layer = {k: written[0][k] for k in ("names", "cls", "cache", "rows", "dtype", "rotary_dim")}
+        assert layer == {
+            "names": ["layers.0.rotary_emb", "layers.1.rotary_emb"],
+            "cls": "RotaryEmbedding",
+            "cache": "cos_sin_cache[0:4096]",
+            "rows": 4096,
+            "dtype": "float32",
+            "rotary_dim": 64,
+        }
+        assert written[0]["notes"][-1].startswith("largest error 0.000136 up to context_len 4,352")
+        assert written[1]["notes"][0].startswith("the rows SGLang appended past the 4,096")
+        exact = current == "exact"
+        assert [(r["replaced"], r["outcome"]) for r in written] == [
+            (exact, "replaced" if exact else ""),
+            (False, "left as SGLang made it (mismatch)" if exact else ""),
+        ]
         assert written[1]["reasons"][0]["code"] == "table"  # no row 0 or 1 to fit a base from
         table = rotary.cos_sin_cache.numpy()
         if current == "audit":

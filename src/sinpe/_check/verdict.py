@@ -153,7 +153,7 @@ NOTES = {
     "hf_config_differs": "{who}'s hf_config reads {engine}",
     "hf_field": "{field} {engine!r} where config.json gives {config!r}",
     "left": "left as {who} made it ({engine})",
-    "at_length": "largest error {engine:.3g} up to max_model_len {config:,}",
+    "at_length": "largest error {engine:.3g} up to {length} {config:,}",
     "rounded_twice": "rounded twice: {engine} of {config} sampled entries are not the exact "
     "value rounded once to {dtype} (a float32 table rounded again)",
     "softmax_not_checked": "the attention's softmax scale is not read from this engine",

@@ -282,6 +282,10 @@ def audit_layer(
     return reports
 
 
+# what each engine calls the deployment's length (its setting's name)
+_LENGTH = {"vLLM": "max_model_len", "SGLang": "context_len"}
+
+
 def _audit_group(
     layer, spec, names, buffer: str, max_model_len, permuted: bool, engine: str
 ) -> list:
@@ -310,7 +314,8 @@ def _audit_group(
                     largest=judgment.largest, decades=judgment.decades, dtype=judgment.dtype
                 )
             if within is not None:
-                notes = notes + (note("at_length", engine=within, config=top),)
+                length = _LENGTH.get(engine, "max_model_len")
+                notes = notes + (note("at_length", engine=within, config=top, length=length),)
         reports.append(_report(layer, names, cache, rows, judgment, notes)._replace(start=start))
     return reports
 
