@@ -292,9 +292,31 @@ def test_a_class_sinpe_does_not_know_is_unchecked_and_named_never_replaced():
         before = layer.cos_sin_cache.clone()
         (report,) = audit_layer(layer, spec, ["l"])
         assert report.verdict == "unchecked" and reason in report.reason, report.line()
+        assert (report.cls, report.cache, report.rows) == (type(layer).__name__, "", 0)
         assert report.largest is None and f"l {report.cls}: unchecked: " in report.line()
         assert json.loads(json.dumps(report.as_json(), allow_nan=False))["largest_error"] is None
         assert fill_exact(layer, spec, report) is report and layer.cos_sin_cache.equal(before)
+
+
+def test_the_rotary_layers_of_a_model_are_every_class_of_the_name_or_with_a_cache():
+    """vLLM's classes by name, any class named ...RotaryEmbedding (then judged or called
+    unknown), and any module holding a cos_sin_cache; each layer once, with every name."""
+    torch = pytest.importorskip("torch")
+    from sinpe.vllm._model import layers
+
+    class MyOwnRotaryEmbedding(torch.nn.Module):  # no cache: still a rotary layer
+        pass
+
+    class Holder(torch.nn.Module):  # another name, a cache
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("cos_sin_cache", torch.zeros(4, 8), persistent=False)
+
+    model = torch.nn.Module()
+    model.a, model.b, model.c = MyOwnRotaryEmbedding(), Holder(), torch.nn.Linear(2, 2)
+    model.d = model.a  # shared, as vLLM shares one module among layers
+    found = {type(layer).__name__: names for layer, names in layers(model).values()}
+    assert found == {"MyOwnRotaryEmbedding": ["a", "d"], "Holder": ["b"]}
 
 
 def test_a_known_class_without_its_attributes_is_unchecked_saying_which():

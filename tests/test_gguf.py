@@ -132,6 +132,15 @@ def _renamed(arch):
     return edit
 
 
+def _as_longrope(kv, tensors):
+    """The factors as a LongRoPE pair (the short set all ones) under scaling type longrope:
+    llama.cpp reads the short set at the trained length (no original length in the file)."""
+    factors = tensors.pop("rope_freqs.weight")
+    tensors["rope_factors_long.weight"] = factors
+    tensors["rope_factors_short.weight"] = np.ones_like(factors)
+    kv["llama.rope.scaling.type"] = "longrope"
+
+
 QWEN_KEYS = ("qwen3.rope.scaling.type", "qwen3.rope.scaling.factor")
 ATTENTION_1 = {**CONFIGS["qwen3"], "rope_scaling": {**CONFIGS["qwen3"]["rope_scaling"]}}
 ATTENTION_1["rope_scaling"]["attention_factor"] = 1.0
@@ -145,6 +154,12 @@ MISREADINGS = {
         _drop("rope_freqs.weight"),
         None,
         "Llama-3 scaling missing: no rope_freqs tensor",
+    ),
+    "Llama-3 factors written as a LongRoPE pair": (
+        "llama31",
+        _as_longrope,
+        None,
+        "Llama-3 scaling read from rope_factors_short.weight, not rope_freqs",
     ),
     "llama.cpp #8676: a bent smoothing formula": (
         "llama31",

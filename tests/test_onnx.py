@@ -98,18 +98,40 @@ def test_the_builders_float32_cache_drifts_and_the_exact_one_matches(tmp_path):
     assert sinpe.check_onnx(path).verdict == "match"
 
 
-@pytest.mark.parametrize("truncate", [None, True])
-def test_an_unrounded_yarn_ramp_is_named_with_its_size(tmp_path, truncate):
+def _written(config: dict, form: str) -> dict:
+    """The config as given (``rope_scaling``), as transformers 5 writes it
+    (``rope_parameters``), or nested in a ``text_config``."""
+    config = json.loads(json.dumps(config))
+    if form in ("rope_parameters", "text_config"):
+        config["rope_parameters"] = config.pop("rope_scaling")
+    if form == "text_config":
+        config = {
+            "model_type": "qwen3_vl",
+            "text_config": {**config, "model_type": "qwen3_vl_text"},
+        }
+    return config
+
+
+@pytest.mark.parametrize(
+    "truncate, form",
+    [
+        (None, "rope_scaling"),
+        (True, "rope_scaling"),
+        (None, "rope_parameters"),
+        (None, "text_config"),
+    ],
+)
+def test_an_unrounded_yarn_ramp_is_named_with_its_size(tmp_path, truncate, form):
     """ONNX Runtime GenAI's make_inv_freq_rescaled_with_ntk: YaRN's correction range is not
     floored and ceiled (the config's truncate is never read), whether the config leaves
-    truncate to its default or says true."""
+    truncate to its default or says true, however the config carries its mapping."""
     unrounded = json.loads(json.dumps(YARN))
     unrounded["rope_scaling"]["truncate"] = False
     config = json.loads(json.dumps(YARN))
     if truncate is not None:
         config["rope_scaling"]["truncate"] = truncate
     cos, sin = _float32_tables(unrounded, 16384)
-    path = _builder_model(tmp_path, config, cos, sin)
+    path = _builder_model(tmp_path, _written(config, form), cos, sin)
     report = sinpe.check_onnx(path)
     assert report.verdict == "mismatch"
     assert report.reasons == (
