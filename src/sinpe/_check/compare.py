@@ -25,6 +25,7 @@ from .judge import fit, judge_parameters, judge_table, sample, ulp
 from .verdict import (
     DRIFT,
     MISMATCH,
+    Judged,
     Verdict,
     explained,
     explanation,
@@ -192,10 +193,8 @@ def _pair_views(cos, sin, dtype: str, reading: str) -> list:
 # --------------------------------------------------------------------------- the verdict
 
 
-class Report(NamedTuple):
-    """A cache file judged: the layout read, its rows and dtype, the dtype's rounding bound
-    and ulp at the attention factor, the core's ``Verdict`` (``judgment``), each row's
-    largest error, and a note on layouts that fit as well."""
+class _ReportFields(NamedTuple):
+    """The fields of ``Report``."""
 
     layout: str
     rows: int
@@ -206,25 +205,13 @@ class Report(NamedTuple):
     errors: np.ndarray
     note: str
 
-    @property
-    def verdict(self) -> str:
-        return self.judgment.verdict
 
-    @property
-    def decades(self) -> tuple:
-        return self.judgment.decades
+class Report(_ReportFields, Judged):
+    """A cache file judged: the layout read, its rows and dtype, the dtype's rounding bound
+    and ulp at the attention factor, the core's ``Verdict`` (``judgment``), each row's
+    largest error, and a note on layouts that fit as well."""
 
-    @property
-    def largest(self):
-        return self.judgment.largest
-
-    @property
-    def drift(self):
-        return self.judgment.drift
-
-    @property
-    def worst(self):
-        return self.judgment.worst
+    __slots__ = ()
 
 
 _PAIRS = {  # the pair each column of a table of kind k holds, for h pairs

@@ -35,6 +35,7 @@ from .llama_cpp import FACTOR_TENSORS, LLAMA_CPP, Reading, read_rope
 from .llama_cpp_types import ARCH_RULES, SCALING_TYPES
 from .verdict import (
     Finding,
+    Judged,
     Verdict,
     evidence,
     finding,
@@ -68,10 +69,8 @@ class GGUFPart(NamedTuple):
         return tuple(f.text for f in self.findings)
 
 
-class GGUFReport(NamedTuple):
-    """The verdict on a GGUF file: the core's ``Verdict`` (``match``: read as the config,
-    within 16 float32 ulps; ``mismatch``, with every reason once), the parts judged, the
-    notes, and the shards read (a split set)."""
+class _GGUFReportFields(NamedTuple):
+    """The fields of ``GGUFReport``."""
 
     path: str
     arch: str
@@ -81,13 +80,13 @@ class GGUFReport(NamedTuple):
     llama_cpp: str = LLAMA_CPP
     shards: tuple = ()
 
-    @property
-    def verdict(self) -> str:
-        return self.judgment.verdict
 
-    @property
-    def reasons(self) -> tuple:
-        return tuple(f.text for f in self.judgment.findings)
+class GGUFReport(_GGUFReportFields, Judged):
+    """The verdict on a GGUF file: the core's ``Verdict`` (``match``: read as the config,
+    within 16 float32 ulps; ``mismatch``, with every reason once), the parts judged, the
+    notes, and the shards read (a split set)."""
+
+    __slots__ = ()
 
     def as_dict(self) -> dict:
         """The report as strict JSON-ready data."""

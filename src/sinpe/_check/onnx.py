@@ -41,6 +41,7 @@ from .verdict import (
     DRIFT,
     MATCH,
     MISMATCH,
+    Judged,
     Verdict,
     explained,
     finding,
@@ -90,9 +91,8 @@ class OnnxPart(NamedTuple):
     notes: tuple = ()
 
 
-class OnnxReport(NamedTuple):
-    """The verdict on an ONNX model: the worst of its parts' (the core's verdicts), every
-    part, the notes, and what ``genai_config.json`` says where there is one."""
+class _OnnxReportFields(NamedTuple):
+    """The fields of ``OnnxReport``."""
 
     path: str
     judgment: Verdict
@@ -100,13 +100,12 @@ class OnnxReport(NamedTuple):
     notes: tuple
     context_length: int | None = None
 
-    @property
-    def verdict(self) -> str:
-        return self.judgment.verdict
 
-    @property
-    def reasons(self) -> tuple:
-        return tuple(f.text for f in self.judgment.findings)
+class OnnxReport(_OnnxReportFields, Judged):
+    """The verdict on an ONNX model: the worst of its parts' (the core's verdicts), every
+    part, the notes, and what ``genai_config.json`` says where there is one."""
+
+    __slots__ = ()
 
     def as_dict(self) -> dict:
         return strict(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -25,6 +25,7 @@ __all__ = [
     "UNCHECKED",
     "VERDICTS",
     "Finding",
+    "Judged",
     "Verdict",
     "dumps",
     "evidence",
@@ -32,6 +33,7 @@ __all__ = [
     "explanation",
     "finding",
     "for_layer",
+    "layer_json",
     "layer_line",
     "note",
     "number",
@@ -291,7 +293,12 @@ class Verdict(NamedTuple):
     @property
     def reason(self) -> str:
         """The reasons' words, joined."""
-        return "; ".join(f.text for f in self.findings)
+        return "; ".join(self.reasons)
+
+    @property
+    def reasons(self) -> tuple:
+        """Each reason's words."""
+        return tuple(f.text for f in self.findings)
 
     def as_json(self) -> dict:
         """Strict JSON-ready data: the verdict, its words, its bound, the reasons."""
@@ -310,6 +317,50 @@ class Verdict(NamedTuple):
                 "dtype": self.dtype,
             }
         )
+
+
+class _HasJudgment(Protocol):
+    @property
+    def judgment(self) -> Verdict: ...
+
+
+class Judged:
+    """What every adapter's report says of its ``judgment`` (the core's ``Verdict``), read
+    from it, never copied: a report class is its fields (a ``NamedTuple``) and this."""
+
+    __slots__ = ()
+
+    @property
+    def verdict(self: _HasJudgment) -> str:
+        return self.judgment.verdict
+
+    @property
+    def text(self: _HasJudgment) -> str:
+        return self.judgment.text
+
+    @property
+    def reason(self: _HasJudgment) -> str:
+        return self.judgment.reason
+
+    @property
+    def reasons(self: _HasJudgment) -> tuple:
+        return self.judgment.reasons
+
+    @property
+    def largest(self: _HasJudgment) -> float | None:
+        return self.judgment.largest
+
+    @property
+    def decades(self: _HasJudgment) -> tuple:
+        return self.judgment.decades
+
+    @property
+    def drift(self: _HasJudgment) -> str | None:
+        return self.judgment.drift
+
+    @property
+    def worst(self: _HasJudgment) -> tuple | None:
+        return self.judgment.worst
 
 
 def explained(judgment: Verdict, reasons) -> Verdict:
@@ -366,6 +417,12 @@ def layer_line(names, what, judgment: Verdict, notes=(), outcome: str = "") -> s
     said = f": {reason}" if reason else ""
     notes = "; ".join(n for n in notes if n)
     return f"{shown} {what}: {words}{said}{f' ({notes})' if notes else ''}{extra}"
+
+
+def layer_json(names, cls: str, judgment: Verdict, held: dict, after: dict | None = None):
+    """An engine layer's report as strict JSON: the layers it covers, its class, what the
+    engine ``held`` (its width, ...), the verdict's fields, then ``after`` (notes, ...)."""
+    return strict({"names": list(names), "cls": cls, **held, **judgment.as_json(), **(after or {})})
 
 
 # --------------------------------------------------------------------------- strict JSON

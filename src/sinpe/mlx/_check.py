@@ -12,16 +12,23 @@ from typing import NamedTuple
 from .._check.judge import Held, judge_parameters
 from .._check.layers import LayerUnknown, layer_spec
 from .._check.probe import judge_module
-from .._check.verdict import MISMATCH, Verdict, layer_line, mismatch, not_judged, strict
+from .._check.verdict import (
+    MISMATCH,
+    Judged,
+    Verdict,
+    layer_json,
+    layer_line,
+    mismatch,
+    not_judged,
+)
 from .._rope.config import load_config, rope_config
 from ._probe import call_of, dims_of, find_ropes, layer_index
 
 __all__ = ["LayerReport", "check", "check_folder"]
 
 
-class LayerReport(NamedTuple):
-    """One distinct RoPE module (the layers that hold one like it): its names, class, width,
-    rotation and the core's ``Verdict`` (``judgment``)."""
+class _LayerReportFields(NamedTuple):
+    """The fields of ``LayerReport``."""
 
     names: tuple
     cls: str
@@ -29,17 +36,12 @@ class LayerReport(NamedTuple):
     rotation: str | None
     judgment: Verdict
 
-    @property
-    def verdict(self) -> str:
-        return self.judgment.verdict
 
-    @property
-    def reason(self) -> str:
-        return self.judgment.reason
+class LayerReport(_LayerReportFields, Judged):
+    """One distinct RoPE module (the layers that hold one like it): its names, class, width,
+    rotation and the core's ``Verdict`` (``judgment``)."""
 
-    @property
-    def decades(self) -> tuple:
-        return self.judgment.decades
+    __slots__ = ()
 
     def line(self) -> str:
         """One line: where, what, the verdict and its reasons."""
@@ -47,15 +49,8 @@ class LayerReport(NamedTuple):
         return layer_line(self.names, what, self.judgment)
 
     def as_json(self) -> dict:
-        return strict(
-            {
-                "names": list(self.names),
-                "cls": self.cls,
-                "rotary_dim": self.rotary_dim,
-                "rotation": self.rotation,
-                **self.judgment.as_json(),
-            }
-        )
+        held = {"rotary_dim": self.rotary_dim, "rotation": self.rotation}
+        return layer_json(self.names, self.cls, self.judgment, held)
 
 
 def _softmax(attention):

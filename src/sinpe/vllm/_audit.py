@@ -31,15 +31,16 @@ from .._check.verdict import (
     DRIFT,
     MATCH,
     MISMATCH,
+    Judged,
     Verdict,
     evidence,
     explained,
     finding,
+    layer_json,
     layer_line,
     mismatch,
     not_judged,
     note,
-    strict,
     unchecked,
 )
 from .._rope import rotary as rot
@@ -80,10 +81,8 @@ _NEOX_ONLY = ("Phi3LongRoPEScaledRotaryEmbedding",)  # it refuses is_neox_style=
 _VISION = ("visual", "vision", "vision_model", "vision_tower", "vision_encoder", "vit")
 
 
-class LayerReport(NamedTuple):
-    """One distinct rotary layer (for the layers of one config spec): its names in the
-    model, class, the cache part judged, the core's ``Verdict`` (``judgment``), the notes,
-    and what mode ``exact`` did (``outcome``: ``""`` not asked, ``"replaced"``, or why not)."""
+class _LayerReportFields(NamedTuple):
+    """The fields of ``LayerReport``."""
 
     names: tuple
     cls: str
@@ -96,17 +95,13 @@ class LayerReport(NamedTuple):
     outcome: str = ""
     start: int = 0  # the position of the first row judged (SGLang's appended rows)
 
-    @property
-    def verdict(self) -> str:
-        return self.judgment.verdict
 
-    @property
-    def text(self) -> str:
-        return self.judgment.text
+class LayerReport(_LayerReportFields, Judged):
+    """One distinct rotary layer (for the layers of one config spec): its names in the
+    model, class, the cache part judged, the core's ``Verdict`` (``judgment``), the notes,
+    and what mode ``exact`` did (``outcome``: ``""`` not asked, ``"replaced"``, or why not)."""
 
-    @property
-    def reason(self) -> str:
-        return self.judgment.reason
+    __slots__ = ()
 
     @property
     def note(self) -> str:
@@ -115,14 +110,6 @@ class LayerReport(NamedTuple):
     @property
     def replaced(self) -> bool:
         return self.outcome == "replaced"
-
-    @property
-    def largest(self):
-        return self.judgment.largest
-
-    @property
-    def decades(self) -> tuple:
-        return self.judgment.decades
 
     def line(self) -> str:
         """The log line: where, what, the verdict, its reasons and notes, the outcome."""
@@ -133,20 +120,10 @@ class LayerReport(NamedTuple):
 
     def as_json(self) -> dict:
         """Strict JSON-ready data (the core's verdict fields, then the layer's)."""
-        return strict(
-            {
-                "names": list(self.names),
-                "cls": self.cls,
-                "cache": self.cache,
-                "rows": self.rows,
-                "dtype": self.dtype,
-                "rotary_dim": self.rotary_dim,
-                **self.judgment.as_json(),
-                "notes": list(self.notes),
-                "replaced": self.replaced,
-                "outcome": self.outcome,
-            }
-        )
+        held = {"cache": self.cache, "rows": self.rows, "dtype": self.dtype}
+        held["rotary_dim"] = self.rotary_dim
+        after = {"notes": list(self.notes), "replaced": self.replaced, "outcome": self.outcome}
+        return layer_json(self.names, self.cls, self.judgment, held, after)
 
 
 # --------------------------------------------------------------------------- reading
