@@ -777,8 +777,10 @@ def test_the_json_of_a_part_is_llama_cpps_reading_beside_the_config_s(tmp_path):
     """Each part's JSON: llama.cpp's reading (not its frequencies or architecture, said once
     above; the factor only where the file has one) beside the config's width, attention
     factor and softmax scale, and the largest frequency difference."""
-    report = sinpe.check_gguf(*_file(tmp_path, "deepseek3")).as_dict()
+    path, config = _file(tmp_path, "deepseek3")
+    report = sinpe.check_gguf(path, config).as_dict()
     assert report["architecture"] == "deepseek2" and report["shards"] == []
+    assert report["file"] == str(path) and report["notes"][0].startswith("written but never")
     (part,) = report["parts"]
     reading = part.pop("llama_cpp")
     assert part == {
@@ -865,6 +867,16 @@ _FACTOR = "YaRN attention factor 1.0 where the config gives 1.13863"
             ),
         ),
         ("qwen3", None, _qwen3(beta_fast=32.0, beta_slow=1.0), None, ()),  # its defaults
+        (  # the factor is the reason, not betas at llama.cpp's defaults
+            "qwen3",
+            _set("qwen3.rope.scaling.factor", 2.0),
+            _qwen3(beta_fast=32.0, beta_slow=1.0),
+            None,
+            (
+                "YaRN factor 2.0 where the config gives 4.0",
+                "YaRN attention factor 1.06931 where the config gives 1.13863",
+            ),
+        ),
         (
             "llama31",
             lambda kv, tensors: (

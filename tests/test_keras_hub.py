@@ -93,3 +93,14 @@ def test_a_layer_whose_fed_width_is_not_seen_is_not_judged_unless_it_is_the_head
     )
     gemma4 = _line(CONFIGS / "gemma-4-e2b-it.json")
     assert gemma4.verdict == "drift" and "transformer_layers[4]" in gemma4.notes[0], gemma4.text
+
+
+def test_docs_matrix_holds_for_keras_hubs_column():
+    """docs/matrix.md's keras-hub column for three families is what keras-hub does now (its
+    version in the header too): a cell that no longer holds fails this leg (regenerate the
+    page with tools/matrix.py)."""
+    from matrix_cells import disagreements
+
+    assert not disagreements(
+        "keras-hub", ["qwen3-8b.yarn-4x", "llama-3.1-8b", "gemma-3-4b-it.transformers-5"]
+    )
