@@ -39,9 +39,10 @@ WHERE = [
     (
         "llama.cpp",
         "beta_fast",
-        "`src/llama-model.cpp`, `llama_model::load_hparams`: no architecture's "
-        "`rope.scaling.yarn_beta_fast` is read; `llama_hparams::yarn_beta_fast` stays 32 "
-        "(`src/llama-hparams.h`) unless `--yarn-beta-fast` is given at run time "
+        "`src/llama-model.cpp`, `llama_model::load_hparams`: the generic loader reads no "
+        "`rope.scaling.yarn_beta_fast`, and this architecture's own loader does not either "
+        "(only grok's and mistral3's do: `ARCH_RULES`); `llama_hparams::yarn_beta_fast` "
+        "stays 32 (`src/llama-hparams.h`) unless `--yarn-beta-fast` is given at run time "
         "(`src/llama-context.cpp`)",
     ),
     (
