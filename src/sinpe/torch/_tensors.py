@@ -100,6 +100,23 @@ def _positions(value) -> np.ndarray:
     return value
 
 
+def _rope_arguments(out, dtype, layout: str, head_dim: int, kwargs: dict):
+    """What :func:`rope` and :func:`rope_at` read alike, checked in one order: their ``out``
+    pair, the dtype (from ``out`` where it is given), the layout and the rotary spec."""
+    outs = _outs(out, 2)
+    dtype = _dtype_of(dtype, outs)
+    name = check.choice("layout", layout, _rope.LAYOUTS)
+    return outs, dtype, name, rot.resolve(head_dim, **_resolve_kwargs(kwargs))
+
+
+def _pair(out, cos: np.ndarray, sin: np.ndarray, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``cos, sin`` pair a call returns: the caller's ``out`` tensors where it gave them
+    (already written), else new tensors on ``device``."""
+    if out is not None:
+        return out[0], out[1]
+    return tensor(cos, device), tensor(sin, device)
+
+
 def rope(
     seq_len: int,
     head_dim: int,
@@ -119,16 +136,11 @@ def rope(
     ``torch.get_default_dtype()``. ``out``: ``(cos, sin)`` CPU contiguous tensors, filled and
     returned. Other keywords (``base``, ``scaling``, ``inv_freq``, ...) as :func:`sinpe.rope`.
     """
-    outs = _outs(out, 2)
-    dtype = _dtype_of(dtype, outs)
-    name = check.choice("layout", layout, _rope.LAYOUTS)
-    rotary = rot.resolve(head_dim, **_resolve_kwargs(kwargs))
+    outs, dtype, name, rotary = _rope_arguments(out, dtype, layout, head_dim, kwargs)
     cos, sin = rot.table_run(
         rotary, seq_len, offset, name, dtype, threads, backend, "sinpe.torch.rope", outs
     )
-    if out is not None:
-        return out[0], out[1]
-    return tensor(cos, device), tensor(sin, device)
+    return _pair(out, cos, sin, device)
 
 
 def rope_at(
@@ -146,18 +158,13 @@ def rope_at(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`sinpe.rope_at` as tensors (``positions`` may be a tensor; the result goes to
     its device unless ``device`` says otherwise). ``dtype`` and ``out`` as for :func:`rope`."""
-    outs = _outs(out, 2)
-    dtype = _dtype_of(dtype, outs)
-    name = check.choice("layout", layout, _rope.LAYOUTS)
-    rotary = rot.resolve(head_dim, **_resolve_kwargs(kwargs))
+    outs, dtype, name, rotary = _rope_arguments(out, dtype, layout, head_dim, kwargs)
     if device is None and isinstance(positions, torch.Tensor):
         device = positions.device
     cos, sin = rot.table_at(
         rotary, _positions(positions), name, dtype, threads, backend, seq_len, outs
     )
-    if out is not None:
-        return out[0], out[1]
-    return tensor(cos, device), tensor(sin, device)
+    return _pair(out, cos, sin, device)
 
 
 def rope_cache(
