@@ -7,6 +7,7 @@ with ``seq_len=0`` or a huge ``offset`` can never build a giant frequency vector
 """
 
 import functools
+import inspect
 import tracemalloc
 import warnings
 from decimal import Decimal
@@ -110,133 +111,78 @@ def _fairseq_table(**kwargs):
     return compat.fairseq.get_embedding(**kwargs).numpy()
 
 
+def every_argument(function, leave=(), **given):
+    """``function`` with ``given`` and every other argument of its signature at its default,
+    so that each argument it takes is fuzzed, one added later too (``leave`` names those kept
+    out, with the reason beside)."""
+    parameters = inspect.signature(function).parameters.values()
+    defaults = {
+        p.name: p.default
+        for p in parameters
+        if p.default is not p.empty and p.name not in leave and p.kind is not p.VAR_KEYWORD
+    }
+    return function, {**defaults, **given}
+
+
+YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
+# compat: every argument but output_type and device (those hand over to torch; the NumPy
+# results are checked here)
+TORCH_HANDOVER = ("output_type", "device")
 CALLS = {
-    "sinusoidal_positional_encoding": (
-        sinpe.sinusoidal_positional_encoding,
-        dict(
-            seq_len=5,
-            d_model=6,
-            base=10000.0,
-            offset=0,
-            dtype=np.float64,
-            out=None,
-            backend="auto",
-            threads=None,
-            convention="vaswani",
-        ),
+    "sinusoidal_positional_encoding": every_argument(
+        sinpe.sinusoidal_positional_encoding, seq_len=5, d_model=6, dtype=np.float64
     ),
-    "encode": (
-        sinpe.encode,
-        dict(
-            positions=[0, 1.5, -3],
-            d_model=6,
-            base=10000.0,
-            convention="vaswani",
-            dtype=np.float64,
-            out=None,
-            backend="auto",
-        ),
+    "encode": every_argument(sinpe.encode, positions=[0, 1.5, -3], d_model=6, dtype=np.float64),
+    "encode_2d": every_argument(sinpe.encode_2d, height=2, width=3, d_model=8),
+    "encode_grid": every_argument(
+        sinpe.encode_grid, axes=[[0, 1.5], [2, 3, 4]], widths=[4, 6], order=[1, 0], dtype=np.float64
     ),
-    "encode_2d": (sinpe.encode_2d, dict(height=2, width=3, d_model=8, base=10000.0)),
-    "encode_grid": (
-        sinpe.encode_grid,
-        dict(
-            axes=[[0, 1.5], [2, 3, 4]],
-            widths=[4, 6],
-            order=[1, 0],
-            base=10000.0,
-            convention="hf-marian",
-            dtype=np.float64,
-            out=None,
-            backend="auto",
-        ),
-    ),
-    # compat: every argument but output_type and device (those hand over to torch; the
-    # NumPy results are checked here)
-    "compat.diffusers.get_2d_sincos_pos_embed": (
+    "compat.diffusers.get_2d_sincos_pos_embed": every_argument(
         functools.partial(compat.diffusers.get_2d_sincos_pos_embed, output_type="np"),
-        dict(
-            embed_dim=8,
-            grid_size=(2, 3),
-            cls_token=True,
-            extra_tokens=1,
-            interpolation_scale=1.0,
-            base_size=16,
-        ),
+        TORCH_HANDOVER,
+        embed_dim=8,
+        grid_size=(2, 3),
+        cls_token=True,
+        extra_tokens=1,
     ),
-    "compat.diffusers.get_3d_sincos_pos_embed": (
+    "compat.diffusers.get_3d_sincos_pos_embed": every_argument(
         functools.partial(compat.diffusers.get_3d_sincos_pos_embed, output_type="np"),
-        dict(
-            embed_dim=16,
-            spatial_size=(3, 2),
-            temporal_size=2,
-            spatial_interpolation_scale=1.0,
-            temporal_interpolation_scale=1.0,
-        ),
+        TORCH_HANDOVER,
+        embed_dim=16,
+        spatial_size=(3, 2),
+        temporal_size=2,
     ),
-    "compat.diffusers.get_timestep_embedding": (
-        compat.diffusers.get_timestep_embedding,
-        dict(
-            timesteps=[0.0, 1.5],
-            embedding_dim=6,
-            flip_sin_to_cos=False,
-            downscale_freq_shift=1,
-            scale=1,
-            max_period=10000,
-        ),
+    "compat.diffusers.get_timestep_embedding": every_argument(
+        compat.diffusers.get_timestep_embedding, timesteps=[0.0, 1.5], embedding_dim=6
     ),
-    "compat.diffusers.get_1d_sincos_pos_embed_from_grid": (
+    "compat.diffusers.get_1d_sincos_pos_embed_from_grid": every_argument(
         functools.partial(compat.diffusers.get_1d_sincos_pos_embed_from_grid, output_type="np"),
-        dict(embed_dim=6, pos=[0.5, 2.0], flip_sin_to_cos=False),
+        TORCH_HANDOVER,
+        embed_dim=6,
+        pos=[0.5, 2.0],
     ),
-    "compat.mae.get_2d_sincos_pos_embed": (
-        compat.mae.get_2d_sincos_pos_embed,
-        dict(embed_dim=8, grid_size=3, cls_token=False),
+    "compat.mae.get_2d_sincos_pos_embed": every_argument(
+        compat.mae.get_2d_sincos_pos_embed, embed_dim=8, grid_size=3
     ),
     "compat.fairseq.get_embedding": (
         _fairseq_table,
         dict(num_embeddings=5, embedding_dim=6, padding_idx=None),
     ),
-    "compat.tensor2tensor.get_timing_signal_1d": (
-        compat.tensor2tensor.get_timing_signal_1d,
-        dict(length=4, channels=6, min_timescale=1.0, max_timescale=1.0e4, start_index=0),
+    "compat.tensor2tensor.get_timing_signal_1d": every_argument(
+        compat.tensor2tensor.get_timing_signal_1d, length=4, channels=6
     ),
-    "compat.transformers.marian_sinusoidal_weight": (
-        compat.transformers.marian_sinusoidal_weight,
-        dict(num_positions=4, embedding_dim=5, dtype=np.float32),
+    "compat.transformers.marian_sinusoidal_weight": every_argument(
+        compat.transformers.marian_sinusoidal_weight, num_positions=4, embedding_dim=5
     ),
-    "shift_matrix": (sinpe.shift_matrix, dict(k=3, d_model=6, base=10000.0)),
-    "frequencies": (sinpe.frequencies, dict(d_model=6, base=10000.0, convention="vaswani")),
+    "shift_matrix": every_argument(sinpe.shift_matrix, k=3, d_model=6),
+    "frequencies": every_argument(sinpe.frequencies, d_model=6),
     "set_cache_limit": (lambda nbytes: frequencies_under_cache_limit(nbytes), dict(nbytes=1 << 20)),
-    "rope": (
-        sinpe.rope,
-        dict(
-            seq_len=5,
-            head_dim=6,
-            base=None,
-            scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64},
-            offset=0,
-            layout="half",
-            dtype=np.float64,
-            threads=None,
-            backend="auto",
-        ),
+    "rope": every_argument(sinpe.rope, seq_len=5, head_dim=6, scaling=YARN),
+    "rope_at": every_argument(
+        sinpe.rope_at, positions=[0, 1.5, -3], head_dim=6, layout="interleaved", dtype=np.float32
     ),
-    "rope_at": (
-        sinpe.rope_at,
-        dict(
-            positions=[0, 1.5, -3],
-            head_dim=6,
-            base=10000.0,
-            scaling=None,
-            layout="interleaved",
-            dtype=np.float32,
-            backend="auto",
-        ),
-    ),
-    "rope_frequencies": (
-        sinpe.rope_frequencies,
-        dict(head_dim=6, base=10000.0, scaling={"type": "linear", "factor": 2}, seq_len=None),
+    "rope_frequencies": every_argument(
+        sinpe.rope_frequencies, head_dim=6, scaling={"type": "linear", "factor": 2}
     ),
     "diffusers": (
         lambda d_model=7, **kw: sinpe.sinusoidal_positional_encoding(
@@ -267,8 +213,9 @@ def check_result(name, result, kwargs):
         if name == "rope_frequencies":
             assert first.ndim == 1 and (first >= 0).all() and second > 0
             return
+        spec = ("head_dim", "base", "scaling", "max_position_embeddings", "inv_freq")
         factor = sinpe.rope_frequencies(
-            kwargs["head_dim"], base=kwargs["base"], scaling=kwargs["scaling"]
+            **{key: kwargs[key] for key in spec}, attention_factor=kwargs["attention_factor"]
         )[1]
         for table in (first, second):
             assert table.dtype == np.dtype(kwargs["dtype"] or np.float64)
