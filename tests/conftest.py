@@ -1,5 +1,6 @@
 import pytest
 
+from sinpe import _twin
 from sinpe._tables import backends
 
 AVAILABLE_BACKENDS = sorted(backends.BACKENDS)
@@ -21,6 +22,24 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "backend" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.compiled)
+
+
+def _undecided() -> int:
+    kernel = backends.kernel
+    return _twin.undecided() + (kernel.undecided() if kernel is not None else 0)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A narrow value rounded without being decided (correct.h, _twin/correct.py: each one's
+    chance is about 2^-70, none is expected) fails the test during which it was made, named:
+    the counts are process-wide, so a test reading them at its end would blame itself for
+    another test's inputs, and only in some orders."""
+    before = _undecided()
+    result = yield
+    made = _undecided() - before
+    assert made == 0, f"{made} narrow values rounded without being decided during this test"
+    return result
 
 
 def pytest_sessionfinish(session, exitstatus):

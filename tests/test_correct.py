@@ -145,7 +145,8 @@ def test_random_entries_with_a_factor(backend, dtype, factor):
 
 def test_the_evaluators_agree_and_decide(backend):
     """The kernel's double-double evaluator (correct.h) and the twin's big integers give
-    the same bits and decide every hard case."""
+    the same bits and decide every hard case (conftest.py fails a test during which either
+    count moves)."""
     for case in CASES:
         for dtype in NARROW:
             for factor in (1.0, 1.37):
@@ -155,9 +156,6 @@ def test_the_evaluators_agree_and_decide(backend):
                     got = kernel.correctly_rounded(case["p"], case["w"], factor, dtype)
                     assert got[2]
                     assert bits(got[0]) == bits(twin[0]) and bits(got[1]) == bits(twin[1])
-    assert _twin.undecided() == 0
-    if kernel is not None:
-        assert kernel.undecided() == 0
 
 
 def test_the_hard_cases_file_is_up_to_date():
