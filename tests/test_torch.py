@@ -6,6 +6,7 @@ diffusers modules against float64 transcriptions."""
 import re
 import threading
 import warnings
+from pathlib import Path
 
 import numpy as np
 import oracle
@@ -270,6 +271,18 @@ def test_growing_tables_is_safe_under_concurrent_forwards():
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_the_readme_s_table_bytes_for_llama_3_1():
+    """The README's figure: Llama-3.1's tables in float32 take 64 MiB (2 tables of 131,072
+    positions by 64 frequencies, 4 bytes each)."""
+    root = Path(__file__).resolve().parent.parent
+    config = root / "tests" / "data" / "configs" / "llama-3.1-8b.json"
+    module = st.RotaryEmbedding(config)
+    assert module.max_positions == 131072 and module.table_bytes == 64 << 20
+    readme = root / "README.md"
+    if readme.exists():  # beside a checkout's tests
+        assert "64 MiB for Llama-3.1 in float32" in " ".join(readme.read_text().split())
 
 
 def test_ids_past_the_table_are_exact_rows_in_eager_mode_and_grow_nothing():
