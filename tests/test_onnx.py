@@ -283,6 +283,166 @@ def test_a_model_without_config_json_asks_for_it(tmp_path):
     assert run("check", path, config).returncode == 0
 
 
+# --------------------------------------------------------------------------- how caches are found
+
+
+def _inline_model(folder: Path, nodes: list, config: dict, initializers=()) -> Path:
+    return _save(folder, graph(nodes, list(initializers), ["input_ids"]), config)
+
+
+def _constant(name: str, array) -> bytes:
+    return node("Constant", [], [name], value=("tensor", tensor("", array)))
+
+
+def _exact(config: dict, rows: int, **options):
+    return sinpe.rope_config(config).rope(rows, layout="compact", dtype="float32", **options)
+
+
+def test_find_caches_reads_each_way_a_cache_is_held(tmp_path):
+    """sinpe.onnx.find_caches: an initializer pair used by two layers is one cache with both
+    users; Constants reached through Cast and Identity are held as "constant" and named by
+    their outputs; each branch of an If is its own cache; RotaryEmbedding's `interleaved`
+    rotates pairs; a GroupQueryAttention without do_rotary, or without a sin input, holds no
+    RoPE."""
+    cos, sin = _exact(LLAMA, 16)
+    built = onnx_file.read(_builder_model(tmp_path / "a", LLAMA, cos, sin))
+    (cache,) = sinpe.onnx.find_caches(built)
+    assert (cache.cos.name, cache.sin.name, cache.held, cache.rotation) == (
+        "cos_cache", "sin_cache", "initializer", "halves"
+    )  # fmt: skip
+    assert cache.users == tuple(f"/model/layers.{i}/attn/GroupQueryAttention" for i in (0, 1))
+    nodes = [
+        _constant("c0", cos), node("Cast", ["c0"], ["c1"], to=1), node("Identity", ["c1"], ["c"]),
+        _constant("s", sin),
+        node("RotaryEmbedding", ["x", "ids", "c", "s"], ["y"], domain="com.microsoft",
+             name="/model/layers.0/attn/RotaryEmbedding", interleaved=1),
+    ]  # fmt: skip
+    (cache,) = sinpe.onnx.find_caches(onnx_file.read(_inline_model(tmp_path / "b", nodes, LLAMA)))
+    assert (cache.cos.name, cache.sin.name, cache.held, cache.rotation) == (
+        "c0", "s", "constant", "pairs"
+    )  # fmt: skip
+    branch = graph([_constant("bc", cos), _constant("bs", sin)]) + b"".join(
+        field(12, 2, text(1, name)) for name in ("bc", "bs")
+    )
+    nodes = [
+        node("If", ["longer"], ["cos_cache", "sin_cache"],
+             then_branch=("graph", branch), else_branch=("graph", branch)),
+        _gqa(),
+    ]  # fmt: skip
+    found = sinpe.onnx.find_caches(onnx_file.read(_inline_model(tmp_path / "c", nodes, LLAMA)))
+    assert [c.held for c in found] == ["branch"] and found[0].cos.name == "bc"
+    for gqa in (
+        node("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "sl", "t", "c", "s"], ["o"],
+             domain="com.microsoft", do_rotary=0),
+        node("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "sl", "t", "c", ""], ["o"],
+             domain="com.microsoft", do_rotary=1),
+        node("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "sl", "t", "c"], ["o"],
+             domain="com.microsoft", do_rotary=1),
+    ):  # fmt: skip
+        path = _inline_model(tmp_path / "d", [_constant("c", cos), _constant("s", sin), gqa], LLAMA)
+        assert sinpe.onnx.find_caches(onnx_file.read(path)) == []
+        with pytest.raises(ValueError, match="no RoPE found .no cos/sin cache fed to a rotary op"):
+            sinpe.check_onnx(path)
+
+
+@pytest.mark.parametrize("chain, found", [(8, True), (9, False)])
+def test_a_cache_is_followed_through_at_most_eight_casts(tmp_path, chain, found):
+    """The walk back from a rotary op's input stops after 8 Cast/Identity nodes (a graph
+    can loop only through a malformed file, but the walk is bounded all the same)."""
+    cos, sin = _exact(LLAMA, 4)
+    nodes = [_constant("c0", cos), _constant("sin_cache", sin)]
+    nodes += [node("Identity", [f"c{i}"], [f"c{i + 1}"]) for i in range(chain - 1)]
+    nodes += [node("Identity", [f"c{chain - 1}"], ["cos_cache"]), _gqa()]
+    caches = sinpe.onnx.find_caches(onnx_file.read(_inline_model(tmp_path, nodes, LLAMA)))
+    assert [c.cos.name for c in caches] == (["c0"] if found else [])
+
+
+def test_a_cache_in_pairs_where_the_attention_rotates_halves_is_a_mismatch(tmp_path):
+    """The exact table, fed to GroupQueryAttention with rotary_interleaved=1, for a config
+    whose attention rotates halves: a mismatch naming the rotation alone (the values are
+    right); the report's fields say the model, its part and no genai_config.json."""
+    cos, sin = _exact(LLAMA, 256)
+    initializers = [_external("cos_cache", cos, 0), _external("sin_cache", sin, cos.nbytes)]
+    nodes = [_gqa(interleaved=1)]
+    path = _save(tmp_path, graph(nodes, initializers, ["input_ids"]), LLAMA, {"c": cos, "s": sin})
+    report = sinpe.check_onnx(path)
+    assert report.verdict == "mismatch"
+    assert report.reasons == ("rotates pairs where the model's attention rotates halves",)
+    assert (report.path, report.notes, report.context_length) == (str(path), (), None)
+    (part,) = report.parts
+    assert (part.name, part.layer_type, part.rows, part.dtype) == (
+        "cos_cache",
+        None,
+        256,
+        "float32",
+    )
+    (tmp_path / "genai_config.json").write_text(json.dumps({"model": {"context_length": 2048}}))
+    assert sinpe.check_onnx(path).context_length == 2048
+
+
+def test_a_cache_narrower_than_the_rotary_width_is_a_mismatch_on_its_width(tmp_path):
+    cos, sin = (np.ascontiguousarray(t[:, :16]) for t in _exact(LLAMA, 64))
+    report = sinpe.check_onnx(_builder_model(tmp_path, LLAMA, cos, sin))
+    assert report.verdict == "mismatch"
+    assert report.reasons == ("rotary width 32 where the config gives 64",)
+
+
+GEMMA = {
+    "model_type": "gemma3_text",
+    "head_dim": 32,
+    "max_position_embeddings": 4096,
+    "rope_theta": 1e6,
+    "rope_local_base_freq": 1e4,
+    "num_hidden_layers": 2,
+    "layer_types": ["sliding_attention", "full_attention"],
+}
+
+
+@pytest.mark.parametrize("swapped", [False, True])
+def test_each_cache_is_judged_by_the_layer_type_of_the_layers_using_it(tmp_path, swapped):
+    """Gemma 3's two caches (sliding layers: base 10,000; full layers: 1,000,000), each fed
+    to its layers (and the local one also to a node no layer index names, which is left
+    out): each part carries the layer type that judged it; the caches swapped, each is a
+    mismatch on its base."""
+    spec = sinpe.rope_config(GEMMA)
+    local = spec.layer("sliding_attention").rope(64, layout="compact", dtype="float32")
+    full = spec.layer("full_attention").rope(64, layout="compact", dtype="float32")
+    if swapped:
+        local, full = full, local
+    nodes = [_constant(n, t) for n, t in zip(["lc", "ls", "gc", "gs"], [*local, *full])]
+    nodes += [_gqa("lc", "ls", layer="x"), _gqa("lc", "ls", layer=0), _gqa("gc", "gs", layer=1)]
+    report = sinpe.check_onnx(_inline_model(tmp_path, nodes, GEMMA))
+    got = [(p.name, p.layer_type, p.judgment.verdict) for p in report.parts]
+    if not swapped:
+        assert got == [("lc", "sliding_attention", "match"), ("gc", "full_attention", "match")]
+        return
+    assert [verdict for *_, verdict in got] == ["mismatch", "mismatch"]
+    assert report.reasons == (
+        "base 1000000.0 where the config gives 10000.0",
+        "base 10000.0 where the config gives 1000000.0",
+    )
+
+
+def test_caches_that_are_not_two_equal_float_tables_are_refused(tmp_path):
+    """A cos and a sin of different shapes, a cache of integers, a cache of a type ONNX
+    numbers but sinpe does not know: one line each, exit 2, naming the tensor."""
+    cos, sin = _exact(LLAMA, 8)
+    cases = {
+        "are not two equal (rows, rotary/2) tables": [cos, sin[:, :16]],
+        "the cache 'cos_cache' holds int64, not floats": [cos.astype(np.int64), sin],
+    }
+    for words, (c, s) in cases.items():
+        kind = 7 if c.dtype == np.int64 else FLOAT
+        initializers = [tensor("cos_cache", c, data_type=kind), tensor("sin_cache", s)]
+        path = _inline_model(tmp_path / str(len(words)), [_gqa()], LLAMA, initializers)
+        result = run("check", path)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert words in result.stderr
+    odd = [tensor("cos_cache", cos, data_type=8, dims=cos.shape), tensor("sin_cache", sin)]
+    with pytest.raises(ValueError, match="the cache 'cos_cache' holds type 8, not floats"):
+        sinpe.check_onnx(_inline_model(tmp_path / "odd", [_gqa()], LLAMA, odd))
+
+
 # --------------------------------------------------------------------------- --fix
 
 
