@@ -266,6 +266,52 @@ def test_a_layer_gets_the_verdict_of_the_core():
     )
 
 
+def test_a_cache_whose_rows_are_not_the_rotary_dim_wide_is_a_mismatch_saying_both():
+    """A layer whose rotary_dim is the config's but whose cache rows are 48 wide: a mismatch
+    naming the row's width (the rotary dim the cache holds) and the config's; the line says
+    the cache, its rows and dtype, and the JSON the cache's dtype (no table was judged)."""
+    torch = pytest.importorskip("torch")
+    from sinpe.vllm import audit_layer
+
+    spec = _spec()
+    exact = torch.from_numpy(spec.rope_cache(64, dtype=np.float32))
+    (report,) = audit_layer(RotaryEmbedding(exact[:, :48].contiguous()), spec, ["l"])
+    assert report.verdict == "mismatch"
+    assert report.reason == "the cache's width 48 does not fit the config's rotary dim 64"
+    assert report.line() == (
+        "l RotaryEmbedding cos_sin_cache 64x64 float32: does not match this config: "
+        "the cache's width 48 does not fit the config's rotary dim 64"
+    )
+    data = report.as_json()
+    assert (data["cache"], data["rows"], data["dtype"], data["rotary_dim"]) == (
+        "cos_sin_cache", 64, "float32", 64
+    )  # fmt: skip
+    assert [(r["code"], r["engine"], r["config"]) for r in data["reasons"]] == [
+        ("cache_width", 48, 64)
+    ]
+
+
+def test_exact_mode_fills_a_long_cache_block_by_block():
+    """fill_exact makes the rows in blocks of 2^20 values (8,192 rows of 128 here): vLLM's
+    float32 cache of 20,000 rows (a drift) ends as sinpe's table, every row of the three
+    blocks, in the cache's dtype."""
+    torch = pytest.importorskip("torch")
+    from sinpe.vllm import audit_layer
+    from sinpe.vllm._audit import fill_exact
+
+    config = {"model_type": "llama", "head_dim": 128, "max_position_embeddings": 20000}
+    spec = sinpe.rope_config(config | {"rope_theta": 10000.0})
+    inv_freq = 1.0 / 10000.0 ** (torch.arange(0, 128, 2, dtype=torch.float) / 128)
+    angles = torch.outer(torch.arange(20000, dtype=torch.float), inv_freq)
+    layer = RotaryEmbedding(torch.cat((angles.cos(), angles.sin()), -1), 128, 128)
+    (report,) = audit_layer(layer, spec, ["l"])
+    assert report.verdict == "drift"
+    assert fill_exact(layer, spec, report).outcome == "replaced"
+    assert torch.equal(
+        layer.cos_sin_cache, torch.from_numpy(spec.rope_cache(20000, dtype="float32"))
+    )
+
+
 def test_a_scaled_cache_names_the_attention_factor():
     torch = pytest.importorskip("torch")
     from sinpe.vllm import audit_layer

@@ -421,8 +421,12 @@ def layer_line(names, what, judgment: Verdict, notes=(), outcome: str = "") -> s
 
 def layer_json(names, cls: str, judgment: Verdict, held: dict, after: dict | None = None):
     """An engine layer's report as strict JSON: the layers it covers, its class, what the
-    engine ``held`` (its width, ...), the verdict's fields, then ``after`` (notes, ...)."""
-    return strict({"names": list(names), "cls": cls, **held, **judgment.as_json(), **(after or {})})
+    engine ``held`` (its width, ...), the verdict's fields, then ``after`` (notes, ...). A
+    field both give is the verdict's where it has one (a table's dtype), else what was held
+    (a cache's dtype where no table was judged)."""
+    verdict = judgment.as_json()
+    kept = {key: value for key, value in verdict.items() if value is not None or key not in held}
+    return strict({"names": list(names), "cls": cls, **held, **kept, **(after or {})})
 
 
 # --------------------------------------------------------------------------- strict JSON

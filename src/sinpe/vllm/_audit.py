@@ -194,8 +194,9 @@ def _judge_part(layer, spec, tensor, part: tuple, top: int | None):
 
 
 def mismatch_width(tensor, spec) -> Verdict:
-    """A cache whose [cos | sin] width is not twice the config's half width."""
-    width = int(tensor.shape[-1]) // 2 if tensor.ndim else 0
+    """A cache whose [cos | sin] rows are not the config's rotary dim wide (the width said is
+    the row's: the rotary dim the cache holds)."""
+    width = int(tensor.shape[-1]) if tensor.ndim else 0
     return mismatch([finding("cache_width", engine=width, config=spec.head_dim)])
 
 
