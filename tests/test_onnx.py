@@ -423,6 +423,43 @@ def test_each_cache_is_judged_by_the_layer_type_of_the_layers_using_it(tmp_path,
     )
 
 
+def test_the_models_verdict_is_its_worst_part_and_its_json_says_every_field(tmp_path):
+    """Gemma 3's sliding cache exact and its full one in float32 angles: the model drifts,
+    by the drifting part's error; both drifting, by the larger. `sinpe check --json`: the
+    file, genai's context length, the verdict's fields, notes, and each part's name, layer
+    type, rows, dtype, verdict and notes."""
+    spec = sinpe.rope_config(GEMMA)
+    local = spec.layer("sliding_attention").rope(2048, layout="compact", dtype="float32")
+    drifting = {
+        name: _float32_tables({**LLAMA, "head_dim": 32, "rope_theta": base}, 2048)
+        for name, base in (("local", 1e4), ("full", 1e6))
+    }
+    for sliding in (local, drifting["local"]):
+        nodes = [
+            _constant(n, t) for n, t in zip(["lc", "ls", "gc", "gs"], [*sliding, *drifting["full"]])
+        ]
+        nodes += [_gqa("lc", "ls", layer=0), _gqa("gc", "gs", layer=1)]
+        path = _inline_model(tmp_path, nodes, GEMMA)
+        report = sinpe.check_onnx(path)
+        verdicts = [p.judgment.verdict for p in report.parts]
+        assert report.verdict == "drift" and "drift" in verdicts, verdicts
+        assert report.largest == max(p.judgment.largest for p in report.parts)
+    (tmp_path / "genai_config.json").write_text(json.dumps({"model": {"context_length": 2048}}))
+    result = run("check", path, "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert (data["file"], data["context_length"], data["verdict"], data["notes"]) == (
+        str(path), 2048, "drift", []
+    )  # fmt: skip
+    assert [
+        (p["name"], p["layer_type"], p["rows"], p["dtype"], p["verdict"]) for p in data["parts"]
+    ] == [
+        ("lc", "sliding_attention", 2048, "float32", "drift"),
+        ("gc", "full_attention", 2048, "float32", "drift"),
+    ]
+    assert all(isinstance(p["notes"], list) for p in data["parts"])
+
+
 def test_caches_that_are_not_two_equal_float_tables_are_refused(tmp_path):
     """A cos and a sin of different shapes, a cache of integers, a cache of a type ONNX
     numbers but sinpe does not know: one line each, exit 2, naming the tensor."""
