@@ -312,6 +312,68 @@ def test_exact_mode_fills_a_long_cache_block_by_block():
     )
 
 
+class DynamicNTKScalingRotaryEmbedding(_Layer):
+    pass
+
+
+class Phi3LongRoPEScaledRotaryEmbedding:
+    """vLLM's Phi-3 LongRoPE layer: the short factors' rows, then the long ones'."""
+
+    def __init__(self, spec, short, long, use_long_rope=None):
+        torch = pytest.importorskip("torch")
+        self.long_short_cos_sin_cache = torch.from_numpy(np.concatenate([short, long]))
+        self.rotary_dim = self.head_size = spec.head_dim
+        self.base, self.is_neox_style = 10000.0, True
+        self.original_max_position_embeddings = len(short)
+        if use_long_rope is not None:
+            self.use_long_rope = use_long_rope
+
+
+def test_each_engines_notes_on_dynamic_and_longrope_caches():
+    """What a static dynamic-NTK cache and LongRoPE's two sets of rows mean in each engine:
+    vLLM builds the dynamic cache once at its largest length; it uses one set of LongRoPE
+    factors for every sequence (use_long_rope: the long ones); SGLang switches a whole batch
+    past the original length."""
+    torch = pytest.importorskip("torch")
+    from rope_cases import phi3_longrope
+
+    from sinpe.vllm import audit_layer
+
+    llama = {"model_type": "llama", "head_dim": 64, "max_position_embeddings": 4096}
+    spec = sinpe.rope_config(llama | {"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}})
+    cache = torch.from_numpy(spec.rope_cache(8192, dtype=np.float32))
+    (report,) = audit_layer(DynamicNTKScalingRotaryEmbedding(cache), spec, ["l"])
+    assert report.verdict == "match" and report.notes == (
+        "vLLM's cache is static, built at its largest length; transformers' dynamic base "
+        "follows the current length (the two agree only for sequences that long)",
+    )
+    spec = sinpe.rope_config(phi3_longrope(128, 2, 8192, 1024))
+    rows = [spec.rope_cache(n, dtype=np.float32) for n in (1024, 8192)]
+    policy = "vLLM uses its {} factors for every sequence (max_model_len against the original "
+    policy += "length), transformers switches per sequence at the original length"
+    for use_long_rope, uses in [(None, "short"), (False, "short"), (True, "long")]:
+        layer = Phi3LongRoPEScaledRotaryEmbedding(spec, *rows, use_long_rope)
+        reports = audit_layer(layer, spec, ["l"])
+        assert [(r.cache, r.verdict) for r in reports] == [
+            ("long_short_cos_sin_cache[0:1024]", "match"),
+            ("long_short_cos_sin_cache[1024:9216]", "match"),
+        ]
+        assert [r.notes for r in reports] == [
+            (f"the {which} factors' rows; " + policy.format(uses),) for which in ("short", "long")
+        ]
+    reports = audit_layer(
+        Phi3LongRoPEScaledRotaryEmbedding(spec, *rows), spec, ["l"], engine="SGLang"
+    )
+    assert [r.notes for r in reports] == [
+        (
+            f"the {which} factors' rows; SGLang switches a whole batch to its long factors once "
+            "any of its positions exceeds 1,024 (transformers: each sequence once it is longer "
+            "than 1,024, one position earlier)",
+        )
+        for which in ("short", "long")
+    ]
+
+
 def test_a_scaled_cache_names_the_attention_factor():
     torch = pytest.importorskip("torch")
     from sinpe.vllm import audit_layer
