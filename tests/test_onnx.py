@@ -22,6 +22,7 @@ from rope_cases import phi3_longrope
 import sinpe
 import sinpe.onnx
 from sinpe._check import onnx_file
+from sinpe._check.judge import sample
 
 LLAMA = {"model_type": "llama", "head_dim": 64, "max_position_embeddings": 4096, "rope_theta": 5e5}
 YARN = {
@@ -223,7 +224,17 @@ def test_a_half_cache_rounded_twice_is_said_and_fixed(tmp_path, data_type, name)
     path = _builder_model(tmp_path / "m", LLAMA, cos, sin, data_type)
     report = sinpe.check_onnx(path)
     assert report.verdict in ("match", "drift")
-    assert any(n.startswith("rounded twice:") and name in n for n in report.parts[0].notes)
+    positions = sample(4096)  # the rows the check samples; sinpe's tables correctly rounded
+    exact = sinpe.rope_config(LLAMA).rope_at(positions, layout="compact", dtype=name)
+    read = [c[positions] for c in (cos, sin)]
+    if data_type == BFLOAT16:
+        read = [(r.astype(np.uint32) << 16).view(np.float32) for r in read]
+    differ = sum(int((r != e).sum()) for r, e in zip(read, exact))
+    assert report.parts[0].notes == (
+        f"rounded twice: {differ} of {2 * positions.size * 32} sampled entries are not the "
+        f"exact value rounded once to {name} (a float32 table rounded again)",
+    )
+    assert differ > 0
     fixed = sinpe.onnx.fix(path, tmp_path / "fixed")
     again = sinpe.check_onnx(fixed)
     assert again.verdict == "match" and again.parts[0].notes == ()
@@ -267,6 +278,33 @@ def test_a_traced_inv_freq_is_judged_as_parameters(tmp_path):
     wrong = sinpe.check_onnx(_traced(tmp_path, LLAMA, other.frequencies()[0]))
     assert wrong.verdict == "mismatch"
     assert wrong.reasons == ("base 1e+06 where the config gives 500000.0",)
+
+
+@pytest.mark.parametrize("between, found", [(0, True), (5, True), (6, False)])
+def test_an_inv_freq_counts_only_where_it_reaches_a_matmul(tmp_path, between, found):
+    """A traced inv_freq is one only where it reaches a MatMul within 6 nodes (Expand, then
+    ``between`` Identity nodes); the part it makes says its name, no layer type, no rows,
+    float32. A constant of the same size that never reaches one is no RoPE."""
+    spec = sinpe.rope_config(LLAMA)
+    inv_freq = spec.frequencies()[0]
+    nodes = [
+        node("Constant", [], ["inv_freq"], value=("tensor", tensor("", inv_freq[None, :, None]))),
+        node("Expand", ["inv_freq", "shape"], ["e0"]),
+    ]
+    nodes += [node("Identity", [f"e{i}"], [f"e{i + 1}"]) for i in range(between)]
+    nodes += [node("MatMul", [f"e{between}", "position_ids"], ["angles"])]
+    path = _save(tmp_path, graph(nodes, [], ["input_ids", "position_ids"]), LLAMA)
+    if not found:
+        with pytest.raises(ValueError, match="no RoPE found"):
+            sinpe.check_onnx(path)
+        return
+    (part,) = sinpe.check_onnx(path).parts
+    assert (part.name, part.layer_type, part.rows, part.dtype) == ("inv_freq", None, 0, "float32")
+    assert part.judgment.verdict == "match"
+    nodes[-1] = node("Add", [f"e{between}", "position_ids"], ["angles"])
+    path = _save(tmp_path, graph(nodes, [], ["input_ids", "position_ids"]), LLAMA)
+    with pytest.raises(ValueError, match="no RoPE found"):
+        sinpe.check_onnx(path)
 
 
 def test_a_model_without_config_json_asks_for_it(tmp_path):
