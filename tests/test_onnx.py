@@ -369,9 +369,20 @@ def test_find_caches_reads_each_way_a_cache_is_held(tmp_path):
     ]  # fmt: skip
     found = sinpe.onnx.find_caches(onnx_file.read(_inline_model(tmp_path / "c", nodes, LLAMA)))
     assert [c.held for c in found] == ["branch"] and found[0].cos.name == "bc"
+    plain = node("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "sl", "t", "c", "s"], ["o"],
+                 domain="com.microsoft", do_rotary=0)  # fmt: skip
+    nodes = [_constant("c", cos), _constant("s", sin), plain, _gqa("c", "s")]
+    found = sinpe.onnx.find_caches(onnx_file.read(_inline_model(tmp_path / "e", nodes, LLAMA)))
+    assert [c.users for c in found] == [("/model/layers.0/attn/GroupQueryAttention",)]
+    short = graph([_constant("bc", cos)]) + field(12, 2, text(1, "bc"))  # one output of two
+    nodes = [
+        node("If", ["longer"], ["cos_cache", "sin_cache"],
+             then_branch=("graph", short), else_branch=("graph", short)),
+        _gqa(),
+    ]  # fmt: skip
+    assert sinpe.onnx.find_caches(onnx_file.read(_inline_model(tmp_path / "f", nodes, LLAMA))) == []
     for gqa in (
-        node("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "sl", "t", "c", "s"], ["o"],
-             domain="com.microsoft", do_rotary=0),
+        plain,
         node("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "sl", "t", "c", ""], ["o"],
              domain="com.microsoft", do_rotary=1),
         node("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "sl", "t", "c"], ["o"],
@@ -423,6 +434,10 @@ def test_a_cache_narrower_than_the_rotary_width_is_a_mismatch_on_its_width(tmp_p
     report = sinpe.check_onnx(_builder_model(tmp_path, LLAMA, cos, sin))
     assert report.verdict == "mismatch"
     assert report.reasons == ("rotary width 32 where the config gives 64",)
+    other = {**LLAMA, "rope_theta": 1e4}  # wrong values too: the width alone is said
+    cos, sin = (np.ascontiguousarray(t[:, :16]) for t in _exact(other, 64))
+    report = sinpe.check_onnx(_builder_model(tmp_path / "b", LLAMA, cos, sin))
+    assert report.reasons == ("rotary width 32 where the config gives 64",)
 
 
 GEMMA = {
@@ -459,6 +474,25 @@ def test_each_cache_is_judged_by_the_layer_type_of_the_layers_using_it(tmp_path,
         "base 1000000.0 where the config gives 10000.0",
         "base 10000.0 where the config gives 1000000.0",
     )
+
+
+def test_a_cache_of_nan_or_of_another_base_is_said_so_and_only_so(tmp_path):
+    """A cache with a NaN is a mismatch saying that alone (no explanation fitted to it); a
+    float16 cache of another base is a mismatch on its base, with no note on its rounding;
+    a cache with no rows is refused, naming it; one row is judged."""
+    cos, sin = _exact(LLAMA, 64)
+    cos[7, 3] = np.nan
+    report = sinpe.check_onnx(_builder_model(tmp_path / "nan", LLAMA, cos, sin))
+    assert [f.code for f in report.judgment.findings] == ["not_a_number"], report.reasons
+    cos, sin = (t.astype(np.float16) for t in _exact({**LLAMA, "rope_theta": 1e4}, 64))
+    report = sinpe.check_onnx(_builder_model(tmp_path / "base", LLAMA, cos, sin, FLOAT16))
+    assert report.verdict == "mismatch" and report.reasons[0].startswith("base 1000")
+    assert report.parts[0].notes == ()  # fitted from float16 values: about 10,000
+    cos, sin = _exact(LLAMA, 1)
+    assert sinpe.check_onnx(_builder_model(tmp_path / "one", LLAMA, cos, sin)).verdict == "match"
+    empty = np.zeros((0, 32), np.float32)
+    with pytest.raises(ValueError, match="cos_cache's rows 0 is outside 1 .. "):
+        sinpe.check_onnx(_builder_model(tmp_path / "none", LLAMA, empty, empty))
 
 
 def test_the_models_verdict_is_its_worst_part_and_its_json_says_every_field(tmp_path):
