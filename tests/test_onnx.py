@@ -434,6 +434,7 @@ def test_a_cache_narrower_than_the_rotary_width_is_a_mismatch_on_its_width(tmp_p
     report = sinpe.check_onnx(_builder_model(tmp_path, LLAMA, cos, sin))
     assert report.verdict == "mismatch"
     assert report.reasons == ("rotary width 32 where the config gives 64",)
+    assert report.as_dict()["parts"][0]["dtype"] == "float32"  # no table judged: the cache's
     other = {**LLAMA, "rope_theta": 1e4}  # wrong values too: the width alone is said
     cos, sin = (np.ascontiguousarray(t[:, :16]) for t in _exact(other, 64))
     report = sinpe.check_onnx(_builder_model(tmp_path / "b", LLAMA, cos, sin))

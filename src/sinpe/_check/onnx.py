@@ -119,8 +119,8 @@ class OnnxReport(_OnnxReportFields, Judged):
                         "name": p.name,
                         "layer_type": p.layer_type,
                         "rows": p.rows,
-                        "dtype": p.dtype,
                         **p.judgment.as_json(),
+                        "dtype": p.dtype,  # the cache's, also where no table was judged
                         "notes": list(p.notes),
                     }
                     for p in self.parts
