@@ -338,15 +338,19 @@ def test_each_engines_notes_on_dynamic_and_longrope_caches():
     from rope_cases import phi3_longrope
 
     from sinpe.vllm import audit_layer
+    from sinpe.vllm._audit import fill_exact
 
     llama = {"model_type": "llama", "head_dim": 64, "max_position_embeddings": 4096}
     spec = sinpe.rope_config(llama | {"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}})
     cache = torch.from_numpy(spec.rope_cache(8192, dtype=np.float32))
-    (report,) = audit_layer(DynamicNTKScalingRotaryEmbedding(cache), spec, ["l"])
+    layer = DynamicNTKScalingRotaryEmbedding(cache.clone())
+    (report,) = audit_layer(layer, spec, ["l"])
     assert report.verdict == "match" and report.notes == (
         "vLLM's cache is static, built at its largest length; transformers' dynamic base "
         "follows the current length (the two agree only for sequences that long)",
     )
+    assert fill_exact(layer, spec, report).replaced  # at the cache's own length, 8192
+    assert torch.equal(layer.cos_sin_cache, cache)
     spec = sinpe.rope_config(phi3_longrope(128, 2, 8192, 1024))
     rows = [spec.rope_cache(n, dtype=np.float32) for n in (1024, 8192)]
     policy = "vLLM uses its {} factors for every sequence (max_model_len against the original "
