@@ -1073,3 +1073,27 @@ def test_a_pair_the_config_leaves_unrotated_may_turn_below_float32_rounding():
     assert core.judge_parameters(spec, held._replace(inv_freq=w), 131072) == ([], 0.0)
     found, _ = core.judge_parameters(spec, held._replace(inv_freq=np.where(w == w[0], 0.0, w)), 1)
     assert [f.code for f in found] == ["not_a_number"] and "pair 0 is 0.0" in found[0].text
+
+
+def test_the_frequencies_explanation_at_its_edges():
+    """(``explain_frequencies``, from the core's mutation run at 83b6547: a fitted base is
+    compared at the fit's tolerance, so a base of many digits fitted to five is not "another
+    base"; a base the engine states is the one said; two pairs are enough to fit a base;
+    pairs that do not fall give no base; a pair held at 0 beside it, where the config has 0
+    too, warns nothing.)"""
+    odd = {**LLAMA3, "rope_theta": 123456.7}
+    plain = sinpe.rope_config({**PLAIN, "rope_theta": 123456.7}).frequencies(None)[0]
+    found, _, _ = _explained(odd, inv_freq=plain.astype(np.float32), fitted=True)
+    assert found == [("scaling_not_applied", "Llama-3 scaling not applied")], found
+    found, _, _ = _explained(PLAIN, inv_freq=np.array([0.5]), base=20000.0)
+    assert found[0] == ("base", "base 20000.0 where the config gives 10000.0"), found
+    two = {**PLAIN, "head_dim": 4}
+    wide = sinpe.rope_config({**two, "rope_theta": 20000.0}).frequencies(None)[0]
+    found, _, _ = _explained(two, inv_freq=wide)
+    assert found == [("base", "base 20000.0 where the config gives 10000.0")], found
+    found, _, _ = _explained(PLAIN, inv_freq=np.full(32, 0.5))
+    assert [code for code, _ in found] == ["frequencies"], found
+    spec = sinpe.rope_config(CONFIGS_DIR / "gemma-4-e2b-it.json").layer("full_attention")
+    w, _ = spec.frequencies()
+    found, _ = core.judge_parameters(spec, core.Held(inv_freq=w / 2), 131072)  # warns nothing
+    assert [f.text for f in found] == ["every frequency divided by 2.0"], found

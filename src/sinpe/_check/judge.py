@@ -410,10 +410,9 @@ def explain_frequencies(spec, held: Held, inv_freq, largest: float) -> list:
     if base is not None and spec.base is not None and relative(base, spec.base) > tolerance:
         found.append(finding("base", engine=number(base), config=number(spec.base)))
     record = ROPE_TYPES[spec.scaling["rope_type"]]
-    if base is not None and base > 1:
-        plain = base ** (-np.arange(0, width, 2) / width)
-        with np.errstate(divide="ignore"):  # a pair held at 0: an infinite ratio, no fit
-            ratio = plain / got
+    held_at = got != 0  # a pair held at 0 (unrotated, as Gemma 4's) tells no factor
+    if base is not None and base > 1 and held_at.any():
+        ratio = (base ** (-np.arange(0, width, 2) / width))[held_at] / got[held_at]
         if relative(ratio, np.ones_like(ratio)) <= tolerance and not record.plain:
             found.append(finding("scaling_not_applied", title=title(spec)))
             return found
