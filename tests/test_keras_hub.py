@@ -27,7 +27,10 @@ def _line(config):
     return line
 
 
-def test_llama_3_1_reads_as_its_config_with_float32_angles():
+def test_llama_3_1_reads_as_its_config_with_float32_angles(monkeypatch):
+    """Keras 3 picks TensorFlow (absent here) unless ``KERAS_BACKEND`` says otherwise: the
+    reader runs keras-hub on torch where the user's environment does not set it."""
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
     line = _line(CONFIGS / "llama-3.1-8b.json")
     assert line.version == keras_hub.__version__
     assert line.verdict == "drift" and 1e-4 < line.largest < 2e-2, line.text
@@ -104,3 +107,43 @@ def test_docs_matrix_holds_for_keras_hubs_column():
     assert not disagreements(
         "keras-hub", ["qwen3-8b.yarn-4x", "llama-3.1-8b", "gemma-3-4b-it.transformers-5"]
     )
+
+
+def _twin(tmp_path, name):
+    original = json.loads((CONFIGS / f"{name}.json").read_text())
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(shrink(original)))
+    return folder, original
+
+
+def test_a_text_backbone_is_seen_feeding_each_rotary_layer_its_width(tmp_path):
+    """(``_widths``: one forward pass of 4 tokens records the width each rotary layer is fed,
+    and gives each layer its own method back.)"""
+    from keras_hub.src.layers.modeling.rotary_embedding import RotaryEmbedding
+
+    folder, original = _twin(tmp_path, "llama-3.1-8b")
+    backbone = keras_hub.models.Backbone.from_preset(str(folder), load_weights=False)
+    layers = {
+        id(layer): layer
+        for block in backbone.transformer_layers
+        for layer in block._flatten_layers(include_self=False)
+        if isinstance(layer, RotaryEmbedding)
+    }
+    assert len(layers) == len(backbone.transformer_layers)
+    widths = reader._widths(backbone, list(layers.values()))
+    assert widths == {key: 128 for key in layers}  # Llama-3.1's head
+    assert not any("_compute_cos_sin_embedding" in vars(layer) for layer in layers.values())
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # keras's own __array__, numpy 2
+def test_layers_of_two_kinds_are_judged_apart_each_naming_its_layers(tmp_path):
+    """(``read``: the rotary layers grouped by their settings, width and the spec of the layer
+    they serve, each group named by its first layer and counted.)"""
+    folder, original = _twin(tmp_path, "gemma-3-4b-it.transformers-5")
+    layers, notes, how = reader.read(folder, original, 4096)
+    assert [(what, judged.verdict) for what, judged in layers] == [
+        ("RotaryEmbedding x256 (transformer_layers[0]: 5 layers)", "drift"),  # sliding
+        ("RotaryEmbedding x256 (transformer_layers[5]: 1 layers)", "drift"),  # full, linear x8
+    ]
+    assert notes == () and how is None

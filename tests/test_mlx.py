@@ -5,6 +5,7 @@ where they are absent)."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +61,11 @@ def test_a_transformers_5_folder_misread_by_mlx_lm_is_not_this_config(folders):
         "model.layers.0.self_attn.rope (+1 more) RoPE halves x64: does not match this config: "
         "base 10000.0 where the config gives 500000.0; Llama-3 scaling not applied"
     ) in result.stdout
-    assert json.loads(run("check", folder, "--json").stdout)["layers"][0]["verdict"] == "mismatch"
+    layer = json.loads(run("check", folder, "--json").stdout)["layers"][0]
+    assert layer == report.as_json()
+    names = [f"model.layers.{i}.self_attn.rope" for i in range(2)]
+    assert layer["names"] == names and layer["cls"] == "RoPE" and layer["verdict"] == "mismatch"
+    assert layer["rotary_dim"] == 64 and layer["rotation"] == "halves"
     (left,) = smlx.patch(_load(folder), folder / "config.json")
     assert not left.replaced and left.reason == report.reason
 
@@ -223,6 +228,38 @@ def test_a_model_folder_is_checked_without_reading_its_weights(tmp_path):
     reports = smlx.check_folder(tmp_path)
     used = mx.get_peak_memory() - before
     assert reports and used < weights / 20, (used, weights)
+
+
+def test_deepseek_s_softmax_scale_is_judged_from_its_attention_module(folders):
+    """mlx_lm's DeepSeek attention keeps ``scale`` (``q_head_dim ** -0.5`` times YaRN's
+    ``mscale_all_dim`` squared) beside its RoPE module: judged with it, so a scale without
+    the mscale is a mismatch saying so, whatever the module's table."""
+    folder = folders["deepseek-v3-legacy"]
+    model = _load(folder)
+    for _, attention, _, _ in smlx._probe.find_ropes(model):
+        assert attention.scale == pytest.approx(attention.q_head_dim**-0.5 * 1.87385, rel=1e-5)
+        attention.scale = attention.q_head_dim**-0.5
+    (report,) = smlx.check(model, folder / "config.json")
+    assert report.verdict == "mismatch" and report.reason == (
+        "softmax scale x1.0 where the config gives x1.87385 (yarn mscale_all_dim)"
+    )
+    assert report.largest < 0.05  # its table still drifts only
+    for _, attention, _, _ in smlx._probe.find_ropes(model):
+        attention.q_head_dim = 0  # a width that tells nothing: the scale is not judged
+    (report,) = smlx.check(model, folder / "config.json")
+    assert report.verdict == "drift", report.line()
+
+
+def test_check_folder_takes_the_config_it_is_given_and_names_mlx_lm_where_absent(
+    folders, monkeypatch
+):
+    folder = folders["llama-3.1-legacy"]
+    other = {**json.loads((folder / "config.json").read_text()), "rope_theta": 10000.0}
+    (report,) = smlx.check_folder(folder, other)
+    assert report.verdict == "mismatch" and report.reason.startswith("base 500000.0"), report
+    monkeypatch.setitem(sys.modules, "mlx_lm.utils", None)
+    with pytest.raises(ImportError, match=r"mlx-lm, which loads model folders: pip install"):
+        smlx.check_folder(folder)
 
 
 def test_exact_rope_holds_a_bounded_table_and_says_its_size():
