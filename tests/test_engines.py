@@ -687,6 +687,22 @@ def test_a_model_without_config_json_is_judged_by_hf_config_and_says_so(tmp_path
     assert "config: vLLM's hf_config (no config.json found)" in report.notes
 
 
+def test_an_sglang_model_without_config_json_is_judged_by_hf_config_and_says_so(tmp_path):
+    """SGLang's runner as vLLM's: no config.json in its model path, so SGLang's hf_config is
+    the config, said in every report; audit only (no cache changed) unless asked."""
+    pytest.importorskip("torch")
+    from sinpe.sglang import _plugin
+
+    runner, rotary = _sglang_runner(tmp_path, _float32_angles(4096))
+    (tmp_path / "model" / "config.json").unlink()
+    runner.model_config.hf_config = types.SimpleNamespace(to_dict=lambda: _spec_config())
+    before = rotary.cos_sin_cache.clone()
+    (report,) = _plugin.audit_runner(runner)
+    assert report.verdict == "drift" and not report.replaced, report.line()
+    assert "config: SGLang's hf_config (no config.json found)" in report.notes, report.notes
+    assert rotary.cos_sin_cache.equal(before)
+
+
 def _has(module: str) -> bool:
     import importlib.util
 
