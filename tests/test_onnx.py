@@ -22,7 +22,7 @@ from rope_cases import phi3_longrope
 import sinpe
 import sinpe.onnx
 from sinpe._check import onnx_file
-from sinpe._check.judge import sample
+from sinpe._check.judge import judge_table, sample
 
 LLAMA = {"model_type": "llama", "head_dim": 64, "max_position_embeddings": 4096, "rope_theta": 5e5}
 YARN = {
@@ -240,16 +240,17 @@ def test_a_half_cache_rounded_twice_is_said_and_fixed(tmp_path, data_type, name)
     assert again.verdict == "match" and again.parts[0].notes == ()
 
 
-def _traced(tmp_path, config, inv_freq):
+def _traced(tmp_path, config, inv_freq, initializers=()):
     """optimum's export (TorchScript, transformers 4.57): one inv_freq constant, multiplied
-    with the position ids."""
+    with the position ids (after ``initializers``, the model's weights, where given)."""
     nodes = [
         node("Constant", [], ["inv_freq"], value=("tensor", tensor("", inv_freq[None, :, None]))),
         node("Expand", ["inv_freq", "shape"], ["expanded"]),
         node("MatMul", ["expanded", "position_ids"], ["angles"]),
         node("Cos", ["angles"], ["cos"]),
     ]
-    return _save(tmp_path, graph(nodes, [], ["input_ids", "position_ids"]), config)
+    inputs = ["input_ids", "position_ids"]
+    return _save(tmp_path, graph(nodes, list(initializers), inputs), config)
 
 
 @pytest.mark.parametrize("length, regime", [(1024, "short"), (8192, "long")])
@@ -762,6 +763,161 @@ def test_import_sinpe_and_an_onnx_check_import_neither_onnx_nor_onnxruntime(tmp_
         """
     )
     assert result.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- from the mutation run
+
+
+def test_a_traced_inv_freq_is_found_past_the_weights_and_judged_by_its_scaling(tmp_path):
+    """A traced Llama 3.1 (one set of frequencies at every length) whose graph holds a
+    weight before its inv_freq: the inv_freq is still found, and its exact frequencies
+    match (never "frozen", which only LongRoPE can be). LongRoPE's two traced vectors, short
+    and long, chosen by a Where before the MatMul: both found, both a match."""
+    llama31 = {
+        **LLAMA,
+        "max_position_embeddings": 131072,
+        "rope_scaling": {
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192,
+        },
+    }
+    inv_freq = sinpe.rope_config(llama31).frequencies()[0]
+    weight = tensor("weight", np.ones((4, 4), np.float32))
+    report = sinpe.check_onnx(_traced(tmp_path / "l", llama31, inv_freq, [weight]))
+    assert [(p.name, p.judgment.verdict) for p in report.parts] == [("inv_freq", "match")]
+    spec = sinpe.rope_config(LONGROPE)
+    nodes = [
+        _constant(name, spec.frequencies(length)[0][None, :, None])
+        for name, length in (("short", 1024), ("long", 8192))
+    ]
+    nodes += [
+        node("Where", ["longer", "long", "short"], ["inv_freq"]),
+        node("MatMul", ["inv_freq", "position_ids"], ["angles"]),
+    ]
+    path = _save(tmp_path / "p", graph(nodes, [], ["input_ids", "position_ids"]), LONGROPE)
+    report = sinpe.check_onnx(path)
+    assert [(p.name, p.judgment.verdict) for p in report.parts] == [
+        ("short", "match"),
+        ("long", "match"),
+    ]
+
+
+def test_rotary_inputs_without_a_cache_are_passed_over_and_a_3d_cache_is_refused(tmp_path):
+    """A GroupQueryAttention with an empty sin input before one fed a cache: the cache is
+    still found. A cos from a Constant of one float (value_float, no tensor): no cache, so
+    no RoPE found, said as that. A cos and sin of three dims, (1, 4, 32): refused in one
+    line, exit 2, as not two (rows, rotary/2) tables."""
+    cos, sin = _exact(LLAMA, 4)
+    empty = node("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "sl", "t", "c", ""], ["o"],
+                 domain="com.microsoft", do_rotary=1)  # fmt: skip
+    nodes = [_constant("c", cos), _constant("s", sin), empty, _gqa("c", "s")]
+    found = sinpe.onnx.find_caches(onnx_file.read(_inline_model(tmp_path / "e", nodes, LLAMA)))
+    assert [c.cos.name for c in found] == ["c"]
+    nodes = [node("Constant", [], ["cos_cache"], value_float=1.0), _constant("sin_cache", sin)]
+    path = _inline_model(tmp_path / "f", [*nodes, _gqa()], LLAMA)
+    assert sinpe.onnx.find_caches(onnx_file.read(path)) == []
+    with pytest.raises(ValueError, match="no RoPE found"):
+        sinpe.check_onnx(path)
+    initializers = [tensor("cos_cache", cos[None]), tensor("sin_cache", sin[None])]
+    result = run("check", _inline_model(tmp_path / "3d", [_gqa()], LLAMA, initializers))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "cos 'cos_cache' (1, 4, 32) and sin 'sin_cache' (1, 4, 32) are not two equal" in (
+        result.stderr
+    )
+
+
+def test_a_nan_in_a_cache_of_another_base_is_the_one_reason(tmp_path):
+    """A cache built at another rope_theta with a NaN at cos[7, 3]: a mismatch saying the
+    NaN alone (no base is fitted from values that hold one)."""
+    cos, sin = _exact({**LLAMA, "rope_theta": 1e4}, 64)
+    cos[7, 3] = np.nan
+    report = sinpe.check_onnx(_builder_model(tmp_path, LLAMA, cos, sin))
+    assert report.reasons == (
+        "the entry at position 7, column 3 is nan: not a value a RoPE can use",
+    )
+
+
+def test_a_concatenated_longrope_caches_long_part_is_judged_at_the_trained_length(tmp_path):
+    """The concatenated cache's second part (the trained length's rows) is judged at 8192,
+    by the long factors' bounds: its worst entry is the one the core finds in the same rows
+    at that length."""
+    small, large = _float32_tables(LONGROPE, 1024), _float32_tables(LONGROPE, 8192)
+    cos, sin = (np.concatenate([small[k], large[k]]) for k in (0, 1))
+    long_part = sinpe.check_onnx(_builder_model(tmp_path, LONGROPE, cos, sin)).parts[1]
+    spec = sinpe.rope_config(LONGROPE)
+
+    def read(positions):
+        return large[0][positions], large[1][positions]
+
+    pairs = np.arange(cos.shape[1])
+    table = judge_table(spec._one(), read, sample(8192), pairs, "float32", 8192)
+    assert long_part.name == "cos_cache[1024:9216]" and long_part.judgment.verdict == "drift"
+    assert long_part.judgment.worst == table.verdict.worst
+
+
+def test_a_genai_context_length_of_0_is_refused_naming_it(tmp_path):
+    """genai_config.json's context_length 0 is no model's: refused in one line, exit 2,
+    naming it; 1, the least, is taken."""
+    path = _builder_model(tmp_path, LLAMA, *_exact(LLAMA, 8))
+    genai = tmp_path / "genai_config.json"
+    genai.write_text(json.dumps({"model": {"context_length": 1}}))
+    assert sinpe.check_onnx(path).context_length == 1
+    genai.write_text(json.dumps({"model": {"context_length": 0}}))
+    result = run("check", path)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "genai_config.json's context_length 0 is outside 1 .. " in result.stderr
+
+
+def test_the_models_error_is_its_largest_parts_whatever_the_order(tmp_path):
+    """Gemma 3's two caches both in float32 angles, the full layers' node first: the model's
+    largest error is the larger of the two parts', not the first part's."""
+    nodes = [
+        _constant(n, t)
+        for base, names in ((1e4, ("lc", "ls")), (1e6, ("gc", "gs")))
+        for n, t in zip(names, _float32_tables({**LLAMA, "head_dim": 32, "rope_theta": base}, 2048))
+    ]
+    nodes += [_gqa("gc", "gs", layer=1), _gqa("lc", "ls", layer=0)]
+    report = sinpe.check_onnx(_inline_model(tmp_path, nodes, GEMMA))
+    assert [(p.name, p.judgment.verdict) for p in report.parts] == [
+        ("gc", "drift"),
+        ("lc", "drift"),
+    ]
+    assert report.parts[0].judgment.largest < report.parts[1].judgment.largest
+    assert report.verdict == "drift" and report.largest == report.parts[1].judgment.largest
+
+
+def test_yarn_per_layer_type_in_rope_parameters_gives_reasons_not_a_refusal(tmp_path):
+    """transformers 5's rope_parameters per layer type, YaRN on the full layers, and a full
+    cache of another base without YaRN: a mismatch with its reasons (the unrounded-ramp
+    reading, which needs one mapping to change, is not tried), never a refusal."""
+    yarn = {
+        "rope_type": "yarn",
+        "rope_theta": 1e6,
+        "factor": 4.0,
+        "original_max_position_embeddings": 1024,
+        "beta_fast": 32.0,
+        "beta_slow": 1.0,
+    }
+    config = {key: value for key, value in GEMMA.items() if "rope" not in key}
+    config["rope_parameters"] = {
+        "full_attention": yarn,
+        "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+    }
+    local = sinpe.rope_config(config).layer("sliding_attention")
+    local = local.rope(64, layout="compact", dtype="float32")
+    full = _exact({**LLAMA, "head_dim": 32, "rope_theta": 1e5}, 64)
+    nodes = [_constant(n, t) for n, t in zip(["lc", "ls", "gc", "gs"], [*local, *full])]
+    nodes += [_gqa("lc", "ls", layer=0), _gqa("gc", "gs", layer=1)]
+    report = sinpe.check_onnx(_inline_model(tmp_path, nodes, config))
+    assert [p.judgment.verdict for p in report.parts] == ["match", "mismatch"]
+    assert report.reasons == (
+        "base 100000.0 where the config gives 1000000.0",
+        "YaRN scaling not applied",
+        "YaRN attention factor 1.0 where the config gives 1.13863",
+    )
 
 
 assert math and os and struct  # used by the hostile cases' helpers
