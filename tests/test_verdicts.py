@@ -1097,3 +1097,30 @@ def test_the_frequencies_explanation_at_its_edges():
     w, _ = spec.frequencies()
     found, _ = core.judge_parameters(spec, core.Held(inv_freq=w / 2), 131072)  # warns nothing
     assert [f.text for f in found] == ["every frequency divided by 2.0"], found
+
+
+def test_a_verdicts_json_carries_every_documented_field():
+    """(``Verdict.as_json``: the fields docs/rope.md names, with the verdict's own values,
+    the decades each as ``first``/``last``/``error``; a mismatch's worst entry as
+    ``position``/``error``/``allowed``.)"""
+    drift = _judge(lambda p: _angles(p), 4096)
+    data = drift.as_json()
+    assert set(data) == {"verdict", "verdict_text", "bound", "reasons", "largest_error",
+                         "decades", "worst", "drift", "dtype"}  # fmt: skip
+    assert (data["verdict"], data["verdict_text"], data["drift"]) == (
+        "drift",
+        drift.text,
+        "float32",
+    )
+    assert data["decades"] == [{"first": a, "last": b, "error": e} for a, b, e in drift.decades]
+    assert data["largest_error"] == drift.largest and data["dtype"] == "float32"
+    for name in ("verdict_text", "decades", "largest_error"):
+        assert f"`{name}`" in (Path(__file__).parents[1] / "docs" / "rope.md").read_text()
+
+    def read(positions):
+        cos, sin = _exact(positions)
+        return cos + 1e-6, sin
+
+    off = _judge(read, 4096).as_json()
+    assert off["verdict"] == "mismatch" and off["worst"]["position"] == 0, off
+    assert set(off["worst"]) == {"position", "error", "allowed"}
