@@ -250,6 +250,22 @@ def test_deepseek_s_softmax_scale_is_judged_from_its_attention_module(folders):
     assert report.verdict == "drift", report.line()
 
 
+def test_two_modules_alike_but_their_frequencies_are_judged_apart(folders):
+    """(``_signature``: modules of one class and one layer spec are judged once, as one,
+    only where their attributes and tables are the same.) Layer 1's Llama3RoPE with its
+    frequencies doubled (``_freqs``, an array, not an attribute): two reports, the first
+    drifting, the second a mismatch."""
+    folder = folders["llama-3.1-legacy"]
+    model = _load(folder)
+    rope = model.model.layers[1].self_attn.rope
+    rope._freqs = rope._freqs * 2
+    reports = smlx.check(model, folder / "config.json")
+    assert [(r.names, r.verdict) for r in reports] == [
+        (("model.layers.0.self_attn.rope",), "drift"),
+        (("model.layers.1.self_attn.rope",), "mismatch"),
+    ], [r.line() for r in reports]
+
+
 def test_check_folder_takes_the_config_it_is_given_and_names_mlx_lm_where_absent(
     folders, monkeypatch
 ):
