@@ -15,7 +15,7 @@ import tracemalloc
 import numpy as np
 import pytest
 from command import run
-from gguf_files import CONFIGS, converted, encode, write
+from gguf_files import CONFIGS, CONFIGS_DIR, converted, encode, write
 
 import sinpe
 from sinpe._check import gguf_file, llama_cpp_types
@@ -23,13 +23,14 @@ from sinpe._check.llama_cpp import LLAMA_CPP
 
 
 def _file(tmp_path, name, edit=None, config=None):
-    """The converted ``name`` (with ``edit(kv, tensors)`` applied), and its config's path."""
-    kv, tensors = converted(name)
+    """The converted ``name`` (gguf_files' families, and ``"hunyuan"``: ``_hunyuan``), with
+    ``edit(kv, tensors)`` applied, and its config's path."""
+    kv, tensors = _hunyuan() if name == "hunyuan" else converted(name)
     if edit is not None:
         edit(kv, tensors)
     path = write(tmp_path / f"{name}.gguf", kv, tensors)
     config_path = tmp_path / f"{name}.json"
-    config_path.write_text(json.dumps(config or CONFIGS[name]))
+    config_path.write_text(json.dumps(config or {**CONFIGS, "hunyuan": HUNYUAN}[name]))
     return path, config_path
 
 
@@ -911,3 +912,184 @@ def test_each_scaling_reason_of_a_file_is_said(tmp_path, name, edit, config, n_c
     report = sinpe.check_gguf(*_file(tmp_path, name, edit, config), n_ctx=n_ctx)
     assert report.reasons == reasons
     assert report.verdict == ("mismatch" if reasons else "match")
+
+
+# --------------------------------------------------------------------------- the mutation gaps
+
+
+_PARAMETERS_ONLY = (
+    "a file holds parameters: llama.cpp forms its angles in float32 at run time "
+    "(docs/engines.md), which no file can show"
+)
+
+
+def test_a_config_of_one_layer_type_reads_as_the_file_at_any_context(tmp_path):
+    """A Qwen3 config with its RoPE nested under its one layer type (``rope_parameters``
+    keyed by ``full_attention``) is judged as that type, and reads as the converted file at
+    its trained length and at ``n_ctx=1`` (the smallest context, padded to 256)."""
+    config = {k: v for k, v in CONFIGS["qwen3"].items() if k not in ("rope_scaling", "rope_theta")}
+    config["rope_parameters"] = {
+        "full_attention": {**CONFIGS["qwen3"]["rope_scaling"], "rope_theta": 1e6}
+    }
+    path, config_path = _file(tmp_path, "qwen3", config=config)
+    report = sinpe.check_gguf(path, config_path)
+    assert report.verdict == "match", report.reasons
+    assert [p.layer_type for p in report.parts] == ["full_attention"]
+    assert "llama.cpp rotates 'qwen3' as NEOX (halves), as the config's attention does" in (
+        report.notes
+    )
+    smallest = sinpe.check_gguf(path, config_path, n_ctx=1)
+    assert smallest.verdict == "match", smallest.reasons
+    assert [(p.layer_type, p.context) for p in smallest.parts] == [("full_attention", 256)]
+
+
+def test_a_big_endian_file_says_so_before_its_other_reasons(tmp_path):
+    """A big-endian file whose base is also wrong: the byte order, which stops llama.cpp
+    reading it at all, is the first reason, the base the second."""
+    path, config = _file(tmp_path, "qwen3", _set("qwen3.rope.freq_base", 1e4))
+    swapped = tmp_path / "big.gguf"
+    swapped.write_bytes(_big_endian(path.read_bytes()))
+    assert sinpe.check_gguf(swapped, config).reasons == (
+        "a big-endian file: llama.cpp reads little-endian GGUF only",
+        "base 10000.0 where the config gives 1000000.0",
+    )
+
+
+def test_a_llama3_factor_of_0_in_the_last_pair_is_said(tmp_path):
+    """A Llama-3.1 ``rope_freqs`` with 0 for its last pair (63 of 64): the tensor's value is
+    said as well as the infinite frequency it makes."""
+
+    def zero_last(kv, tensors):
+        tensors["rope_freqs.weight"] = tensors["rope_freqs.weight"].copy()
+        tensors["rope_freqs.weight"][63] = 0.0
+
+    report = sinpe.check_gguf(*_file(tmp_path, "llama31", zero_last))
+    assert report.reasons == (
+        "rope_freqs.weight is 0.0: not a value a RoPE can use",
+        "the inverse frequency of pair 63 is inf: not a value a RoPE can use",
+    )
+
+
+HUNYUAN = json.loads((CONFIGS_DIR / "hunyuan-promptenhancer-7b.json").read_text())
+_HY = "hunyuan-dense"
+
+
+def _hunyuan() -> tuple:
+    """``(kv, tensors)`` as llama.cpp's converter writes HunYuan's NTK alpha
+    (conversion/hunyuan.py, HunYuanModel): ``rope_theta * alpha ** (d / (d - 2))``
+    folded into ``rope.freq_base``, scaling type none, factor 1, a 256K context."""
+    kv = {
+        "general.architecture": _HY,
+        f"{_HY}.context_length": 256 * 1024,
+        f"{_HY}.embedding_length": 4096,
+        f"{_HY}.attention.head_count": 32,
+        f"{_HY}.attention.key_length": 128,
+        f"{_HY}.rope.freq_base": 10000.0 * 1000.0 ** (128 / 126),
+        f"{_HY}.rope.scaling.type": "none",
+        f"{_HY}.rope.scaling.factor": 1.0,
+        f"{_HY}.rope.scaling.original_context_length": 256 * 1024,
+    }
+    return kv, {}
+
+
+def test_hunyuans_base_folded_by_the_converter_is_the_config_s(tmp_path):
+    """HunYuan's NTK alpha, folded into ``rope.freq_base`` (1.11588e7 for rope_theta 1e4):
+    the file reads as the config, the folded base called no wrong base; a stray
+    ``rope_freqs`` tensor is its only reason, and a NaN base is said once, by the
+    frequencies it makes, not also as a base."""
+    report = sinpe.check_gguf(*_file(tmp_path, "hunyuan"))
+    assert report.verdict == "match", report.reasons
+    assert report.parts[0].reading.base == pytest.approx(11158839.9251, rel=1e-7)
+
+    def stray(kv, tensors):
+        tensors["rope_freqs.weight"] = np.full(64, 2.0, np.float32)
+
+    assert sinpe.check_gguf(*_file(tmp_path, "hunyuan", stray)).reasons == (
+        "a rope_freqs.weight tensor where the config has no such scaling",
+    )
+    nan = sinpe.check_gguf(*_file(tmp_path, "hunyuan", _set(f"{_HY}.rope.freq_base", math.nan)))
+    assert nan.reasons == ("the inverse frequency of pair 1 is nan: not a value a RoPE can use",)
+
+
+def test_hunyuans_linear_scaling_is_not_blamed_on_its_folded_base(tmp_path):
+    """A HunYuan file with linear scaling x2 added: the scaling is the reason, and the folded
+    base, which is the config's, is not called wrong."""
+    scaled = {f"{_HY}.rope.scaling.type": "linear", f"{_HY}.rope.scaling.factor": 2.0}
+    report = sinpe.check_gguf(*_file(tmp_path, "hunyuan", lambda kv, tensors: kv.update(scaled)))
+    assert report.verdict == "mismatch"
+    assert report.reasons == ("every frequency divided by 2.0",), report.reasons
+
+
+def test_phimoes_attention_factor_is_the_config_s_at_each_context(tmp_path):
+    """PhiMoE with short_mscale 1.1 and long_mscale 1.243: the part at the original length
+    (4096) is judged against 1.1, the part past it (131072) against 1.243."""
+    config = {**PHIMOE, "rope_scaling": {**PHIMOE["rope_scaling"], "short_mscale": 1.1}}
+    report = sinpe.check_gguf(*_file(tmp_path, "phi3", _phimoe, config))
+    causes = (
+        "(rope.scaling.attn_factor 1.19024; GGUF has no key for the config's short_mscale "
+        "and long_mscale)"
+    )
+    assert [(p.context, p.attention_factor) for p in report.parts] == [(4096, 1.1), (131072, 1.243)]
+    assert [p.reasons[-1] for p in report.parts] == [
+        f"LongRoPE attention factor 1.19024 where the config gives {want} {causes}"
+        for want in ("1.1", "1.243")
+    ]
+
+
+@pytest.mark.parametrize(
+    "name, edit, reason",
+    [
+        (
+            "phi3",
+            _set("phi3.rope.freq_base", 1e5),
+            "base 100000.0 where the config gives 10000.0",
+        ),
+        (
+            "llama31",
+            _drop("llama.rope.freq_base"),  # llama.cpp's default base, 10000
+            "base 10000.0 where the config gives 500000.0",
+        ),
+    ],
+)
+def test_the_base_alone_is_said_where_the_config_s_base_alone_explains(
+    tmp_path, name, edit, reason
+):
+    """The file re-read with the config's base at each part's context reads as the config:
+    a Phi-3 file's base is its one reason (its factor tensors, short at 4096, are the
+    config's), and so is a Llama-3.1 file's that writes no base at all."""
+    assert sinpe.check_gguf(*_file(tmp_path, name, edit)).reasons == (reason,)
+
+
+@pytest.mark.parametrize("arch", ["grok", "mistral3"])
+def test_a_yarn_beta_the_architecture_reads_is_no_reason(tmp_path, arch):
+    """grok and mistral3 read ``rope.scaling.yarn_beta_fast``: a file that writes the
+    config's beta_fast 16 beside a wrong factor is called wrong for the factor only, not
+    for a beta llama.cpp would not read."""
+
+    def edit(kv, tensors):
+        _renamed(arch)(kv, tensors)
+        kv[f"{arch}.rope.scaling.factor"] = 2.0
+        kv[f"{arch}.rope.scaling.yarn_beta_fast"] = 16.0
+
+    report = sinpe.check_gguf(*_file(tmp_path, "qwen3", edit, _qwen3(beta_fast=16.0)))
+    assert report.reasons == (
+        "YaRN factor 2.0 where the config gives 4.0",
+        "YaRN attention factor 1.06931 where the config gives 1.13863",
+    )
+
+
+def test_phi3s_swapped_factors_are_said_swapped_at_each_context(tmp_path):
+    """Phi-3's long and short factor tensors swapped: at 4096 the short tensor holds the
+    config's long factors, at 131072 the long tensor holds its short ones."""
+    assert sinpe.check_gguf(*_file(tmp_path, "phi3", _swap)).reasons == (
+        "LongRoPE factors swapped: rope_factors_short holds the config's long ones",
+        "LongRoPE factors swapped: rope_factors_long holds the config's short ones",
+    )
+
+
+@pytest.mark.parametrize("arch", ["qwen9", "gptj"])
+def test_no_rotation_is_noted_where_llama_cpp_rotates_none(tmp_path, arch):
+    """A file of an architecture llama.cpp does not know, or runs without RoPE (gptj): no
+    note on how llama.cpp rotates it, only the note every file gets."""
+    report = sinpe.check_gguf(*_file(tmp_path, "qwen3", _renamed(arch)))
+    assert report.notes == (_PARAMETERS_ONLY,)

@@ -408,7 +408,8 @@ def explain_frequencies(spec, held: Held, inv_freq, largest: float) -> list:
         base = float(f"{base:.5g}") if held.fitted else base  # 5 digits of float32 angles
     found = []
     if base is not None and spec.base is not None and relative(base, spec.base) > tolerance:
-        found.append(finding("base", engine=number(base), config=number(spec.base)))
+        if relative(base, _base_of(inv_freq, width)) > tolerance:  # not the base they give
+            found.append(finding("base", engine=number(base), config=number(spec.base)))
     record = ROPE_TYPES[spec.scaling["rope_type"]]
     held_at = got != 0  # a pair held at 0 (unrotated, as Gemma 4's) tells no factor
     if base is not None and base > 1 and held_at.any():
@@ -425,6 +426,15 @@ def explain_frequencies(spec, held: Held, inv_freq, largest: float) -> list:
         pair = int(np.argmax(np.where(np.isnan(off), np.inf, off)))
         found.append(finding("frequencies", engine=f"{largest:.3g}", pair=pair))
     return found
+
+
+def _base_of(inv_freq, width: int) -> float:
+    """The base the config's own first two frequencies give (its ``rope_theta`` folded with a
+    type's scaling of the base, HunYuan's NTK-alpha); NaN where they do not fall."""
+    want = np.asarray(inv_freq, np.float64)
+    if want.shape[0] > 1 and want[0] > want[1] > 0:
+        return float((want[0] / want[1]) ** (width / 2))
+    return math.nan
 
 
 def frequencies_text(largest: float | None) -> str:
