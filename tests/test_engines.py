@@ -826,3 +826,40 @@ print(len(calls), sorted(w.rsplit(".", 1)[1] for w in sv.wrapped()))
         assert "RuntimeError: an engine object sinpe did not foresee" in warned[0]
     else:
         assert "SINPE_VLLM_REPORT" in warned[0] and "No such file or directory" in warned[0]
+
+
+def _hub_cache(tmp_path, monkeypatch, repo: str, bases: dict):
+    """An offline Hugging Face cache (HF_HUB_CACHE) holding ``repo`` at each ref of ``bases``
+    (ref -> rope_theta): ``refs/<ref>`` names a snapshot with its own config.json."""
+    constants = pytest.importorskip("huggingface_hub.constants")
+    hub = tmp_path / "hub"
+    folder = hub / ("models--" + repo.replace("/", "--"))
+    (folder / "refs").mkdir(parents=True)
+    for k, (ref, base) in enumerate(bases.items()):
+        commit = f"{k + 1:040x}"
+        (folder / "refs" / ref).write_text(commit)
+        snapshot = folder / "snapshots" / commit
+        snapshot.mkdir(parents=True)
+        (snapshot / "config.json").write_text(json.dumps({**_spec_config(), "rope_theta": base}))
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub))  # huggingface_hub read it at import
+
+
+def test_an_sglang_model_by_repo_id_is_judged_by_its_revisions_config(tmp_path, monkeypatch):
+    """A runner whose model_path is a repository id at revision "v1": judged by the
+    config.json of v1's snapshot in the Hugging Face cache (the cache's base: drift), not
+    main's (another base: a mismatch, as it is without the revision)."""
+    pytest.importorskip("torch")
+    from sinpe.sglang import _plugin
+
+    runner, _ = _sglang_runner(tmp_path, _float32_angles(4096))
+    _hub_cache(tmp_path, monkeypatch, "org/model", {"main": 5e5, "v1": 10000.0})
+    monkeypatch.chdir(tmp_path)  # no folder org/model here: the id is found in the cache
+    runner.model_config.model_path, runner.model_config.revision = "org/model", "v1"
+    (report,) = _plugin.audit_runner(runner)
+    assert report.verdict == "drift", report.line()
+    assert not any("hf_config" in note for note in report.notes), report.notes
+    runner.model_config.revision = None
+    (report,) = _plugin.audit_runner(runner)
+    assert report.verdict == "mismatch", report.line()
