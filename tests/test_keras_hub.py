@@ -147,3 +147,17 @@ def test_layers_of_two_kinds_are_judged_apart_each_naming_its_layers(tmp_path):
         ("RotaryEmbedding x256 (transformer_layers[5]: 1 layers)", "drift"),  # full, linear x8
     ]
     assert notes == () and how is None
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # keras's own __array__, numpy 2
+def test_a_rotary_layer_narrower_than_an_unseen_head_is_not_judged_and_said(tmp_path):
+    """(``read`` in this process: Qwen3.5's backbone takes images, so the width its rotary
+    layer is fed is not seen, and its rotary width is a quarter of its 256-wide head: the
+    layer is not judged, and the reason names it and why.)"""
+    folder, original = _twin(tmp_path, "qwen3.5-27b")
+    layers, notes, how = reader.read(folder, original, 4096)
+    why = "the width it is fed: the backbone's forward takes more than tokens"
+    ((what, judged),) = layers
+    assert what == "RotaryEmbedding (transformer_layers[3])" and judged.verdict == "unchecked"
+    assert [(f.code, f.engine, f.config) for f in judged.findings] == [("unreadable", what, why)]
+    assert judged.reason == f"{what} could not be read ({why}): not judged"
