@@ -244,10 +244,19 @@ def test_deepseek_s_softmax_scale_is_judged_from_its_attention_module(folders):
         "softmax scale x1.0 where the config gives x1.87385 (yarn mscale_all_dim)"
     )
     assert report.largest < 0.05  # its table still drifts only
+    for _, attention, _, rope in smlx._probe.find_ropes(model):
+        rope._freqs = rope._freqs * 2  # and its table wrong too: both said, the table's first
+    (report,) = smlx.check(model, folder / "config.json", length=5000)
+    assert report.judgment.reasons == (
+        "frequencies differ from the config's by up to 0.5 (relative, pair 9)",
+        "softmax scale x1.0 where the config gives x1.87385 (yarn mscale_all_dim)",
+    )
+    assert [d[:2] for d in report.decades] == [(0, 9), (10, 71), (100, 928), (1000, 4999)]
+    assert report.judgment.dtype == "float32" and report.largest > 1
     for _, attention, _, _ in smlx._probe.find_ropes(model):
         attention.q_head_dim = 0  # a width that tells nothing: the scale is not judged
     (report,) = smlx.check(model, folder / "config.json")
-    assert report.verdict == "drift", report.line()
+    assert report.verdict == "mismatch" and report.reason.startswith("frequencies differ")
 
 
 def test_two_modules_alike_but_their_frequencies_are_judged_apart(folders):
@@ -274,7 +283,7 @@ def test_check_folder_takes_the_config_it_is_given_and_names_mlx_lm_where_absent
     (report,) = smlx.check_folder(folder, other)
     assert report.verdict == "mismatch" and report.reason.startswith("base 500000.0"), report
     monkeypatch.setitem(sys.modules, "mlx_lm.utils", None)
-    with pytest.raises(ImportError, match=r"mlx-lm, which loads model folders: pip install"):
+    with pytest.raises(ImportError, match=r"^mlx-lm, which loads model folders: pip install"):
         smlx.check_folder(folder)
 
 
