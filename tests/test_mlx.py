@@ -244,7 +244,7 @@ def test_deepseek_s_softmax_scale_is_judged_from_its_attention_module(folders):
         "softmax scale x1.0 where the config gives x1.87385 (yarn mscale_all_dim)"
     )
     assert report.largest < 0.05  # its table still drifts only
-    for _, attention, _, rope in smlx._probe.find_ropes(model):
+    for _, _, _, rope in smlx._probe.find_ropes(model):
         rope._freqs = rope._freqs * 2  # and its table wrong too: both said, the table's first
     (report,) = smlx.check(model, folder / "config.json", length=5000)
     assert report.judgment.reasons == (
