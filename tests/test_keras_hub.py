@@ -147,6 +147,33 @@ def test_layers_of_two_kinds_are_judged_apart_each_naming_its_layers(tmp_path):
         ("RotaryEmbedding x256 (transformer_layers[5]: 1 layers)", "drift"),  # full, linear x8
     ]
     assert notes == () and how is None
+    assert [judged.decades[-1][1] for _, judged in layers] == [4095, 4095]  # up to the length
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # keras's own __array__, numpy 2
+def test_a_layer_keras_hub_set_apart_is_judged_apart(tmp_path, monkeypatch):
+    """(``read``: a layer whose settings differ from its neighbours', though it serves the
+    same spec, is its own group.) Llama-3.1's layer 1 built with twice the wavelength: its
+    own line, a mismatch naming its base; the others drift."""
+    from keras_hub.src.layers.modeling.rotary_embedding import RotaryEmbedding
+
+    folder, original = _twin(tmp_path, "llama-3.1-8b")
+    build = keras_hub.models.Backbone.from_preset
+
+    def built(*args, **kwargs):
+        backbone = build(*args, **kwargs)
+        block = backbone.transformer_layers[1]
+        (rope,) = [x for x in block._flatten_layers() if isinstance(x, RotaryEmbedding)]
+        rope.max_wavelength *= 2
+        return backbone
+
+    monkeypatch.setattr(keras_hub.models.Backbone, "from_preset", built)
+    layers, _, _ = reader.read(folder, original, 4096)
+    assert [(what, judged.verdict) for what, judged in layers] == [
+        ("RotaryEmbedding x128 (transformer_layers[0]: 1 layers)", "drift"),
+        ("RotaryEmbedding x128 (transformer_layers[1]: 1 layers)", "mismatch"),
+    ]
+    assert layers[1][1].reason.startswith("base 1000000.0 where the config gives 500000.0")
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # keras's own __array__, numpy 2
