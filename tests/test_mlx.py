@@ -262,12 +262,16 @@ def test_deepseek_s_softmax_scale_is_judged_from_its_attention_module(folders):
 def test_two_modules_alike_but_their_frequencies_are_judged_apart(folders):
     """(``_signature``: modules of one class and one layer spec are judged once, as one,
     only where their attributes and tables are the same.) Layer 1's Llama3RoPE with its
-    frequencies doubled (``_freqs``, an array, not an attribute): two reports, the first
-    drifting, the second a mismatch."""
+    12th frequency doubled (``_freqs``, an array, not an attribute; told by its bytes, not
+    its printed form, which shows only its ends): two reports, the first drifting, the second
+    a mismatch."""
     folder = folders["llama-3.1-legacy"]
     model = _load(folder)
     rope = model.model.layers[1].self_attn.rope
-    rope._freqs = rope._freqs * 2
+    freqs = np.array(rope._freqs)
+    freqs[11] *= 2
+    assert repr(mx.array(freqs)) == repr(rope._freqs)
+    rope._freqs = mx.array(freqs)
     reports = smlx.check(model, folder / "config.json")
     assert [(r.names, r.verdict) for r in reports] == [
         (("model.layers.0.self_attn.rope",), "drift"),

@@ -9,6 +9,8 @@ from __future__ import annotations
 import pathlib
 from typing import NamedTuple
 
+import numpy as np
+
 from .._check.judge import Held, judge_parameters
 from .._check.layers import LayerUnknown, layer_spec
 from .._check.probe import judge_module
@@ -63,15 +65,24 @@ def _softmax(attention):
     return scale / width**-0.5
 
 
+def _identity(value):
+    """What tells one value from another: an array's dtype, shape and bytes (NumPy's or MLX's,
+    whose printed form shows only its ends, to 6 digits), its every value where NumPy cannot
+    hold its dtype (bfloat16), else its ``repr``."""
+    if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+        return repr(value)
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError, RuntimeError):
+        return str(value.dtype), tuple(value.shape), repr(value.tolist())
+    return str(array.dtype), array.shape, array.tobytes()
+
+
 def _signature(rope) -> tuple:
     """What tells two modules apart: their class and attributes (a table's bytes)."""
-    items = []
-    for key, value in sorted(getattr(rope, "__dict__", {}).items()):
-        items.append((key, value.tobytes() if hasattr(value, "tobytes") else repr(value)))
+    items = [(key, _identity(v)) for key, v in sorted(getattr(rope, "__dict__", {}).items())]
     for key in ("dims", "base", "scale", "traditional", "mscale", "_scale", "_freqs"):
-        value = getattr(rope, key, None)
-        tobytes = getattr(value, "tobytes", None)
-        items.append((key, tobytes() if callable(tobytes) else repr(value)))
+        items.append((key, _identity(getattr(rope, key, None))))
     return type(rope).__name__, tuple(items)
 
 
