@@ -3,6 +3,7 @@ entry point every install declares, importing without the engine, the mode varia
 layer's verdict on duck-typed stand-ins for vLLM's rotary layers."""
 
 import contextlib
+import dataclasses
 import json
 import logging
 import types
@@ -264,6 +265,14 @@ def test_a_layer_gets_the_verdict_of_the_core():
     assert pairs.reason == (
         "rotates pairs (is_neox_style=False) where the model's attention rotates halves"
     )
+    # the rotation mismatch keeps what the table showed: its largest error, decades, dtype
+    assert pairs.decades and (pairs.largest, pairs.decades) == (match.largest, match.decades)
+    assert pairs.judgment.dtype == "float32"
+    data = json.loads(json.dumps(pairs.as_json(), allow_nan=False))
+    assert (data["largest_error"], data["dtype"]) == (match.largest, "float32")
+    assert [(d["first"], d["last"]) for d in data["decades"]] == [
+        (first, last) for first, last, _ in match.decades
+    ]
 
 
 def test_a_cache_whose_rows_are_not_the_rotary_dim_wide_is_a_mismatch_saying_both():
@@ -317,13 +326,14 @@ class DynamicNTKScalingRotaryEmbedding(_Layer):
 
 
 class Phi3LongRoPEScaledRotaryEmbedding:
-    """vLLM's Phi-3 LongRoPE layer: the short factors' rows, then the long ones'."""
+    """vLLM's Phi-3 LongRoPE layer: the short factors' rows, then the long ones'; like vLLM's
+    and SGLang's class, no is_neox_style (it rotates halves only)."""
 
     def __init__(self, spec, short, long, use_long_rope=None):
         torch = pytest.importorskip("torch")
         self.long_short_cos_sin_cache = torch.from_numpy(np.concatenate([short, long]))
         self.rotary_dim = self.head_size = spec.head_dim
-        self.base, self.is_neox_style = 10000.0, True
+        self.base = 10000.0
         self.original_max_position_embeddings = len(short)
         if use_long_rope is not None:
             self.use_long_rope = use_long_rope
@@ -407,6 +417,7 @@ def test_a_class_sinpe_does_not_know_is_unchecked_and_named_never_replaced():
         (report,) = audit_layer(layer, spec, ["l"])
         assert report.verdict == "unchecked" and reason in report.reason, report.line()
         assert (report.cls, report.cache, report.rows) == (type(layer).__name__, "", 0)
+        assert report.dtype == "" and report.as_json()["dtype"] == ""
         assert report.largest is None and f"l {report.cls}: unchecked: " in report.line()
         assert json.loads(json.dumps(report.as_json(), allow_nan=False))["largest_error"] is None
         assert fill_exact(layer, spec, report) is report and layer.cos_sin_cache.equal(before)
@@ -434,6 +445,8 @@ def test_the_rotary_layers_of_a_model_are_every_class_of_the_name_or_with_a_cach
 
 
 def test_a_known_class_without_its_attributes_is_unchecked_saying_which():
+    """A RotaryEmbedding without its rotary_dim, or without its cos_sin_cache: unchecked,
+    its class named and the attribute it lacks; a rotary_dim no layer has is refused."""
     torch = pytest.importorskip("torch")
     from sinpe.vllm import audit_layer
 
@@ -442,6 +455,14 @@ def test_a_known_class_without_its_attributes_is_unchecked_saying_which():
     (report,) = audit_layer(layer, _spec(), ["l"])
     assert report.verdict == "unchecked"
     assert report.reason == "RotaryEmbedding has no rotary_dim: not judged"
+    assert (report.cls, report.rotary_dim, report.as_json()["rotary_dim"]) == (
+        "RotaryEmbedding", 0, 0
+    )  # fmt: skip
+    layer = RotaryEmbedding(torch.zeros(8, 64))
+    del layer.cos_sin_cache
+    (report,) = audit_layer(layer, _spec(), ["l"])
+    assert report.verdict == "unchecked" and report.cls == "RotaryEmbedding"
+    assert report.reason == "RotaryEmbedding has no cos_sin_cache: not judged"
     layer = RotaryEmbedding(torch.zeros(8, 64), rotary_dim=2**40)
     with pytest.raises(ValueError, match="rotary_dim 1099511627776 is outside 2 .. 65536"):
         audit_layer(layer, _spec(), ["l"])
@@ -469,7 +490,9 @@ def test_exact_fills_a_drifting_cache_in_place_and_leaves_a_mismatch():
 def test_rows_an_engine_appended_are_judged_and_filled_apart():
     """SGLang appends rows to a cache past what its class made (sinpe.sglang records that
     count on the layer): they are a part of their own, judged at their own positions; exact
-    mode writes each part at its positions and leaves a part that mismatches."""
+    mode writes each part at its positions and leaves a part that mismatches. A cache wrong in
+    both: the made rows' base is named, the grown rows (not a table from position 0) keep the
+    table's reason."""
     torch = pytest.importorskip("torch")
     from sinpe.vllm import audit_layer
     from sinpe.vllm._audit import MADE, fill_exact
@@ -494,6 +517,12 @@ def test_rows_an_engine_appended_are_judged_and_filled_apart():
         wrong.cos_sin_cache[:4096].numpy(), spec.rope_cache(4096, dtype=np.float32)
     )
     assert wrong.cos_sin_cache[4096:].equal(before)
+    both = RotaryEmbedding(_float32_angles(4096 + 256, 5e5))  # wrong in both parts
+    setattr(both, MADE, 4096)
+    made, grown = audit_layer(both, spec, ["l"], engine="SGLang")
+    assert made.reason == "base 500000.0 where the config gives 10000.0", made.line()
+    # the grown rows are not a table from position 0: no base is fitted to them
+    assert [r["code"] for r in grown.as_json()["reasons"]] == ["table"], grown.line()
     for count in (0, 4352, 10**9, 4096.0, True, "4096"):  # nothing appended, or not a count
         setattr(wrong, MADE, count)
         (whole,) = audit_layer(wrong, spec, ["l"], engine="SGLang")
@@ -863,3 +892,201 @@ def test_an_sglang_model_by_repo_id_is_judged_by_its_revisions_config(tmp_path, 
     runner.model_config.revision = None
     (report,) = _plugin.audit_runner(runner)
     assert report.verdict == "mismatch", report.line()
+
+
+# --------------------------------------------------------------------------- reports kept
+
+
+def test_a_phi3_longrope_layer_without_is_neox_style_rotates_halves():
+    """vLLM's and SGLang's Phi-3 LongRoPE class has no is_neox_style: it rotates halves, so
+    against a config whose attention rotates pairs both parts are a rotation mismatch saying
+    is_neox_style=True; each part's line gives its rows and the cache's dtype."""
+    pytest.importorskip("torch")
+    from rope_cases import phi3_longrope
+
+    from sinpe.vllm import audit_layer
+
+    config = phi3_longrope(128, 2, 8192, 1024)
+    spec = sinpe.rope_config(config)
+    layer = Phi3LongRoPEScaledRotaryEmbedding(
+        spec, *(spec.rope_cache(n, dtype=np.float32) for n in (1024, 8192))
+    )
+    assert not hasattr(layer, "is_neox_style")
+    short, long = audit_layer(layer, spec, ["l"])
+    assert short.line().startswith(
+        "l Phi3LongRoPEScaledRotaryEmbedding long_short_cos_sin_cache[0:1024] 1024x64 float32: "
+    ), short.line()
+    assert long.dtype == "float32" and long.verdict == "match"
+    pairs = dataclasses.replace(spec, rotation="pairs")  # its attention rotates pairs
+    reports = audit_layer(layer, pairs, ["l"])
+    assert [(r.verdict, r.reason) for r in reports] == 2 * [
+        (
+            "mismatch",
+            "rotates halves (is_neox_style=True) where the model's attention rotates pairs",
+        )
+    ]
+
+
+def test_a_cache_with_a_nan_is_not_a_number_whatever_else_is_wrong():
+    """A cache of base 500000 (the config's is 10000) with a NaN at row 3: the NaN is the
+    reason, not a base fitted to it; and with max_model_len given, no largest error is
+    noted (a NaN has none)."""
+    pytest.importorskip("torch")
+    from sinpe.vllm import audit_layer
+
+    cache = _float32_angles(4096, 5e5)
+    cache[3, 5] = float("nan")
+    (report,) = audit_layer(RotaryEmbedding(cache), _spec(), ["l"], max_model_len=4096)
+    assert report.verdict == "mismatch"
+    assert [r["code"] for r in report.as_json()["reasons"]] == ["not_a_number"], report.line()
+    assert report.reason == "the entry at position 3, column 5 is nan: not a value a RoPE can use"
+    assert report.notes == ()
+
+
+def test_the_error_at_the_deployment_length_counts_only_the_rows_below_it():
+    """max_model_len 64: the largest error noted is that of rows 0..63 (row 64, one float32
+    ulp off, is past it); SGLang's grown rows all lie past a context_len of 2,048, so that
+    part notes no error at the length (and the rows it made do)."""
+    torch = pytest.importorskip("torch")
+    from sinpe.vllm import audit_layer
+    from sinpe.vllm._audit import MADE
+
+    spec = _spec()
+    cache = torch.from_numpy(spec.rope_cache(4096, dtype=np.float32))
+    cache[64] = torch.nextafter(cache[64], torch.full_like(cache[64], 2.0))
+    (report,) = audit_layer(RotaryEmbedding(cache), spec, ["l"], max_model_len=64)
+    assert report.verdict == "match"
+    assert report.notes == ("largest error 2.98e-08 up to max_model_len 64",)
+    assert report.largest > 8e-8  # row 64's error, counted in the whole cache's
+    layer = RotaryEmbedding(_float32_angles(4096 + 256))
+    setattr(layer, MADE, 4096)
+    made, grown = audit_layer(layer, spec, ["l"], max_model_len=2048, engine="SGLang")
+    assert made.notes == ("largest error 5.89e-05 up to context_len 2,048",)
+    assert grown.verdict == "drift" and len(grown.notes) == 1, grown.notes
+    assert grown.note.startswith("the rows SGLang appended past the 4,096 its class made")
+
+
+def test_a_scaled_dynamic_ntk_cache_names_only_its_attention_factor():
+    """A dynamic-NTK cache built at 8,192 rows (twice the trained 4,096) and multiplied by
+    1.1: the parameters fitted to it are judged at its own length, so the one reason is the
+    attention factor (no base or scaling is said wrong)."""
+    torch = pytest.importorskip("torch")
+    from sinpe.vllm import audit_layer
+
+    config = {"model_type": "llama", "head_dim": 64, "max_position_embeddings": 4096}
+    spec = sinpe.rope_config(config | {"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}})
+    cache = torch.from_numpy(spec.rope_cache(8192, dtype=np.float32)) * 1.1
+    (report,) = audit_layer(DynamicNTKScalingRotaryEmbedding(cache), spec, ["l"])
+    assert report.verdict == "mismatch"
+    assert report.reason == "dynamic NTK attention factor 1.1 where the config gives 1.0"
+    assert len(report.judgment.findings) == 1, report.line()
+
+
+@pytest.mark.parametrize("dtype, width", [("float64", 64), ("bfloat16", 6)])
+def test_exact_fills_a_float64_cache_and_a_bfloat16_cache_of_an_odd_half_width(dtype, width):
+    """A float64 cache is filled with sinpe's float64 table, bit for bit (not one rounded
+    through float32); a bfloat16 cache of rotary dim 6 (rows of 6 values: an odd number of
+    32-bit words) is filled too, each value sinpe's rounded to bfloat16."""
+    torch = pytest.importorskip("torch")
+    if dtype == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    from sinpe.vllm import audit_layer
+    from sinpe.vllm._audit import fill_exact
+
+    spec = sinpe.rope_config({**_spec_config(), "head_dim": width})
+    wide = np.float64 if dtype == "float64" else np.float32
+    cache = torch.from_numpy(spec.rope_cache(256, dtype=wide)).to(getattr(torch, dtype))
+    layer = RotaryEmbedding(cache, rotary_dim=width, head_size=width)
+    (report,) = audit_layer(layer, spec, ["l"])
+    assert report.verdict == "match", report.line()
+    assert fill_exact(layer, spec, report).replaced
+    want = spec.rope_cache(256, dtype=dtype)
+    got = layer.cos_sin_cache
+    if dtype == "bfloat16":
+        got, want = got.view(torch.int16), want.view(np.int16)
+    assert np.array_equal(got.numpy(), want)
+
+
+def _gemma3(scaling=None):
+    """A Gemma 3 config: layer 0 slides (base 10000), layer 1 attends fully (base 10000,
+    ``scaling`` its rope_scaling)."""
+    config = {"model_type": "gemma3_text", "head_dim": 64, "max_position_embeddings": 4096,
+              "rope_theta": 10000.0, "rope_local_base_freq": 10000.0,
+              "layer_types": ["sliding_attention", "full_attention"]}  # fmt: skip
+    return config | ({"rope_scaling": scaling} if scaling else {})
+
+
+def test_a_layer_the_config_cannot_place_or_could_not_read_is_unchecked_without_a_cache():
+    """A Gemma 3 spec (a RoPE per layer type) whose config has no layer_types, for a module
+    named model.rotary_emb: unchecked, saying no layer type is given, its class named and no
+    cache, rows or dtype; a config sinpe refused (spec None): unchecked for that reason,
+    likewise without a cache."""
+    pytest.importorskip("torch")
+    from sinpe._check.verdict import finding
+    from sinpe.vllm import audit_layer
+
+    config = _gemma3()
+    spec = sinpe.rope_config(config)
+    untyped = {k: v for k, v in config.items() if k != "layer_types"}
+    refused = finding("config_refused", engine="config.json", config="no head_dim")
+    for report, line in [
+        (
+            audit_layer(RotaryEmbedding(_float32_angles(64)), spec, ["model.rotary_emb"], untyped),
+            "model.rotary_emb RotaryEmbedding: unchecked: the config says no layer type for "
+            "a module outside the numbered layers (layer_types)",
+        ),
+        (
+            audit_layer(RotaryEmbedding(_float32_angles(64)), None, ["l"], refused=refused),
+            "l RotaryEmbedding: unchecked: sinpe.rope_config refuses config.json: no head_dim",
+        ),
+    ]:
+        (report,) = report
+        assert report.verdict == "unchecked" and report.line() == line
+        assert (report.cls, report.cache, report.rows, report.dtype) == (
+            "RotaryEmbedding", "", 0, ""
+        )  # fmt: skip
+        data = json.loads(json.dumps(report.as_json(), allow_nan=False))
+        assert (data["cls"], data["cache"], data["rows"], data["rotary_dim"]) == (
+            "RotaryEmbedding", "", 0, 64
+        )  # fmt: skip
+    assert data["reasons"][0]["code"] == "config_refused"
+
+
+def test_one_module_shared_by_two_layer_types_gets_a_report_for_each():
+    """One rotary module shared by Gemma 3's layer 0 (sliding: no scaling) and layer 1 (full:
+    linear scaling 8): a report for each layer's spec, a drift and a mismatch."""
+    pytest.importorskip("torch")
+    from sinpe.vllm import audit_layer
+
+    config = _gemma3({"rope_type": "linear", "factor": 8.0})
+    names = ["model.layers.0.self_attn.rotary_emb", "model.layers.1.self_attn.rotary_emb"]
+    reports = audit_layer(RotaryEmbedding(_float32_angles(4096)), sinpe.rope_config(config),
+                          names, config)  # fmt: skip
+    assert [(r.names, r.verdict) for r in reports] == [
+        ((names[0],), "drift"),
+        ((names[1],), "mismatch"),
+    ]
+
+
+def test_a_vision_layer_is_named_and_a_permuted_rotation_is_noted():
+    """A module in a vision encoder (any part of its name, however deep) is unchecked with
+    its class named; a layer rotating pairs in a model whose loader permutes the query and
+    key weights keeps the config's rotation, and says so in full."""
+    pytest.importorskip("torch")
+    from sinpe.vllm import audit_layer
+    from sinpe.vllm._audit import in_vision
+
+    assert in_vision("model.visual.blocks.0") and not in_vision("model.layers.0")
+    (report,) = audit_layer(RotaryEmbedding(_float32_angles(64)), _spec(), ["model.visual.b.0"])
+    assert report.verdict == "unchecked" and report.reason == (
+        "RotaryEmbedding belongs to a vision encoder (an image's positions, not the config's "
+        "text RoPE): not judged"
+    )
+    assert report.as_json()["reasons"][0]["engine"] == "RotaryEmbedding"
+    layer = RotaryEmbedding(_float32_angles(4096), neox=False)
+    (report,) = audit_layer(layer, _spec(), ["l"], permuted=True)
+    assert report.verdict == "drift", report.line()
+    assert report.notes == (
+        "vLLM rotates pairs and permutes the query and key weights at load, so the model's "
+        "halves rotation is kept",
+    )
