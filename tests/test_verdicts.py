@@ -925,7 +925,7 @@ def test_a_layers_type_comes_from_layer_types_then_the_pattern_then_the_family()
         layer_spec(spec, {"model_type": "x", "layer_types": types}, 2)
     assert unknown.value.finding.code == "layer_of" and "layer 2" in str(unknown.value)
     assert str(unknown.value) == unknown.value.finding.text
-    with pytest.raises(LayerUnknown, match="layer None"):
+    with pytest.raises(LayerUnknown, match="for a module outside the numbered layers"):
         layer_spec(spec, {"model_type": "x"}, None)
 
 

@@ -16,7 +16,8 @@ class LayerUnknown(ValueError):
     """The config does not say which layer type a layer is (a reason, not a crash)."""
 
     def __init__(self, index):
-        self.finding = finding("layer_of", engine=index)
+        where = "a module outside the numbered layers" if index is None else f"layer {index}"
+        self.finding = finding("layer_of", engine=where)
         super().__init__(self.finding.text)
 
 

@@ -116,7 +116,7 @@ REASONS = {
     "config_refused": "sinpe.rope_config refuses {engine}: {config}",
     "remote_code": "{engine} is the model's own code (auto_map), which a config alone does "
     "not carry: not judged",
-    "layer_of": "the config says no layer type for layer {engine} (layer_types)",
+    "layer_of": "the config says no layer type for {engine} (layer_types)",
 }
 _EVIDENCE = {  # the causes said beside a reason, in parentheses
     "attn_factor_key": "rope.scaling.attn_factor {engine}",
