@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from command import run
 from onnx_files import BFLOAT16, FLOAT, FLOAT16, field, graph, model, node, tensor, text, varint
-from rope_cases import phi3_longrope
+from rope_cases import LLAMA31, phi3_longrope
 
 import sinpe
 import sinpe.onnx
@@ -773,17 +773,7 @@ def test_a_traced_inv_freq_is_found_past_the_weights_and_judged_by_its_scaling(t
     weight before its inv_freq: the inv_freq is still found, and its exact frequencies
     match (never "frozen", which only LongRoPE can be). LongRoPE's two traced vectors, short
     and long, chosen by a Where before the MatMul: both found, both a match."""
-    llama31 = {
-        **LLAMA,
-        "max_position_embeddings": 131072,
-        "rope_scaling": {
-            "rope_type": "llama3",
-            "factor": 8.0,
-            "low_freq_factor": 1.0,
-            "high_freq_factor": 4.0,
-            "original_max_position_embeddings": 8192,
-        },
-    }
+    llama31 = {**LLAMA, "max_position_embeddings": 131072, "rope_scaling": LLAMA31}
     inv_freq = sinpe.rope_config(llama31).frequencies()[0]
     weight = tensor("weight", np.ones((4, 4), np.float32))
     report = sinpe.check_onnx(_traced(tmp_path / "l", llama31, inv_freq, [weight]))
