@@ -1093,3 +1093,17 @@ def test_no_rotation_is_noted_where_llama_cpp_rotates_none(tmp_path, arch):
     note on how llama.cpp rotates it, only the note every file gets."""
     report = sinpe.check_gguf(*_file(tmp_path, "qwen3", _renamed(arch)))
     assert report.notes == (_PARAMETERS_ONLY,)
+
+
+def test_a_linear_factor_the_file_changed_is_said_and_its_base_alone_too(tmp_path):
+    """(``_explain_scale``, which no test reached: Gemma 3's full layers scale linearly.) A
+    file whose rope.scaling.factor is 4 where the config gives 8: that factor is the reason,
+    for the full layers only; with the factor right and the base doubled, the base."""
+    factor = sinpe.check_gguf(*_file(tmp_path, "gemma3", _set("gemma3.rope.scaling.factor", 4.0)))
+    assert factor.reasons == (
+        "full_attention layers: linear factor 4.0 where the config gives 8.0",
+    )
+    base = sinpe.check_gguf(*_file(tmp_path, "gemma3", _set("gemma3.rope.freq_base", 2e6)))
+    assert base.reasons == (
+        "full_attention layers: base 2000000.0 where the config gives 1000000.0",
+    )
