@@ -1124,3 +1124,20 @@ def test_a_verdicts_json_carries_every_documented_field():
     off = _judge(read, 4096).as_json()
     assert off["verdict"] == "mismatch" and off["worst"]["position"] == 0, off
     assert set(off["worst"]) == {"position", "error", "allowed"}
+
+
+def test_float32_frequencies_of_the_right_base_are_not_another_base():
+    """(``explain_frequencies``: a base worked out from two float32 pairs carries their
+    rounding times the width / 2, so it is compared within that.) A traced inv_freq in
+    float32 at the config's base, without Llama-3's scaling: the scaling is the reason, not
+    "base 9999.98"; at twice the base, both."""
+    config = {**PLAIN, "head_dim": 128, "rope_scaling": LLAMA3["rope_scaling"]}
+    for theta, want in [
+        (1e4, [("scaling_not_applied", "Llama-3 scaling not applied")]),
+        (2e4, [("base", "base 20000 where the config gives 10000.0"),
+               ("scaling_not_applied", "Llama-3 scaling not applied")]),
+    ]:  # fmt: skip
+        plain = sinpe.rope_config({**PLAIN, "head_dim": 128, "rope_theta": theta})
+        single = plain.frequencies(None)[0].astype(np.float32).astype(np.float64)
+        found, _, _ = _explained(config, inv_freq=single)
+        assert found == want, found

@@ -407,9 +407,14 @@ def explain_frequencies(spec, held: Held, inv_freq, largest: float) -> list:
         base = float((got[0] / got[1]) ** (width / 2))
         base = float(f"{base:.5g}") if held.fitted else base  # 5 digits of float32 angles
     found = []
-    if base is not None and spec.base is not None and relative(base, spec.base) > tolerance:
-        if relative(base, _base_of(inv_freq, width)) > tolerance:  # not the base they give
+    # a base fitted from two float32 pairs carries their rounding raised to the width / 2
+    single = not held.fitted and held.base is None and bool(np.all(got.astype(np.float32) == got))
+    close = tolerance + (width * 2.0**-24 if single else 0.0)
+    if base is not None and spec.base is not None and relative(base, spec.base) > close:
+        if relative(base, _base_of(inv_freq, width)) > close:  # not the base they give
             found.append(finding("base", engine=number(base), config=number(spec.base)))
+    elif base is not None and spec.base is not None:
+        base = spec.base  # the config's, within what the values held can tell
     record = ROPE_TYPES[spec.scaling["rope_type"]]
     held_at = got != 0  # a pair held at 0 (unrotated, as Gemma 4's) tells no factor
     if base is not None and base > 1 and held_at.any():
