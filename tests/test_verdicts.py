@@ -1141,3 +1141,55 @@ def test_float32_frequencies_of_the_right_base_are_not_another_base():
         single = plain.frequencies(None)[0].astype(np.float32).astype(np.float64)
         found, _, _ = _explained(config, inv_freq=single)
         assert found == want, found
+
+
+def test_the_core_s_fields_where_its_mutation_run_found_them_unasked():
+    """(From the core's mutation run at 83b6547.) A finding's engine and config values kept
+    as they are (None, a float, a NumPy integer as its digits); a dynamic-NTK table judged
+    against the exact table at the length asked; a mismatch, NaN or not, keeping its dtype
+    and decades; an all-zero cache fitted with no attention factor."""
+    from sinpe._check import verdict as words
+
+    assert words.finding("no_cache").engine is None
+    assert words.finding("no_cache").as_json()["config"] is None
+    assert words.finding("rotary_width", engine=np.int64(64), config=32).engine == "64"
+
+    def off(positions):
+        cos, sin = _exact(positions)
+        return cos + 1e-6, sin
+
+    table = _judge(off, 4096)
+    ((code, engine),) = [(f.code, f.engine) for f in table.findings]
+    assert code == "table" and engine == table.worst[1] and isinstance(engine, float)
+    assert table.dtype == "float32" and table.decades[-1][1] == 4095
+
+    def nan(positions):
+        cos, sin = _exact(positions)
+        cos[positions == 7, 3] = np.nan
+        return cos, sin
+
+    broken = _judge(nan, 4096)
+    assert broken.findings[0].code == "not_a_number"
+    assert broken.dtype == "float32" and broken.decades and broken.decades[-1][1] == 4095
+    dynamic = {**PLAIN, "rope_scaling": {"rope_type": "dynamic", "factor": 4.0}}
+    spec = sinpe.rope_config({**dynamic, "max_position_embeddings": 4096})
+    exact = spec.rope_at(np.arange(16384), layout="compact", seq_len=16384)
+
+    def read(positions):
+        return exact[0][positions], exact[1][positions]
+
+    verdict = core.judge_table(
+        spec._one(), read, core.sample(4096), np.arange(32), "float64", 16384
+    )
+    assert verdict.verdict.verdict == "match", verdict.verdict
+    held = core.fit(lambda p: (np.zeros((len(p), 32)), np.zeros((len(p), 32))), 4096)
+    assert held is not None and held.attention_factor is None
+    yarn = {**PLAIN, "max_position_embeddings": 32768}
+    yarn["rope_scaling"] = {
+        "rope_type": "yarn",
+        "factor": 8.0,
+        "original_max_position_embeddings": 4096,
+    }
+    fitted = sinpe.rope_config({**yarn, "rope_theta": 5e5}).frequencies(None)[0]
+    found, _, _ = _explained(yarn, inv_freq=fitted.astype(np.float32), fitted=True)
+    assert [code for code, _ in found] == ["base", "frequencies"], found  # the base and by how much
