@@ -402,19 +402,7 @@ def explain_frequencies(spec, held: Held, inv_freq, largest: float) -> list:
     got = np.asarray(held.inv_freq, np.float64)
     tolerance = FIT_TOLERANCE if held.fitted else PARAMETER_TOLERANCE
     width = 2 * got.shape[0]
-    base = held.base
-    if base is None and got.shape[0] > 1 and got[0] > got[1] > 0:
-        base = float((got[0] / got[1]) ** (width / 2))
-        base = float(f"{base:.5g}") if held.fitted else base  # 5 digits of float32 angles
-    found = []
-    # a base fitted from two float32 pairs carries their rounding raised to the width / 2
-    single = not held.fitted and held.base is None and bool(np.all(got.astype(np.float32) == got))
-    close = tolerance + (width * 2.0**-24 if single else 0.0)
-    if base is not None and spec.base is not None and relative(base, spec.base) > close:
-        if relative(base, _base_of(inv_freq, width)) > close:  # not the base they give
-            found.append(finding("base", engine=number(base), config=number(spec.base)))
-    elif base is not None and spec.base is not None:
-        base = spec.base  # the config's, within what the values held can tell
+    base, found = _base_finding(spec, held, got, inv_freq, tolerance)
     record = ROPE_TYPES[spec.scaling["rope_type"]]
     held_at = got != 0  # a pair held at 0 (unrotated, as Gemma 4's) tells no factor
     if base is not None and base > 1 and held_at.any():
@@ -431,6 +419,27 @@ def explain_frequencies(spec, held: Held, inv_freq, largest: float) -> list:
         pair = int(np.argmax(np.where(np.isnan(off), np.inf, off)))
         found.append(finding("frequencies", engine=f"{largest:.3g}", pair=pair))
     return found
+
+
+def _base_finding(spec, held: Held, got, inv_freq, tolerance: float) -> tuple:
+    """``(base, findings)``: the base the held frequencies give (``held.base``, else fitted
+    from pairs 0 and 1; the config's where they agree within what they can tell), and the
+    "base" finding where it is neither the config's nor the one its frequencies give."""
+    width = 2 * got.shape[0]
+    base = held.base
+    if base is None and got.shape[0] > 1 and got[0] > got[1] > 0:
+        base = float((got[0] / got[1]) ** (width / 2))
+        base = float(f"{base:.5g}") if held.fitted else base  # 5 digits of float32 angles
+    if base is None or spec.base is None:
+        return base, []
+    # a base fitted from two float32 pairs carries their rounding raised to the width / 2
+    single = not held.fitted and held.base is None and bool(np.all(got.astype(np.float32) == got))
+    close = tolerance + (width * 2.0**-24 if single else 0.0)
+    if relative(base, spec.base) <= close:
+        return spec.base, []  # the config's, within what the values held can tell
+    if relative(base, _base_of(inv_freq, width)) <= close:  # the base its frequencies give
+        return base, []
+    return base, [finding("base", engine=number(base), config=number(spec.base))]
 
 
 def _base_of(inv_freq, width: int) -> float:
