@@ -294,6 +294,8 @@ def _exact(positions, config=PLAIN, n=None):
 def test_float32_angles_drift_up_to_ten_million_positions(base):
     verdict = _judge(lambda p: _angles(p, base), 10_000_000, {**PLAIN, "rope_theta": base})
     assert verdict.verdict == "drift" and verdict.drift == "float32", verdict
+    errors = [error for _, _, error in verdict.decades]  # each decade's own largest error
+    assert errors == sorted(errors) and errors[-1] > 1e4 * errors[0], verdict.decades
 
 
 def test_a_flat_error_from_row_0_is_not_drift():
