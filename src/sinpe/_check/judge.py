@@ -427,9 +427,8 @@ def _base_finding(spec, held: Held, got, inv_freq, tolerance: float) -> tuple:
     "base" finding where it is neither the config's nor the one its frequencies give."""
     width = 2 * got.shape[0]
     base = held.base
-    if base is None and got.shape[0] > 1 and got[0] > got[1] > 0:
-        base = float((got[0] / got[1]) ** (width / 2))
-        base = float(f"{base:.5g}") if held.fitted else base  # 5 digits of float32 angles
+    if base is None and not math.isnan(fitted := _base_of(got, width)):
+        base = float(f"{fitted:.5g}") if held.fitted else fitted  # 5 digits of float32 angles
     if base is None or spec.base is None:
         return base, []
     # a base fitted from two float32 pairs carries their rounding raised to the width / 2
@@ -443,8 +442,9 @@ def _base_finding(spec, held: Held, got, inv_freq, tolerance: float) -> tuple:
 
 
 def _base_of(inv_freq, width: int) -> float:
-    """The base the config's own first two frequencies give (its ``rope_theta`` folded with a
-    type's scaling of the base, HunYuan's NTK-alpha); NaN where they do not fall."""
+    """The base two frequencies give, pairs 0 and 1 (of the config's: its ``rope_theta``
+    folded with a type's scaling of the base, HunYuan's NTK-alpha); NaN where they do not
+    fall."""
     want = np.asarray(inv_freq, np.float64)
     if want.shape[0] > 1 and want[0] > want[1] > 0:
         return float((want[0] / want[1]) ** (width / 2))
