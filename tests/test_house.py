@@ -28,6 +28,7 @@ FILES = sorted(p for p in SRC.rglob("*.py"))
 LAYERS = [
     {"sinpe._environment", "sinpe._version", "sinpe.conventions"},
     {"sinpe._exactmath"},
+    {"sinpe._files"},  # the reading room and the writing room: every file read or written
     {"sinpe._c", "sinpe._twin"},  # the two backends
     {"sinpe._tables"},  # validate -> plan -> the one filler
     {"sinpe._rope"},  # model knowledge
