@@ -307,27 +307,49 @@ def test_a_new_file_gets_the_mode_numpy_save_gives(tmp_path, mask):
     assert (tmp_path / "t.npy").stat().st_mode == (tmp_path / "n.npy").stat().st_mode
 
 
-def test_a_replaced_file_keeps_its_mode(tmp_path):
-    path = tmp_path / "t.npy"
+def test_an_existing_file_is_refused_before_any_work(tmp_path):
+    """sinpe never replaces a file: a name taken is said at once (a table of 2**40 rows is
+    not even begun), and the file keeps its bytes and its mode."""
+    path = tmp_path / "pe.npy"
     np.save(path, np.ones(3))
     path.chmod(0o640)
-    assert _umask_run(0o077, "table", 4, 4, "-o", path).returncode == 0
-    assert path.stat().st_mode & 0o7777 == 0o640 and np.load(path).shape == (4, 4)
+    before = path.read_bytes()
+    for rows in (4, 2**20):
+        result = sinpe_cli("table", rows, 2**20 if rows > 4 else 4, "-o", "pe", cwd=tmp_path)
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr == (
+            "sinpe: error: 'pe.npy' exists: sinpe never replaces a file; remove it or give a "
+            "new name\n"
+        )
+    assert path.read_bytes() == before and path.stat().st_mode & 0o7777 == 0o640
+    assert os.listdir(tmp_path) == ["pe.npy"]
 
 
-def test_a_symlink_is_followed_and_a_hard_link_broken(tmp_path):
+def test_a_symlink_is_never_written_through_and_a_hard_link_never_broken(tmp_path):
     (tmp_path / "data").mkdir()
     target = tmp_path / "data" / "real.npy"
     np.save(target, np.ones(3))
+    before = target.read_bytes()
     link = tmp_path / "link.npy"
     link.symlink_to(target)
-    assert sinpe_cli("table", 4, 4, "-o", link).returncode == 0
-    assert link.is_symlink() and np.load(target).shape == (4, 4)
-    assert sorted(os.listdir(tmp_path)) == ["data", "link.npy"]  # replaced in its own folder
+    dangling = tmp_path / "dangling.npy"
+    dangling.symlink_to(tmp_path / "data" / "nowhere.npy")
+    for name, where in ((link, ""), (dangling, " (dangling)")):
+        result = sinpe_cli("table", 4, 4, "-o", name)
+        assert result.returncode == 2, result.stdout
+        assert (
+            f"{str(name)!r} is a symbolic link{where}: sinpe never writes through a link"
+            in result.stderr
+        )
+    assert target.read_bytes() == before and os.listdir(tmp_path / "data") == ["real.npy"]
     other = tmp_path / "other.npy"
     os.link(target, other)
-    assert sinpe_cli("table", 5, 5, "-o", target).returncode == 0
-    assert np.load(target).shape == (5, 5) and np.load(other).shape == (4, 4)
+    result = sinpe_cli("table", 5, 5, "-o", other)
+    assert result.returncode == 2 and f"{str(other)!r} exists: sinpe never replaces" in (
+        result.stderr
+    )
+    assert target.read_bytes() == before and target.stat().st_nlink == 2
+    assert sorted(os.listdir(tmp_path)) == ["dangling.npy", "data", "link.npy", "other.npy"]
 
 
 def test_a_directory_that_cannot_take_the_rename_is_named(tmp_path, monkeypatch, capsys):
@@ -398,12 +420,11 @@ sys.exit(sinpe.cli.main(sys.argv[2:]))
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_mid_write_leaves_no_temporary_file(tmp_path, signum, code):
     """The write waits for the signal (it is held half written once its temporary file
-    exists), so the signal always lands mid-write, however fast or busy the machine: the
-    old file stays, and no temporary file is left."""
+    exists), so the signal always lands mid-write, however fast or busy the machine: no
+    file and no temporary file is left, and the retry writes the file."""
     out = tmp_path / "out"
     out.mkdir()
     path = out / "big.npy"
-    np.save(path, np.zeros(3))
     ready = tmp_path / "ready"
     command = [sys.executable, "-c", _HELD_WRITE, str(ready), "table", "16", "8", "-o", str(path)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -416,21 +437,32 @@ def test_a_signal_mid_write_leaves_no_temporary_file(tmp_path, signum, code):
     _, err = process.communicate(timeout=120)
     assert process.returncode == code, err
     assert "Traceback" not in err and err.count("\n") <= 2, err
-    assert os.listdir(out) == ["big.npy"] and np.load(path).tolist() == [0.0, 0.0, 0.0]
+    assert os.listdir(out) == []
+    assert sinpe_cli("table", 16, 8, "-o", path).returncode == 0
+    assert os.listdir(out) == ["big.npy"] and np.load(path).shape == (16, 8)
 
 
-def test_an_exception_at_any_line_of_the_write_leaves_no_temporary_file(tmp_path):
+def test_an_exception_at_any_line_of_the_write_leaves_no_temporary_file(tmp_path, monkeypatch):
     """A signal handler may raise between any two bytecodes of the main thread (whichever
     thread the signal reached: holding it back in one thread is not enough). Raise at every
-    line the write runs, one run each, until a run completes: no run leaves a .part file,
-    and the old file is intact whenever the write did not finish."""
+    line the write runs, one run each, until a run completes: no run leaves a .part file;
+    one raised before the file was moved to its name leaves nothing (the next run writes
+    it), one raised after leaves the file whole, or nothing."""
+    from sinpe._files import writing
     from sinpe.cli.output import write_atomically
 
     path = tmp_path / "t.npy"
-    path.write_bytes(b"old")
+    moved = [False]
+    real_move = writing._move
 
+    def move(temp, final):
+        real_move(temp, final)
+        moved[0] = True
+
+    monkeypatch.setattr(writing, "_move", move)
     for n in range(1, 10_000):
         seen = [0]
+        moved[0] = False
 
         def tracer(frame, event, arg, n=n, seen=seen):
             if event == "line":
@@ -451,10 +483,13 @@ def test_an_exception_at_any_line_of_the_write_leaves_no_temporary_file(tmp_path
             sys.settrace(None)
             for signum, handler in handlers.items():  # raised inside their restoring too
                 signal.signal(signum, handler)
-        assert not [name for name in os.listdir(tmp_path) if name.endswith(".part")], n
-        assert path.read_bytes() in (b"old", b"new")
+        listing = os.listdir(tmp_path)
+        assert listing == (["t.npy"] if finished else listing if moved[0] else []), n
+        assert listing in ([], ["t.npy"]) and (not listing or path.read_bytes() == b"new"), n
         if finished and seen[0] < n:
             break  # no line left to raise at
+        if listing:
+            path.unlink()
     else:
         pytest.fail("the write never finished")
     assert path.read_bytes() == b"new" and n > 20
@@ -549,7 +584,6 @@ def test_a_signal_a_library_turns_into_another_error_still_ends_the_write(tmp_pa
     from sinpe.cli import output
 
     path = tmp_path / "t.npy"
-    np.save(path, np.ones(3))
 
     def write(file):
         file.write(b"partial")
@@ -570,7 +604,7 @@ def test_a_signal_a_library_turns_into_another_error_still_ends_the_write(tmp_pa
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
     finally:
         signal.signal(signal.SIGINT, before)
-    assert os.listdir(tmp_path) == ["t.npy"] and np.load(path).shape == (3,)
+    assert os.listdir(tmp_path) == []
 
 
 # --------------------------------------------------------------------------- a newcomer's hour
