@@ -173,7 +173,7 @@ def test_an_offset_by_one_is_named(tmp_path):
     np.savez(tmp_path / "c.npz", cos=cos, sin=sin)
     result = check(tmp_path / "c.npz", LLAMA)
     assert result.returncode == 1
-    assert "best explanation: offset 1 (given 0)" in result.stdout
+    assert "the rows are the exact table +1 positions on (off by +1)" in result.stdout
 
 
 def test_the_width_without_partial_rotary_factor_is_named(tmp_path):
@@ -572,3 +572,80 @@ def test_transformers_computation_keeps_its_decade_table(tmp_path):
     decades = report["decades"]
     assert 1e-7 < decades[0]["error"] < 1e-6 and 1e-3 < decades[-1]["error"] < 2e-2
     assert [d["error"] for d in decades] == sorted(d["error"] for d in decades)
+
+
+# --------------------------------------------------------------------------- any offset
+
+PLAIN = {"model_type": "llama", "head_dim": 64, "rope_theta": 1e4, "max_position_embeddings": 4096}
+
+
+def _float32_angles(positions, config=PLAIN):
+    """vLLM's computation: float32 inverse frequencies and float32 angles."""
+    inv_freq, _ = sinpe.rope_config(config).frequencies(None)
+    angle = positions.astype(np.float32)[:, None] * inv_freq.astype(np.float32)[None, :]
+    return np.cos(angle), np.sin(angle)
+
+
+@pytest.mark.parametrize("offset", [100_000, 3_000_000, 7_777_777])
+@pytest.mark.parametrize("kind", ["float32 angles", "flat", "next position", "two back"])
+def test_drift_means_drift_at_any_offset(tmp_path, offset, kind):
+    """A table of 64 rows standing for positions ``offset ..``: float32 angles there drift;
+    a flat error of 2e-5 (cos and sin off the circle: not an angle's error) and the table
+    of the next position, or of two back (each pair moved by k w_i, which float32 angles'
+    bound at 3,000,000 hides), are mismatches that say so. The drift bound grows with the
+    position, so "consistent with growth" was once read only from a cache at position 0."""
+    positions = np.arange(offset, offset + 64)
+    spec = sinpe.rope_config(PLAIN)
+    shift = {"next position": 1, "two back": -2}.get(kind, 0)
+    if kind == "float32 angles":
+        cos, sin = _float32_angles(positions)
+    else:
+        cos, sin = spec.rope_at(positions + shift, layout="compact", dtype="float32")
+    if kind == "flat":
+        cos = cos + np.float32(2e-5)
+    np.savez(tmp_path / "c.npz", cos=cos, sin=sin)
+    (tmp_path / "config.json").write_text(json.dumps(PLAIN))
+    result = check(tmp_path / "c.npz", tmp_path / "config.json", "--offset", offset, "--json")
+    report = json.loads(result.stdout)
+    if kind == "float32 angles":
+        assert (report["verdict"], report["drift"], result.returncode) == ("drift", "float32", 0)
+        return
+    assert report["verdict"] == "mismatch" and result.returncode == 1, report["verdict_text"]
+    (reason,) = report["reasons"]
+    if kind == "flat":
+        assert reason["code"] == "radius" and "not an angle's error" in reason["text"]
+    else:
+        assert reason["code"] == "shifted" and reason["engine"] == shift
+        assert reason["text"].startswith(f"the rows are the exact table {shift:+d} positions on")
+
+
+@pytest.mark.parametrize(
+    "kind, reason",
+    [
+        ("base 10001", "base 10001.0 where the config gives 10000.0"),
+        ("next position", "the rows are the exact table +1 positions on (off by +1)"),
+        ("float16 values", "the values are rounded to float16 (stored as float64)"),
+        ("bfloat16 values", "the values are rounded to bfloat16 (stored as float32)"),
+    ],
+)
+def test_the_explanation_is_the_one_that_accounts_for_the_error(tmp_path, kind, reason):
+    """A float64 table at base 10,001 (config 10,000) was "rounded to float8_e4m3fn", and an
+    off-by-one table "rounded to bfloat16": a narrower dtype explains a table only where
+    every value is one of that dtype's."""
+    spec = sinpe.rope_config(PLAIN)
+    dtype = "float32" if kind == "bfloat16 values" else "float64"
+    if kind == "base 10001":
+        cos, sin = sinpe.rope_config({**PLAIN, "rope_theta": 10001.0}).rope(4096, dtype=dtype)
+    elif kind == "next position":
+        cos, sin = spec.rope(4096, offset=1, dtype=dtype)
+    else:
+        narrow = kind.split()[0]
+        if narrow == "bfloat16":
+            pytest.importorskip("ml_dtypes")
+        cos, sin = (a.astype(dtype) for a in spec.rope(4096, dtype=narrow))
+    np.savez(tmp_path / "c.npz", cos=cos, sin=sin)
+    (tmp_path / "config.json").write_text(json.dumps(PLAIN))
+    result = check(tmp_path / "c.npz", tmp_path / "config.json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"  {reason}" in result.stdout, result.stdout
+    assert "float8" not in result.stdout

@@ -22,7 +22,7 @@ from rope_cases import LLAMA31, phi3_longrope
 import sinpe
 import sinpe.onnx
 from sinpe._check import onnx_file
-from sinpe._check.judge import judge_table, sample
+from sinpe._check.judge import judge_table
 
 LLAMA = {"model_type": "llama", "head_dim": 64, "max_position_embeddings": 4096, "rope_theta": 5e5}
 YARN = {
@@ -224,14 +224,14 @@ def test_a_half_cache_rounded_twice_is_said_and_fixed(tmp_path, data_type, name)
     path = _builder_model(tmp_path / "m", LLAMA, cos, sin, data_type)
     report = sinpe.check_onnx(path)
     assert report.verdict in ("match", "drift")
-    positions = sample(4096)  # the rows the check samples; sinpe's tables correctly rounded
+    positions = np.arange(4096)  # every row; sinpe's tables correctly rounded
     exact = sinpe.rope_config(LLAMA).rope_at(positions, layout="compact", dtype=name)
     read = [c[positions] for c in (cos, sin)]
     if data_type == BFLOAT16:
         read = [(r.astype(np.uint32) << 16).view(np.float32) for r in read]
     differ = sum(int((r != e).sum()) for r, e in zip(read, exact))
     assert report.parts[0].notes == (
-        f"rounded twice: {differ} of {2 * positions.size * 32} sampled entries are not the "
+        f"rounded twice: {differ} of {2 * positions.size * 32} entries are not the "
         f"exact value rounded once to {name} (a float32 table rounded again)",
     )
     assert differ > 0
@@ -335,6 +335,63 @@ def _constant(name: str, array) -> bytes:
 
 def _exact(config: dict, rows: int, **options):
     return sinpe.rope_config(config).rope(rows, layout="compact", dtype="float32", **options)
+
+
+@pytest.mark.parametrize(
+    "damage", ["random rows", "one wrong row", "nan", "inf", "last row"], ids=str
+)
+def test_every_row_of_a_cache_is_judged(tmp_path, damage):
+    """A 4,096-row cache with one row (2,500, else the last) wrong, or 3,909 of its rows
+    random: a mismatch naming the entry (an audit of ~190 sampled rows read "matches ...
+    every entry within"); the exact cache's verdict counts every entry it holds."""
+    cos, sin = (a.copy() for a in _exact(LLAMA, 4096))
+    report = sinpe.check_onnx(_builder_model(tmp_path / "exact", LLAMA, cos, sin))
+    entries = report.parts[0].judgment.as_json()["entries"]
+    assert entries == {"compared": 2 * 4096 * 32, "held": 2 * 4096 * 32}
+    assert "every entry within" in report.text
+    rows = np.random.default_rng(7).permutation(4096)[:3909]
+    if damage == "random rows":
+        cos[rows] = np.random.default_rng(8).uniform(-1, 1, (3909, 32))
+    else:
+        row = 4095 if damage == "last row" else 2500
+        cos[row, 17] = {"nan": np.nan, "inf": np.inf}.get(damage, cos[row, 17] + 0.01)
+    report = sinpe.check_onnx(_builder_model(tmp_path / "bad", LLAMA, cos, sin))
+    assert report.verdict == "mismatch", report.text
+    if damage in ("nan", "inf"):
+        assert report.reasons == (
+            f"the entry at position 2,500, column 17 is {damage}: not a value a RoPE can use",
+        )
+    elif damage != "random rows":
+        assert report.parts[0].judgment.worst[0] == (4095 if damage == "last row" else 2500)
+
+
+def test_a_cache_no_layer_of_which_is_placed_is_named_never_dropped(tmp_path):
+    """Gemma 3 with a second cache (0.5 everywhere) used only by a node whose name gives no
+    layer index: not judged, named with its reason, and the model is "unchecked" (exit 1),
+    never a match; a config whose layer types share one RoPE judges it by that RoPE."""
+    spec = sinpe.rope_config(GEMMA)
+    local = spec.layer("sliding_attention").rope(64, layout="compact", dtype="float32")
+    full = spec.layer("full_attention").rope(64, layout="compact", dtype="float32")
+    half = np.full((64, 16), 0.5, np.float32)
+    names = ["lc", "ls", "gc", "gs", "hc", "hs"]
+    nodes = [_constant(n, t) for n, t in zip(names, [*local, *full, half, half])]
+    nodes += [_gqa("lc", "ls", layer=0), _gqa("gc", "gs", layer=1)]
+    nodes += [_gqa("hc", "hs", layer="extra")]
+    path = _inline_model(tmp_path / "g", nodes, GEMMA)
+    report = sinpe.check_onnx(path)
+    assert [(p.name, p.judgment.verdict) for p in report.parts] == [
+        ("lc", "match"), ("gc", "match"), ("hc", "unchecked")
+    ]  # fmt: skip
+    assert report.verdict == "unchecked" and "match" not in report.text
+    result = run("check", path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    same = {**GEMMA, "rope_theta": 1e4}  # both layer types: base 10,000
+    nodes[2:6] = [_constant(n, t) for n, t in zip(names[2:], [*local, *local])]
+    report = sinpe.check_onnx(_inline_model(tmp_path / "same", nodes, same))
+    assert [(p.name, p.judgment.verdict) for p in report.parts] == [
+        ("lc", "match"), ("gc", "match"), ("hc", "match")
+    ]  # fmt: skip
+    assert report.verdict == "match"
 
 
 def test_find_caches_reads_each_way_a_cache_is_held(tmp_path):
@@ -456,9 +513,10 @@ GEMMA = {
 @pytest.mark.parametrize("swapped", [False, True])
 def test_each_cache_is_judged_by_the_layer_type_of_the_layers_using_it(tmp_path, swapped):
     """Gemma 3's two caches (sliding layers: base 10,000; full layers: 1,000,000), each fed
-    to its layers (and the local one also to a node no layer index names, which is left
-    out): each part carries the layer type that judged it; the caches swapped, each is a
-    mismatch on its base."""
+    to its layers (and the local one also to a node no layer index names, which is named
+    as not judged: its layer type, and so its RoPE, is not known): each part carries the
+    layer type that judged it, the model is "unchecked", never a match; the caches
+    swapped, each is a mismatch on its base."""
     spec = sinpe.rope_config(GEMMA)
     local = spec.layer("sliding_attention").rope(64, layout="compact", dtype="float32")
     full = spec.layer("full_attention").rope(64, layout="compact", dtype="float32")
@@ -469,9 +527,18 @@ def test_each_cache_is_judged_by_the_layer_type_of_the_layers_using_it(tmp_path,
     report = sinpe.check_onnx(_inline_model(tmp_path, nodes, GEMMA))
     got = [(p.name, p.layer_type, p.judgment.verdict) for p in report.parts]
     if not swapped:
-        assert got == [("lc", "sliding_attention", "match"), ("gc", "full_attention", "match")]
+        assert got == [
+            ("lc", None, "unchecked"),
+            ("lc", "sliding_attention", "match"),
+            ("gc", "full_attention", "match"),
+        ]
+        assert report.verdict == "unchecked"
+        assert report.reasons == (
+            "the config says no layer type for '/model/layers.x/attn/GroupQueryAttention' "
+            "(layer_types)",
+        )
         return
-    assert [verdict for *_, verdict in got] == ["mismatch", "mismatch"]
+    assert [verdict for *_, verdict in got] == ["unchecked", "mismatch", "mismatch"]
     assert report.reasons == (
         "base 1000000.0 where the config gives 10000.0",
         "base 10000.0 where the config gives 1000000.0",
@@ -843,7 +910,7 @@ def test_a_concatenated_longrope_caches_long_part_is_judged_at_the_trained_lengt
         return large[0][positions], large[1][positions]
 
     pairs = np.arange(cos.shape[1])
-    table = judge_table(spec._one(), read, sample(8192), pairs, "float32", 8192)
+    table = judge_table(spec._one(), read, 8192, pairs, "float32", 8192)
     assert long_part.name == "cos_cache[1024:9216]" and long_part.judgment.verdict == "drift"
     assert long_part.judgment.worst == table.verdict.worst
 

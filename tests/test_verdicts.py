@@ -7,6 +7,7 @@ when it is loosened fourfold (docs/engines.md's mutation run)."""
 from __future__ import annotations
 
 import ast
+import inspect
 import json
 import math
 import re
@@ -282,7 +283,7 @@ def test_a_defect_s_json_field_is_its_code_everywhere(tmp_path):
 def _judge(read, n, config=PLAIN, dtype="float32"):
     spec = sinpe.rope_config({**config, "max_position_embeddings": n})
     h = spec.head_dim // 2
-    return core.judge_table(spec._one(), read, core.sample(n), np.arange(h), dtype, n).verdict
+    return core.judge_computed(spec._one(), read, np.arange(h), dtype, n).verdict
 
 
 def _exact(positions, config=PLAIN, n=None):
@@ -348,14 +349,13 @@ def _documented_envelope(n: int = 4096) -> np.ndarray:
 
 @pytest.mark.parametrize("scale, verdict", [(0.5, "drift"), (1.5, "mismatch")])
 def test_the_drift_envelope_is_the_bound_and_not_four_times_it(scale, verdict):
-    """Errors at ``scale`` times the per-column float32 envelope (half the match bound, 8
-    float32 ulps, besides): within it a drift, past it a mismatch."""
+    """Angle errors of ``scale`` times the per-column float32 envelope (an angle's error
+    moves cos and sin along the circle, as float32 angles do): within it a drift, past it a
+    mismatch."""
     rates = _documented_envelope()
 
     def read(positions):
-        cos, sin = _exact(positions, n=4096)
-        grow = positions[:, None] * rates[None, :]
-        return cos + 0.5 * 8 * 2.0**-24 + scale * grow, sin
+        return _turned(positions, scale * positions[:, None] * rates[None, :])
 
     assert _judge(read, 4096).verdict == verdict
 
@@ -369,12 +369,21 @@ def test_each_term_of_the_envelope_is_the_bound_and_not_four_times_it(pair, scal
     rates = _documented_envelope()
 
     def read(positions):
-        cos, sin = _exact(positions, n=4096)
-        cos = cos.copy()
-        cos[:, pair] += scale * positions * rates[pair]
-        return cos, sin
+        turn = np.zeros((positions.shape[0], 32))
+        turn[:, pair] = scale * positions * rates[pair]
+        return _turned(positions, turn)
 
     assert _judge(read, 4096).verdict == verdict
+
+
+def _turned(positions, error):
+    """The exact table at 4096 with each entry's angle moved so that the larger of its cos
+    and sin errors is ``error`` (rows, pairs): ``error / max(|cos|, |sin|)``, to first order."""
+    spec = sinpe.rope_config({**PLAIN, "max_position_embeddings": 4096})
+    inv_freq, _ = spec.frequencies(4096)
+    angle = positions[:, None] * inv_freq[None, :]
+    turn = error / np.maximum(np.abs(np.cos(angle)), np.abs(np.sin(angle)))
+    return np.cos(angle + turn), np.sin(angle + turn)
 
 
 @pytest.mark.parametrize("ulps, verdict", [(6, "match"), (12, "mismatch")])
@@ -561,9 +570,7 @@ def test_zero_frequencies_drift_as_the_others():
         return np.cos(angle).astype(np.float64) * factor, np.sin(angle).astype(np.float64) * factor
 
     n = 131072
-    table = core.judge_table(
-        spec._one(), read, core.sample(n), np.arange(spec.head_dim // 2), "float32", n
-    )
+    table = core.judge_computed(spec._one(), read, np.arange(spec.head_dim // 2), "float32", n)
     assert table.verdict.verdict == "drift", table.verdict
 
 
@@ -799,7 +806,7 @@ def test_an_mrope_and_a_dynamic_table_are_judged_at_their_axes_and_length():
         return spec.rope_at(np.broadcast_to(positions, (3, len(positions))), layout="compact")
 
     table = core.judge_table(
-        spec._one(), text, core.sample(4096), np.arange(spec.head_dim // 2), "float64", 4096
+        spec._one(), text, 4096, np.arange(spec.head_dim // 2), "float64", 4096
     )
     assert table.verdict.verdict == "match", table.verdict
     dynamic = sinpe.rope_config({**PLAIN, "rope_scaling": {"rope_type": "dynamic", "factor": 4.0}})
@@ -809,11 +816,9 @@ def test_an_mrope_and_a_dynamic_table_are_judged_at_their_axes_and_length():
         return dynamic.rope_at(positions, layout="compact", seq_len=at)
 
     h = dynamic.head_dim // 2
-    judged = core.judge_table(dynamic._one(), longer, core.sample(at), np.arange(h), "float64", at)
+    judged = core.judge_table(dynamic._one(), longer, at, np.arange(h), "float64", at)
     assert judged.verdict.verdict == "match", judged.verdict
-    trained = core.judge_table(
-        dynamic._one(), longer, core.sample(4096), np.arange(h), "float64", 4096
-    )
+    trained = core.judge_table(dynamic._one(), longer, 4096, np.arange(h), "float64", 4096)
     assert trained.verdict.verdict == "mismatch"
 
 
@@ -823,8 +828,8 @@ def test_a_table_with_no_rows_is_never_a_match():
     from sinpe.vllm import audit_layer
 
     spec = sinpe.rope_config(PLAIN)
-    with pytest.raises(ValueError, match="no rows: nothing to judge"):
-        core.judge_table(spec._one(), _exact, np.array([], np.int64), np.arange(32), "float32", 1)
+    with pytest.raises(ValueError, match="the table's rows 0 is outside 1 .. "):
+        core.judge_table(spec._one(), _exact, 0, np.arange(32), "float32", 1)
     layer = _vllm()
     layer.cos_sin_cache = torch.zeros(0, 64)
     with pytest.raises(ValueError, match="the cache's rows 0 is outside 1 .. "):
@@ -847,18 +852,50 @@ def test_a_mismatched_table_names_its_worst_entry_and_keeps_its_bound():
     assert data["largest_error"] == verdict.largest > 0.1
 
 
-def test_an_audit_reads_every_row_of_a_short_table_and_a_fixed_spread_of_a_long_one():
-    """(``sample``: its threshold, its ranges, its dtypes, its offset.) Up to 192 rows, all
-    of them; past that the first 64, 64 spread geometrically, 64 evenly and the last."""
-    assert np.array_equal(core.sample(192), np.arange(192)) and core.sample(192).dtype == np.int64
-    assert np.array_equal(core.sample(150, 50), np.arange(50, 150))
-    assert len(core.sample(193)) == 159  # sampled from 193 rows on
-    long = core.sample(10**6)
-    assert long.dtype == np.int64 and len(long) == 190 and np.all(np.diff(long) > 0)
-    assert np.array_equal(long[:64], np.arange(64)) and long[-1] == 10**6 - 1
-    assert ((long > 64) & (long < 10**4)).sum() >= 30  # the geometric spread
-    assert (long > 10**6 // 2).sum() >= 32  # the even spread
-    assert np.array_equal(core.sample(10**6 + 7, 7), 7 + long)
+def test_a_held_table_is_judged_whole_and_a_computed_one_at_the_core_s_positions():
+    """(The core owns coverage: ``judge_table`` takes a row count, never positions, and
+    reads every row once, a block at a time; ``judge_computed`` probes the core's own
+    positions.) A table of 300,000 rows with one wrong row anywhere is a mismatch naming
+    it; its verdict counts every entry, and its words say so."""
+    spec = sinpe.rope_config({**PLAIN, "max_position_embeddings": 300_000})
+    exact = spec.rope_at(np.arange(300_005), layout="compact", dtype=np.float32)
+    asked = []
+
+    def read(positions):
+        asked.append(positions.copy())
+        return exact[0][positions], exact[1][positions]
+
+    table = core.judge_table(spec._one(), read, 300_000, np.arange(32), "float32", 300_005, 5)
+    rows = np.concatenate(asked)
+    assert np.array_equal(rows, np.arange(5, 300_005))  # every row, once, in order
+    assert max(len(a) for a in asked) == core.BLOCK_ENTRIES // 32
+    assert table.verdict.compared == table.verdict.held == 300_000 * 32 * 2
+    assert "every entry within" in table.verdict.text
+    assert table.verdict.as_json()["entries"] == {"compared": 19_200_000, "held": 19_200_000}
+    assert np.array_equal(table.positions, np.arange(5, 300_005))
+    for row in (2500, 123_457, 299_999):
+        broken = [a.copy() for a in exact]
+        broken[0][row, 7] += 0.25
+        asked.clear()
+        judged = core.judge_table(
+            spec._one(), read_of(broken), 300_000, np.arange(32), "float32", 300_000
+        )
+        assert judged.verdict.verdict == "mismatch", row
+        assert judged.verdict.worst[0] == row
+    probed = core.probe_positions(300_000)
+    assert np.array_equal(probed[:64], np.arange(64)) and probed[-1] == 300_000 - 1
+    computed = core.judge_computed(spec._one(), read_of(exact), np.arange(32), "float32", 300_000)
+    assert computed.verdict.compared == probed.size * 64 and computed.verdict.held is None
+    assert computed.verdict.text.startswith(
+        f"matches the exact table at float32 rounding (each of the {probed.size * 64:,} "
+        "entries computed at the positions probed within"
+    )
+    assert "positions" not in inspect.signature(core.judge_table).parameters
+
+
+def read_of(arrays):
+    """``read(positions)`` of a table held as ``(cos, sin)`` arrays from position 0."""
+    return lambda positions: (arrays[0][positions], arrays[1][positions])
 
 
 def test_decades_group_the_errors_by_position_decade_in_order():
@@ -1108,7 +1145,7 @@ def test_a_verdicts_json_carries_every_documented_field():
     drift = _judge(lambda p: _angles(p), 4096)
     data = drift.as_json()
     assert set(data) == {"verdict", "verdict_text", "bound", "reasons", "largest_error",
-                         "decades", "worst", "drift", "dtype"}  # fmt: skip
+                         "decades", "worst", "drift", "dtype", "entries"}  # fmt: skip
     assert (data["verdict"], data["verdict_text"], data["drift"]) == (
         "drift",
         drift.text,
@@ -1180,9 +1217,7 @@ def test_the_core_s_fields_where_its_mutation_run_found_them_unasked():
     def read(positions):
         return exact[0][positions], exact[1][positions]
 
-    verdict = core.judge_table(
-        spec._one(), read, core.sample(4096), np.arange(32), "float64", 16384
-    )
+    verdict = core.judge_table(spec._one(), read, 4096, np.arange(32), "float64", 16384)
     assert verdict.verdict.verdict == "match", verdict.verdict
     held = core.fit(lambda p: (np.zeros((len(p), 32)), np.zeros((len(p), 32))), 4096)
     assert held is not None and held.attention_factor is None

@@ -6,9 +6,10 @@ The cache's arrays (``files.load``) are read as each layout their shapes allow; 
 kept is the one the values and the config explain (a single ``(n, rot)`` array is vLLM's
 ``[cos | sin]`` or a cos without its sin: row values tell them apart, and a cos alone is
 refused, never guessed into a verdict). Every row is judged, a block at a time. A mismatch's
-explanation comes from a finite set: values of a narrower dtype, another layout, offset 0 or
-1, the width without ``partial_rotary_factor`` (each tried on sampled rows), then what the
-table's own angles and row 0 show (base, scaling, attention factor: ``judge.fit``).
+explanation comes from a finite set: values of a narrower dtype (where every value is one),
+another layout, offset 0 or 1, the width without ``partial_rotary_factor`` (each ranked on
+the core's preview rows), then what the table's own angles and row 0 show (base, scaling,
+attention factor: ``judge.fit``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 
 from .._rope import rotary as rot
 from .files import NARROW, Stored
-from .judge import fit, judge_parameters, judge_table, sample, ulp
+from .judge import fit, judge_parameters, judge_table, preview, ulp
 from .verdict import (
     DRIFT,
     MISMATCH,
@@ -41,6 +42,7 @@ _DTYPES = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8
 
 
 _COS_ALONE = "cos_alone"  # the layout of a cos without its sin: refused, never a verdict
+_OWN = ("not_a_number", "shifted")  # reasons the core gives that need no explaining
 
 
 class View(NamedTuple):
@@ -235,10 +237,17 @@ def _read_rows(view: View, offset: int) -> Callable:
     return read
 
 
-def _judge_view(view: View, rotary, offset: int, positions, dtype: str, length: int):
-    return judge_table(
-        rotary, _read_rows(view, offset), positions, _PAIRS[view.kind](rotary.h), dtype, length
-    )
+def _judge_view(view: View, rotary, offset: int, dtype: str, length: int):
+    """The core's judgment of every row of a view, the first standing for ``offset``."""
+    pairs = _PAIRS[view.kind](rotary.h)
+    return judge_table(rotary, _read_rows(view, offset), view.rows, pairs, dtype, length, offset)
+
+
+def _preview(view: View, rotary, offset: int, dtype: str, length: int) -> tuple:
+    """``(verdict word, largest error)`` of the core's preview rows of a view: to rank
+    readings, never a verdict."""
+    pairs = _PAIRS[view.kind](rotary.h)
+    return preview(rotary, _read_rows(view, offset), view.rows, pairs, dtype, length, offset)
 
 
 def compare(spec, arrays: list, offset: int = 0, layout: str | None = None, full_width=None):
@@ -260,14 +269,13 @@ def compare(spec, arrays: list, offset: int = 0, layout: str | None = None, full
         return Report(wider[0].label, n, dtype, step / 2, step, judgment, np.full(n, np.nan), "")
     if not fitting:
         _unfitting(arrays, layout, rotary.head_dim)
-    rows = sample(n)
-    best, tie = _choose(fitting, arrays, rotary, offset, offset + rows, dtype, length)
-    table = _judge_view(best, rotary, offset, offset + np.arange(n), dtype, length)
+    best, tie = _choose(fitting, arrays, rotary, offset, dtype, length)
+    table = _judge_view(best, rotary, offset, dtype, length)
     judgment = table.verdict
-    if judgment.verdict == MISMATCH and not judgment.findings[0].code == "not_a_number":
-        judgment = explained(
-            judgment, _explain(spec, found, best, offset, full_width, rows, dtype, n)
-        )
+    if judgment.verdict == MISMATCH and judgment.findings[0].code not in _OWN:
+        reasons = _explain(spec, found, best, offset, full_width, dtype, n)
+        if judgment.findings[0].code != "radius" or reasons[0].code != "unexplained":
+            judgment = explained(judgment, reasons)
     return Report(
         best.label, n, dtype, step / 2, step, judgment, table.errors, _tie_note(tie, judgment)
     )
@@ -288,20 +296,18 @@ def _unfitting(arrays: list, layout: str | None, width: int) -> NoReturn:
     )
 
 
-def _largest(view: View, rotary, offset: int, positions, dtype: str, length: int) -> float:
-    """The largest error of a view's sampled rows (``inf`` where one is not a number)."""
-    table = _judge_view(view, rotary, offset, positions, dtype, length)
-    return float(np.max(table.errors, initial=0.0)) if np.isfinite(table.errors).all() else math.inf
+def _largest(view: View, rotary, offset: int, dtype: str, length: int) -> float:
+    """The largest error of a view's preview rows (``inf`` where one is not a number)."""
+    return _preview(view, rotary, offset, dtype, length)[1]
 
 
-def _choose(fitting: list, arrays: list, rotary, offset, positions, dtype, length: int):
+def _choose(fitting: list, arrays: list, rotary, offset, dtype, length: int):
     """The view whose values the exact table explains best, and the views as near; a cache
     that reads better as a cos without its sin than as vLLM's ``[cos | sin]`` is refused."""
 
     def judged(group):
         return sorted(
-            (_largest(v, rotary, offset, positions, dtype, length), k, v)
-            for k, v in enumerate(group)
+            (_largest(v, rotary, offset, dtype, length), k, v) for k, v in enumerate(group)
         )
 
     alone = judged([v for v in fitting if v.alone])
@@ -331,16 +337,15 @@ def _tie_note(tie: list, judgment: Verdict) -> str:
 # --------------------------------------------------------------------------- why not
 
 
-def _explain(spec, found, best: View, offset, full_width, rows, dtype, n) -> list:
-    """The explanation of a mismatch: values of a narrower dtype; else another layout,
-    offset or width (the one that leaves the least error on the sampled rows); else what
-    the table's angles and row 0 show."""
+def _explain(spec, found, best: View, offset, full_width, dtype, n) -> list:
+    """The explanation of a mismatch: values of a narrower dtype (where every value is one);
+    else another layout, offset or width (the one that leaves the least error on the
+    preview rows); else what the table's angles and row 0 show."""
     rotary = spec._one()
-    positions = offset + rows
-    narrower = _narrower(rotary, best, offset, positions, dtype, offset + n)
+    narrower = _narrower(rotary, best, offset, dtype, offset + n)
     if narrower:
         return narrower
-    fits = sorted(_variants(rotary, found, offset, full_width, rows, dtype, n))
+    fits = sorted(_variants(rotary, found, offset, full_width, dtype, n))
     if fits:  # another layout, offset or width reads as the config: that is the reason
         error, _, view, start, width = fits[0]
         return [
@@ -353,30 +358,55 @@ def _explain(spec, found, best: View, offset, full_width, rows, dtype, n) -> lis
                 config_width=rotary.head_dim,
             )
         ]
-    return _from_angles(spec, best, offset, n) or [
-        finding("unexplained", engine=_largest(best, rotary, offset, positions, dtype, offset + n))
+    return _from_angles(spec, best, offset, n, dtype) or [
+        finding("unexplained", engine=_largest(best, rotary, offset, dtype, offset + n))
     ]
 
 
-def _narrower(rotary, view: View, offset: int, positions, dtype: str, length: int) -> list:
-    """Values of a narrower dtype stored in this one (bfloat16 values as float32): they read
-    as a match or drift at that dtype's rounding, and reach it."""
+def _narrower(rotary, view: View, offset: int, dtype: str, length: int) -> list:
+    """Values of a narrower dtype stored in this one (bfloat16 values as float32): every
+    value is one of that dtype's, and they read as a match or drift at its rounding."""
     for narrow in ("float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"):
         if _DTYPES.index(narrow) <= _DTYPES.index(dtype):
             continue
-        table = _judge_view(view, rotary, offset, positions, narrow, length)
-        _, factor = rot.frequencies(rotary, length)
-        step, largest = ulp(narrow, factor), float(np.max(table.errors, initial=0.0))
-        if table.verdict.verdict == MISMATCH or largest < step / 4:
+        if not _all_of(view, narrow):
             continue
-        if table.verdict.verdict == DRIFT or largest <= step:
+        word, largest = _preview(view, rotary, offset, narrow, length)
+        _, factor = rot.frequencies(rotary, length)
+        step = ulp(narrow, factor)
+        if word == MISMATCH or largest < step / 4:
+            continue
+        if word == DRIFT or largest <= step:
             return [finding("rounded", engine=narrow, config=dtype)]
     return []
 
 
-def _variants(rotary, found, offset: int, full_width, rows, dtype: str, n: int):
+def _all_of(view: View, narrow: str) -> bool:
+    """Whether every value of the view is a value of the dtype ``narrow`` (a block at a time)."""
+    step = max(1, (1 << 20) // max(view.width, 1))
+    for lo in range(0, view.rows, step):
+        for values in view.read(lo, min(view.rows, lo + step)):
+            if values is not None and not _representable(np.asarray(values), narrow):
+                return False
+    return True
+
+
+def _representable(values: np.ndarray, narrow: str) -> bool:
+    values = values[np.isfinite(values)]
+    if narrow == "float32":
+        return bool((values.astype(np.float32) == values).all())
+    if narrow == "float16":
+        with np.errstate(over="ignore"):
+            return bool((values.astype(np.float16) == values).all())
+    if narrow == "bfloat16":
+        single = values.astype(np.float32)
+        return bool((single == values).all() and not (single.view(np.uint32) & 0xFFFF).any())
+    return bool(np.isin(values, _FLOAT8[narrow]).all())
+
+
+def _variants(rotary, found, offset: int, full_width, dtype: str, n: int):
     """``(error, index, view, offset, width)`` of each other reading that reads as the
-    config (a match or a drift on the sampled rows)."""
+    config (a match or a drift on the preview rows)."""
     widths = [rotary.head_dim] + ([full_width] if full_width not in (None, rotary.head_dim) else [])
     k = 0
     for start, width in itertools.product(sorted({offset, 0, 1}), widths):
@@ -386,10 +416,10 @@ def _variants(rotary, found, offset: int, full_width, rows, dtype: str, n: int):
         for view in found:
             if view.width != width or view.alone or (start, width) == (offset, rotary.head_dim):
                 continue
-            table = _judge_view(view, variant, start, start + rows, dtype, start + n)
+            word, largest = _preview(view, variant, start, dtype, start + n)
             k += 1
-            if table.verdict.verdict != MISMATCH:
-                yield float(np.max(table.errors, initial=0.0)), k, view, start, width
+            if word != MISMATCH:
+                yield largest, k, view, start, width
 
 
 def _wider(rotary, width: int):
@@ -399,7 +429,7 @@ def _wider(rotary, width: int):
         return None
 
 
-def _from_angles(spec, view: View, offset: int, n: int) -> list:
+def _from_angles(spec, view: View, offset: int, n: int, dtype: str) -> list:
     """The reasons the table's own angles and row 0 give (position 0 and 1 in the cache)."""
     if offset != 0 or view.kind not in _PAIRS:
         return []
@@ -411,7 +441,7 @@ def _from_angles(spec, view: View, offset: int, n: int) -> list:
         cos, sin = _read_rows(view, 0)(positions)
         return cos[:, first], None if sin is None else sin[:, first]
 
-    held = fit(read, n)
+    held = fit(read, n, dtype)
     if held is None:
         return []
     found, _ = judge_parameters(spec, held, n)

@@ -26,7 +26,10 @@ frequencies fitted from a table's float32 angles (to explain a mismatch), within
 ``FIT_TOLERANCE``. A value that is not a number, or not positive, is a mismatch by itself.
 
 Tables are read a block at a time (``BLOCK_ENTRIES``), so a check's memory is known before
-it starts; ``sample`` chooses the rows an engine's audit reads.
+it starts. A table an engine holds is judged whole (``judge_table`` takes its row count,
+never positions); a RoPE an engine computes on demand, at the core's ``probe_positions``
+(``judge_computed``). Either verdict counts the entries it compared, and of how many held.
+``preview`` (a few hundred rows) only ranks readings of a table, never gives a verdict.
 """
 
 from __future__ import annotations
@@ -52,11 +55,13 @@ __all__ = [
     "explain_frequencies",
     "fit",
     "frequencies_text",
+    "judge_computed",
     "judge_parameters",
     "judge_table",
     "parameters_verdict",
+    "preview",
+    "probe_positions",
     "relative",
-    "sample",
     "title",
 ]
 
@@ -128,23 +133,38 @@ def differences(got, want) -> np.ndarray:
 
 
 class Table(NamedTuple):
-    """A table judged: the ``Verdict``, and each row's position and largest error."""
+    """A table judged: the ``Verdict``, the position its first row stands for, and each
+    row's largest error (``inf`` where an entry is not a number)."""
 
     verdict: Verdict
-    positions: np.ndarray
+    start: int
     errors: np.ndarray
 
+    @property
+    def positions(self) -> np.ndarray:
+        """The position each row stands for."""
+        return self.start + np.arange(self.errors.shape[0], dtype=np.int64)
 
-def sample(end: int, start: int = 0) -> np.ndarray:
-    """The positions an audit reads of rows ``start .. end - 1``: the first 64, 64 spread
-    geometrically to the end, 64 evenly, and the last."""
-    n = end - start
-    if n <= 3 * SAMPLE_ROWS:
-        return np.arange(start, end, dtype=np.int64)
-    far = np.geomspace(SAMPLE_ROWS, n - 1, SAMPLE_ROWS).astype(np.int64)
-    even = np.linspace(SAMPLE_ROWS, n - 1, SAMPLE_ROWS).astype(np.int64)
-    rows = np.concatenate([np.arange(SAMPLE_ROWS), far, even, [n - 1]])
-    return start + np.unique(rows).astype(np.int64)
+
+def probe_positions(length: int) -> np.ndarray:
+    """The positions at which a computed RoPE (a module or function called on positions,
+    which holds no table) is judged, chosen here and never by an adapter: 0-63, 8 rows at
+    100, 1000, 10,000 and 100,000 (those within ``length``) and 24 runs of 8 spread to the
+    end."""
+    top = max(int(length), 72)
+    blocks = [(0, min(64, top))]
+    blocks += [(p, 8) for p in (100, 1000, 10_000, 100_000) if p + 8 <= top]
+    blocks += [(int(p), 8) for p in np.linspace(64, top - 8, 24)]
+    return np.unique(np.concatenate([np.arange(o, o + n) for o, n in blocks]))
+
+
+def _preview_rows(rows: int) -> np.ndarray:
+    """The rows ``preview`` reads: the first 64, 64 spread geometrically, 64 evenly, the last."""
+    if rows <= 3 * SAMPLE_ROWS:
+        return np.arange(rows, dtype=np.int64)
+    far = np.geomspace(SAMPLE_ROWS, rows - 1, SAMPLE_ROWS).astype(np.int64)
+    even = np.linspace(SAMPLE_ROWS, rows - 1, SAMPLE_ROWS).astype(np.int64)
+    return np.unique(np.concatenate([np.arange(SAMPLE_ROWS), far, even, [rows - 1]]))
 
 
 def _exact(rotary, positions: np.ndarray, length: int):
@@ -154,10 +174,12 @@ def _exact(rotary, positions: np.ndarray, length: int):
 
 
 class _Bounds:
-    """The match bound and the per-pair drift rates of one RoPE in one dtype."""
+    """The match bound, the per-pair drift rates and frequencies of one RoPE in one dtype."""
 
     def __init__(self, rotary, length: int, dtype: str):
         inv_freq, factor = rot.frequencies(rotary, length)
+        self.factor = float(factor)
+        self.inv_freq = np.asarray(inv_freq, np.float64)
         self.match = MATCH_ULPS * ulp(dtype, factor)
         turning = inv_freq > 0  # a zero frequency (proportional RoPE) has an exact angle: 0
         with np.errstate(divide="ignore"):
@@ -171,15 +193,28 @@ class _Bounds:
 class _Tally:
     """What the blocks of a table have shown so far."""
 
-    def __init__(self):
+    def __init__(self, bounds: _Bounds, pairs: np.ndarray):
         self.within = {kind: True for kind in (MATCH, *_ANGLE_EPS)}
-        self.worst = (-math.inf, None)  # (how far past float32 angles, (p, pair, error, allowed))
+        self.worst: tuple = (
+            -math.inf,
+            None,
+        )  # (how far past float32 angles, (p, pair, error, allowed))
         self.bad: tuple | None = None  # (position, column, value) of the first non-number
+        self.radial: tuple | None = None  # (position, pair, magnitude) of the first not A
+        self.shifts: dict = {}  # each row's whole shift read off its slowest pair: rows
+        self.rows = 0
+        self.entries = 0
+        w = bounds.inv_freq[pairs] if pairs.size else np.zeros(0)
+        turning = np.flatnonzero(w > 0)
+        self.slow = int(turning[np.argmin(w[turning])]) if turning.size else None
 
-    def add(self, bounds: _Bounds, positions, error, pairs, values) -> None:
+    def add(self, bounds: _Bounds, positions, error, pairs, cos, sin, want) -> None:
         finite = np.isfinite(error)
+        self.rows += positions.shape[0]
+        self.entries += error.size * (1 if sin is None else 2)
         if not finite.all() and self.bad is None:
             row, column = np.argwhere(~finite)[0]
+            values = [v for v in (cos, sin) if v is not None]
             value = next(v[row, column] for v in values if not np.isfinite(v[row, column]))
             self.bad = (int(positions[row]), int(column), float(value))
         excess = np.where(finite, error, np.inf) - bounds.match
@@ -199,37 +234,148 @@ class _Tally:
                         float(allowed[row, column] + bounds.match),
                     )
                     self.worst = (float(past[row, column]), entry)
+        if sin is not None and self.bad is None and error.size:
+            self._angles(bounds, positions, pairs, cos, sin, want)
+
+    def _angles(self, bounds: _Bounds, positions, pairs, cos, sin, want) -> None:
+        """What only an angle's error does: keep each (cos, sin) at the attention factor's
+        magnitude, and move each pair by its own amount (a shift by k positions moves
+        every pair by k w_i: read off the slowest pair, where k w stays below pi)."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            radius = np.hypot(cos, sin)
+            off = np.abs(radius - bounds.factor) > bounds.match
+        if off.any() and self.radial is None:
+            row, column = np.argwhere(off)[0]
+            self.radial = (int(positions[row]), int(pairs[column]), float(radius[row, column]))
+        if self.slow is None:
+            return
+        j, pair = self.slow, int(pairs[self.slow])
+        want_cos, want_sin = want[0][:, pair], want[1][:, pair]
+        turn = np.arctan2(
+            sin[:, j] * want_cos - cos[:, j] * want_sin, cos[:, j] * want_cos + sin[:, j] * want_sin
+        )
+        ks, counts = np.unique(np.round(turn / bounds.inv_freq[pair]), return_counts=True)
+        for k, count in zip(ks.tolist(), counts.tolist()):
+            if k:
+                self.shifts[int(k)] = self.shifts.get(int(k), 0) + count
+
+    def shift(self) -> int | None:
+        """The whole shift most rows show, where more than half of them show the same one."""
+        if not self.shifts:
+            return None
+        k, count = max(self.shifts.items(), key=lambda item: item[1])
+        return k if 2 * count > self.rows else None
 
 
-def judge_table(rotary, read: Callable, positions, pairs, dtype: str, length: int) -> Table:
-    """The ``Table`` of the rows ``read(positions)`` gives (``(cos, sin)`` float64 arrays of
-    ``(rows, columns)``, sin may be ``None``; column ``j`` holds pair ``pairs[j]``) against
-    the exact table of ``rotary`` at the current length ``length``, in blocks."""
-    positions = np.asarray(positions, np.int64)
+def _blocks(rows: int, columns: int, start: int):
+    """The positions of a table's rows ``start .. start + rows - 1``, a block at a time."""
+    step = max(1, BLOCK_ENTRIES // max(columns, 1))
+    for lo in range(0, rows, step):
+        yield lo, start + np.arange(lo, min(rows, lo + step), dtype=np.int64)
+
+
+def _read_block(read: Callable, chunk: np.ndarray, columns: int) -> tuple:
+    cos, sin = read(chunk)
+    cos = np.asarray(cos, np.float64)
+    sin = None if sin is None else np.asarray(sin, np.float64)
+    for name, values in (("cos", cos), ("sin", sin)):
+        if values is not None and values.shape != (chunk.shape[0], columns):
+            raise ValueError(
+                f"the engine's {name} rows are {values.shape}, not ({chunk.shape[0]}, {columns})"
+            )
+    return cos, sin
+
+
+def _errors(cos, sin, want_cos, want_sin, pairs) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        error = np.abs(cos - want_cos[:, pairs])
+        if sin is not None:
+            np.fmax(error, np.abs(sin - want_sin[:, pairs]), out=error)
+            error[~np.isfinite(sin)] = np.nan
+        error[~np.isfinite(cos)] = np.nan
+    return error
+
+
+def judge_table(rotary, read: Callable, rows: int, pairs, dtype: str, length: int, start=0):
+    """The ``Table`` of a table an engine holds: **every** row of it, ``read(positions)``
+    giving the rows standing for positions ``start .. start + rows - 1`` (``(cos, sin)``
+    float64 arrays of ``(rows, columns)``, sin may be ``None``; column ``j`` holds pair
+    ``pairs[j]``), against the exact table of ``rotary`` at the current length ``length``,
+    a block at a time. There is no way to judge a subset: a verdict's words never claim
+    more than was compared, and this compares everything held."""
+    rows = bounded("the table's rows", rows, MAX_POSITION, 1)
+    start = bounded("the table's first position", start, MAX_POSITION)
+    return _judge(rotary, read, rows, pairs, dtype, length, start, held=True)
+
+
+def judge_computed(rotary, read: Callable, pairs, dtype: str, length: int) -> Table:
+    """The ``Table`` of a RoPE an engine computes on demand (a module called on positions,
+    which holds no table): judged at the core's ``probe_positions(length)``, and said so
+    (the verdict counts the entries compared; none are held)."""
+    return _judge(rotary, read, probe_positions(length), pairs, dtype, length, 0, held=False)
+
+
+def preview(rotary, read: Callable, rows: int, pairs, dtype: str, length: int, start=0):
+    """``(verdict word, largest error)`` of a few hundred rows of a table (the first 64, 64
+    spread geometrically, 64 evenly, the last): only to rank readings of a table (layouts,
+    offsets, widths, dtypes) before one is judged whole; never a verdict."""
+    rows = bounded("the table's rows", rows, MAX_POSITION, 1)
+    positions = start + _preview_rows(rows)
+    table = _judge(rotary, read, positions, pairs, dtype, length, 0, held=False)
+    largest = table.errors.max(initial=0.0)
+    return table.verdict.verdict, float(largest) if np.isfinite(table.errors).all() else math.inf
+
+
+def _judge(rotary, read, rows, pairs, dtype: str, length: int, start: int, held: bool) -> Table:
     pairs = np.asarray(pairs, np.intp)
-    if positions.size == 0:  # nothing read is nothing shown: never a match
-        raise ValueError("a table with no rows: nothing to judge")
     bounds = _Bounds(rotary, length, dtype)
-    tally = _Tally()
-    errors = np.empty(positions.shape[0])
-    step = max(1, BLOCK_ENTRIES // max(pairs.shape[0], 1))
-    for k in range(0, positions.shape[0], step):
-        chunk = positions[k : k + step]
-        cos, sin = read(chunk)
-        want_cos, want_sin = _exact(rotary, chunk, length)
-        with np.errstate(invalid="ignore"):
-            error = np.abs(np.asarray(cos, np.float64) - want_cos[:, pairs])
-            if sin is not None:
-                np.fmax(error, np.abs(np.asarray(sin, np.float64) - want_sin[:, pairs]), out=error)
-                error[~np.isfinite(sin)] = np.nan
-            error[~np.isfinite(cos)] = np.nan
-        tally.add(bounds, chunk, error, pairs, [v for v in (cos, sin) if v is not None])
-        errors[k : k + step] = error.max(axis=1, initial=0.0) if error.shape[1] else 0.0
-    return Table(_table_verdict(tally, bounds, positions, errors, dtype), positions, errors)
+    tally = _Tally(bounds, pairs)
+    if held:
+        blocks = list(_blocks(rows, pairs.shape[0], start))
+        count = rows
+    else:  # the probe's positions, in blocks
+        step = max(1, BLOCK_ENTRIES // max(pairs.shape[0], 1))
+        blocks = [(lo, rows[lo : lo + step]) for lo in range(0, rows.shape[0], step)]
+        count = rows.shape[0]
+    errors = np.empty(count)
+    for lo, chunk in blocks:
+        cos, sin = _read_block(read, chunk, pairs.shape[0])
+        want = _exact(rotary, chunk, length)
+        error = _errors(cos, sin, want[0], want[1], pairs)
+        tally.add(bounds, chunk, error, pairs, cos, sin, want)
+        errors[lo : lo + chunk.shape[0]] = error.max(axis=1, initial=0.0) if error.shape[1] else 0.0
+    held_entries = tally.entries if held else None
+    positions = (start + np.arange(count)) if held else rows
+    verdict = _table_verdict(tally, bounds, positions, errors, dtype, held_entries)
+    if verdict.verdict != MATCH and tally.bad is None and (k := tally.shift()) is not None:
+        verdict = _shifted(rotary, read, blocks, pairs, dtype, length, k, verdict)
+    return Table(verdict, start, errors)
 
 
-def _table_verdict(tally: _Tally, bounds: _Bounds, positions, errors, dtype: str) -> Verdict:
-    common: dict[str, Any] = dict(dtype=dtype, decades=decades(positions, errors), kind="table")
+def _shifted(rotary, read, blocks, pairs, dtype, length, k: int, verdict: Verdict) -> Verdict:
+    """A table whose rows read as the exact table k positions on (off by k: every pair moved
+    by k w_i, which float32 angles at far positions can hide within their drift bound): a
+    mismatch for that reason where every entry is nearer the shifted table than half of its
+    largest error here."""
+    largest = 0.0
+    for _, chunk in blocks:
+        cos, sin = _read_block(read, chunk, pairs.shape[0])
+        want = _exact(rotary, chunk + k, length)
+        largest = max(largest, float(_errors(cos, sin, want[0], want[1], pairs).max(initial=0.0)))
+    if not largest < 0.5 * (verdict.largest or 0.0):
+        return verdict
+    found = finding("shifted", engine=k, error=largest)
+    return verdict._replace(verdict=MISMATCH, findings=(found,), drift=None)
+
+
+def _table_verdict(tally: _Tally, bounds: _Bounds, positions, errors, dtype, held) -> Verdict:
+    common: dict[str, Any] = dict(
+        dtype=dtype,
+        decades=decades(positions, errors),
+        kind="table",
+        compared=tally.entries,
+        held=held,
+    )
     if tally.bad is not None:
         position, column, value = tally.bad
         what = f"the entry at position {position:,}, column {column}"
@@ -244,10 +390,20 @@ def _table_verdict(tally: _Tally, bounds: _Bounds, positions, errors, dtype: str
     if tally.within[MATCH]:
         return Verdict(MATCH, (), bounds.match, largest=largest, **common)
     for kind in _ANGLE_EPS:
-        if tally.within[kind]:
+        if tally.within[kind] and tally.radial is None:
             return Verdict(
                 DRIFT, (), bounds.match, largest=largest, drift=kind, worst=worst, **common
             )
+    if tally.radial is not None and any(tally.within[kind] for kind in _ANGLE_EPS):
+        position, pair, radius = tally.radial
+        found = finding(
+            "radius",
+            position=position,
+            pair=pair,
+            engine=number(radius),
+            config=number(bounds.factor),
+        )
+        return Verdict(MISMATCH, (found,), bounds.match, largest=largest, worst=worst, **common)
     assert worst is not None  # some entry is past float32 angles: the worst of them
     found = finding("table", position=worst[0], engine=worst[1], config=worst[2])
     return Verdict(MISMATCH, (found,), bounds.match, largest=largest, worst=worst, **common)
@@ -287,6 +443,12 @@ class Held(NamedTuple):
     base: float | None = None
     fitted: bool = False
     values: tuple = ()  # (what, value): other parameters the engine holds, each > 0 or absent
+    fit_tolerance: float = FIT_TOLERANCE  # what fitted values can tell (float64 angles: more)
+
+
+def _tolerance(held: Held) -> float:
+    """The relative tolerance of held values: what a fit can tell, else float32 parameters'."""
+    return held.fit_tolerance if held.fitted else PARAMETER_TOLERANCE
 
 
 def parameters_verdict(findings) -> Verdict:
@@ -352,7 +514,7 @@ def judge_parameters(spec, held: Held, length: int | None, explained: Callable |
     found += broken
     if found and (broken or held.width not in (None, spec.head_dim)):
         return found, None
-    tolerance = FIT_TOLERANCE if held.fitted else PARAMETER_TOLERANCE
+    tolerance = _tolerance(held)
     largest = None
     if held.inv_freq is not None:
         largest = relative(
@@ -400,7 +562,7 @@ def explain_frequencies(spec, held: Held, inv_freq, largest: float) -> list:
     give (``held.base``, else fitted from pairs 0 and 1), the scaling not applied, every
     frequency divided alike; else by how much."""
     got = np.asarray(held.inv_freq, np.float64)
-    tolerance = FIT_TOLERANCE if held.fitted else PARAMETER_TOLERANCE
+    tolerance = _tolerance(held)
     width = 2 * got.shape[0]
     base, found = _base_finding(spec, held, got, inv_freq, tolerance)
     record = ROPE_TYPES[spec.scaling["rope_type"]]
@@ -460,7 +622,10 @@ def frequencies_text(largest: float | None) -> str:
     return f"within {largest:.2g} of the config's (relative)"
 
 
-def fit(read: Callable, end: int | None) -> Held | None:
+FIT_TOLERANCE_FLOAT64 = 1e-9  # float64 angles: atan2's 1e-16 over w > 1e-7, from position 1 on
+
+
+def fit(read: Callable, end: int | None, dtype: str = "float32") -> Held | None:
     """What a table's rows at positions 0, 1, 2, 4, ... (up to ``end`` and ``FIT_TOP``)
     show: the attention factor (row 0's cos, where every pair agrees) and each pair's
     inverse frequency (position 1's angle, each doubling fixing the next one's turns);
@@ -482,4 +647,10 @@ def fit(read: Callable, end: int | None) -> Held | None:
         angle = np.arctan2(sin[k], cos[k])
         turns = np.round((theta * position - angle) / (2 * np.pi))
         theta = (angle + 2 * np.pi * turns) / position
-    return Held(inv_freq=theta, attention_factor=factor if agree else None, fitted=True)
+    tolerance = FIT_TOLERANCE_FLOAT64 if dtype == "float64" else FIT_TOLERANCE
+    return Held(
+        inv_freq=theta,
+        attention_factor=factor if agree else None,
+        fitted=True,
+        fit_tolerance=tolerance,
+    )

@@ -1,15 +1,16 @@
 """``sinpe check model.onnx [config.json]``: the ONNX adapter. An ONNX model holds its RoPE in
-the file: cos/sin caches (initializers, or ``Constant`` nodes in an ``If`` choosing LongRoPE's
-short or long factors by the sequence length, or one concatenated cache) fed to ONNX Runtime's
-rotary ops (``com.microsoft`` ``GroupQueryAttention`` with ``do_rotary``, ``RotaryEmbedding``,
-``MRotaryEmbedding``); or, in a model traced from transformers (optimum's exports), an
-``inv_freq`` constant multiplied with the position ids. The caches are found by how the graph
-uses them, not by name; each is read by sampled rows (``onnx_file.tensor_rows``: never the
-whole file) and handed to the verdict core (``judge.judge_table``), at the length its rows
-stand for, against the spec of the layers that use it; an ``inv_freq`` is judged as
-parameters. A mismatch is explained from what the cache shows (``judge.fit``) and from the
-misreadings ONNX Runtime GenAI's builder ships (YaRN's ramp unrounded; LongRoPE's factors of
-one regime at every length), in the core's words.
+the file: cos/sin caches (initializers, or ``Constant`` nodes in an ``If`` choosing
+LongRoPE's short or long factors by the sequence length, or one concatenated cache) fed to
+ONNX Runtime's rotary ops (``com.microsoft`` ``GroupQueryAttention`` with ``do_rotary``,
+``RotaryEmbedding``, ``MRotaryEmbedding``); or, in a model traced from transformers
+(optimum's exports), an ``inv_freq`` constant multiplied with the position ids. The caches
+are found by how the graph uses them, not by name; every row of each is judged by the
+verdict core (``judge.judge_table``, a block at a time through ``onnx_file.tensor_rows``),
+at the length its rows stand for, against the spec of the layers that use it; a cache no
+layer of which the config places is named as not judged, and the model is then never a
+match; an ``inv_freq`` is judged as parameters. A mismatch is explained from what the cache
+shows (``judge.fit``) and from the misreadings ONNX Runtime GenAI's builder ships (YaRN's
+ramp unrounded; LongRoPE's factors of one regime at every length), in the core's words.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .._rope.config import load_config, rope_config
 from .._tables.checks import bfloat16
 from . import onnx_file
 from .judge import (
+    BLOCK_ENTRIES,
     FIT_TOLERANCE,
     MAX_POSITION,
     Held,
@@ -33,20 +35,19 @@ from .judge import (
     judge_table,
     parameters_verdict,
     relative,
-    sample,
     title,
 )
 from .layers import LayerUnknown, layer_index, layer_spec
 from .verdict import (
-    DRIFT,
-    MATCH,
     MISMATCH,
     Judged,
     Verdict,
     explained,
     finding,
     mismatch,
+    not_judged,
     note,
+    overall,
     strict,
 )
 
@@ -227,20 +228,13 @@ def check_onnx(path, config=None) -> OnnxReport:
 
 
 def _overall(parts: list) -> Verdict:
-    """The model's verdict: a mismatch with every part's reasons, else the worst verdict."""
-    failed = [p for p in parts if p.judgment.verdict == MISMATCH]
-    if failed:
-        reasons = {f.text: f for p in failed for f in p.judgment.findings}
-        return mismatch(reasons.values())
-    for verdict in (DRIFT, MATCH):
-        found = [p.judgment for p in parts if p.judgment.verdict == verdict]
-        if found:
-            return max(found, key=lambda v: v.largest or 0.0)
-    return parts[0].judgment
+    """The model's verdict: the core's verdict of every part found (``verdict.overall``)."""
+    return overall(p.judgment for p in parts)
 
 
 def _specs(spec, data: dict, users) -> dict:
-    """``{layer type: spec}`` of the layers that use a cache."""
+    """``{layer type: spec}`` of the layers that use a cache (``_unplaced``: the others; a
+    user the config does not place takes the one RoPE its layer types share, if they do)."""
     if spec.layer_types is None:
         return {None: spec}
     found = {}
@@ -248,8 +242,24 @@ def _specs(spec, data: dict, users) -> dict:
         try:
             one = layer_spec(spec, data, layer_index(user))
         except LayerUnknown:
-            continue
+            if _unplaced(spec, data, [user]):
+                continue
+            one = spec.layer(spec.layer_types[0])
         found[one.layer_type] = one
+    return found
+
+
+def _unplaced(spec, data: dict, users) -> list:
+    """The users of a cache whose layer the config does not place (a node whose name gives
+    no layer index, or one past its layer_types), where its layer types' RoPEs differ."""
+    if spec.layer_types is None or len({_signature(spec, t) for t in spec.layer_types}) == 1:
+        return []
+    found = []
+    for user in users:
+        try:
+            layer_spec(spec, data, layer_index(user))
+        except LayerUnknown:
+            found.append(user)
     return found
 
 
@@ -266,13 +276,27 @@ def _judge_cache(model, spec, data: dict, cache: Cache) -> list:
         if kind not in _FLOATS:
             raise ValueError(f"{model.path}: the cache {tensor.name!r} holds {kind}, not floats")
     parts = []
-    for layer_type, one in _specs(spec, data, cache.users).items():
+    specs, unplaced = _specs(spec, data, cache.users), _unplaced(spec, data, cache.users)
+    dtype = onnx_file.DTYPES.get(cache.cos.data_type, ("?",))[0]
+    if unplaced:  # named, never dropped: the layers it feeds are not known, so neither is its RoPE
+        reason = finding("layer_of", engine=", ".join(map(repr, unplaced[:4])))
+        parts.append(OnnxPart(cache.cos.name, None, rows, dtype, not_judged(reason)))
+    for layer_type, one in specs.items():
         for first, count, length in _regimes(one, rows):
             judgment, notes = _judge_rows(model, one, data, cache, first, count, length, half)
             name = cache.cos.name if count == rows else f"{cache.cos.name}[{first}:{first + count}]"
-            dtype = onnx_file.DTYPES.get(cache.cos.data_type, ("?",))[0]
             parts.append(OnnxPart(name, layer_type, count, dtype, judgment, notes))
     return parts
+
+
+def _signature(spec, layer_type: str) -> tuple:
+    """What a layer type's RoPE is: its width, rotation, frequencies and factor."""
+    try:
+        one = spec.layer(layer_type)
+    except ValueError:  # a layer type without RoPE
+        return (layer_type,)
+    inv_freq, factor = one.frequencies(None)
+    return (one.head_dim, one.rotation, np.asarray(inv_freq).tobytes(), float(factor))
 
 
 def _regimes(spec, rows: int) -> list:
@@ -298,7 +322,7 @@ def _judge_rows(model, spec, data, cache: Cache, first, count, length, half) -> 
         cos = onnx_file.tensor_rows(model, cache.cos, rows)
         return cos, onnx_file.tensor_rows(model, cache.sin, rows)
 
-    table = judge_table(spec._one(), read, sample(count), np.arange(half), dtype, length)
+    table = judge_table(spec._one(), read, count, np.arange(half), dtype, length)
     judgment = table.verdict
     if structural:
         judgment = mismatch(structural + list(judgment.findings))
@@ -372,22 +396,26 @@ def _variant(data: dict, **keys):
 
 def _rounding(spec, read, count: int, length: int, dtype: str) -> tuple:
     """A narrow cache whose values are not the exact ones rounded once (the float32 table
-    rounded again to float16 or bfloat16): said as a note, with how many entries."""
+    rounded again to float16 or bfloat16): said as a note, with how many entries of all."""
     if dtype not in ("float16", "bfloat16"):
         return ()
-    positions = sample(count)
-    cos, sin = read(positions)
     if dtype == "bfloat16" and bfloat16() is None:
         return ()
-    # sinpe's narrow tables: each value the exact one correctly rounded, once
-    want = spec.rope_at(positions, layout="compact", dtype=dtype, seq_len=length)
-    half = cos.shape[1]
-    differ = sum(
-        int((got != w[:, :half].astype(np.float64)).sum()) for got, w in zip((cos, sin), want)
-    )
+    differ = total = 0
+    step = max(1, BLOCK_ENTRIES // max(2 * (spec.head_dim or 2), 1))
+    for lo in range(0, count, step):
+        positions = np.arange(lo, min(count, lo + step), dtype=np.int64)
+        cos, sin = read(positions)
+        # sinpe's narrow tables: each value the exact one correctly rounded, once
+        want = spec.rope_at(positions, layout="compact", dtype=dtype, seq_len=length)
+        half = cos.shape[1]
+        differ += sum(
+            int((got != w[:, :half].astype(np.float64)).sum()) for got, w in zip((cos, sin), want)
+        )
+        total += 2 * cos.size
     if not differ:
         return ()
-    return (note("rounded_twice", engine=differ, config=2 * cos.size, dtype=dtype),)
+    return (note("rounded_twice", engine=differ, config=total, dtype=dtype),)
 
 
 # --------------------------------------------------------------------------- traced models

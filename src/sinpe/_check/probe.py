@@ -4,7 +4,7 @@ shaped ``(1, 1, L, width + 4)`` float32 and return the rotated ``x``; a probe in
 the table back: for a module rotating halves, ``x = [1]*h + [0]*h`` returns
 ``[A cos | A sin]``; for pairs, ``x = [1, 0, 1, 0, ...]`` returns ``A cos`` at even and
 ``A sin`` at odd elements (``A``: the attention factor it applies). The rows go to the
-verdict core (``judge.judge_table``) at sampled positions up to the model's length; a
+verdict core (``judge.judge_computed``) at the core's probe positions up to the model's length; a
 mismatch is explained from what the module's own angles show (``judge.fit``). No engine is
 imported here: the adapter of each engine turns its module into ``call``.
 """
@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from .judge import MAX_WIDTH, Held, bounded, fit, judge_parameters, judge_table, title
+from .judge import MAX_WIDTH, Held, bounded, fit, judge_computed, judge_parameters, title
 from .layers import lengths
 from .verdict import DRIFT, MATCH, MISMATCH, Verdict, explained, finding, mismatch, unchecked
 
@@ -25,7 +25,6 @@ __all__ = [
     "judge_module",
     "judge_rows",
     "measure",
-    "positions_of",
     "rotation_of",
 ]
 
@@ -84,16 +83,6 @@ def _reader(call: Callable, dims: int, rotation: str) -> Callable:
     return read
 
 
-def positions_of(length: int) -> np.ndarray:
-    """The positions probed: 0-63, 8 rows at 100, 1000, 10,000 and 100,000 (those within
-    ``length``) and 24 runs of 8 spread to the end."""
-    top = max(int(length), 72)
-    blocks = [(0, min(64, top))]
-    blocks += [(p, 8) for p in (100, 1000, 10_000, 100_000) if p + 8 <= top]
-    blocks += [(int(p), 8) for p in np.linspace(64, top - 8, 24)]
-    return np.unique(np.concatenate([np.arange(o, o + n) for o, n in blocks]))
-
-
 def judge_module(spec, call: Callable, dims: int, trained: int | None = None) -> tuple:
     """``(Verdict, rotation)`` of a module against ``spec``: its width and rotation, then its
     table at the sampled positions at each length the spec is judged at (LongRoPE: the
@@ -125,7 +114,7 @@ def judge_rows(spec, read_at: Callable, dims: int, trained: int | None = None) -
     judged, reads = [], {}
     for length in lengths(spec, trained):
         reads[length] = read = read_at(length)
-        table = judge_table(spec._one(), read, positions_of(length), pairs, "float32", length)
+        table = judge_computed(spec._one(), read, pairs, "float32", length)
         judged.append((length, table.verdict))
     return _combine(spec, judged, reads)
 

@@ -37,6 +37,7 @@ __all__ = [
     "layer_line",
     "note",
     "number",
+    "overall",
     "refusal",
     "strict",
     "worst_text",
@@ -62,6 +63,10 @@ REASONS = {
     "uniform_factor": "every frequency divided by {engine}",
     "frequencies": "frequencies differ from the config's by up to {engine} (relative, pair {pair})",
     "table": "at position {position:,} the error is {engine:.3g}, where {config:.3g} is allowed",
+    "radius": "at position {position:,}, pair {pair}, cos and sin have magnitude {engine} where "
+    "the attention factor is {config}: not an angle's error (one keeps cos^2 + sin^2)",
+    "shifted": "the rows are the exact table {engine:+d} positions on (off by {engine:+d}): "
+    "it leaves an error of {error:.3g}",
     "not_drift": "the error does not grow as float32 angles make it: at position {position:,}, "
     "pair {pair}, it is {engine:.3g}, where float32 angles err by at most {config:.3g}",
     "length_regime": "{title}{engine} factors at every length (transformers: {config} factors "
@@ -156,7 +161,7 @@ NOTES = {
     "hf_field": "{field} {engine!r} where config.json gives {config!r}",
     "left": "left as {who} made it ({engine})",
     "at_length": "largest error {engine:.3g} up to {length} {config:,}",
-    "rounded_twice": "rounded twice: {engine} of {config} sampled entries are not the exact "
+    "rounded_twice": "rounded twice: {engine} of {config} entries are not the exact "
     "value rounded once to {dtype} (a float32 table rounded again)",
     "softmax_not_checked": "the attention's softmax scale is not read from this engine",
 }
@@ -266,6 +271,19 @@ class Verdict(NamedTuple):
     worst: tuple | None = None
     drift: str | None = None
     dtype: str | None = None
+    compared: int | None = None
+    held: int | None = None
+
+    @property
+    def scope(self) -> str:
+        """What the bound was checked on: every entry held, or the entries compared."""
+        if self.compared is None:
+            return "each entry"
+        if self.held is not None and self.compared == self.held:
+            return "every entry"
+        if self.held is not None:
+            return f"{self.compared:,} of the {self.held:,} entries held"
+        return f"each of the {self.compared:,} entries computed at the positions probed"
 
     @property
     def text(self) -> str:
@@ -277,12 +295,12 @@ class Verdict(NamedTuple):
             )
         if self.verdict == MATCH:
             return (
-                f"matches the exact table at {self.dtype} rounding (every entry within "
+                f"matches the exact table at {self.dtype} rounding ({self.scope} within "
                 f"{self.bound:.3g}: 8 ulps)"
             )
         if self.verdict == DRIFT:
             return (
-                f"drifts with the position: {self.drift} angles (each entry within 8 ulps plus "
+                f"drifts with the position: {self.drift} angles ({self.scope} within 8 ulps plus "
                 f"what a {self.drift} angle p * w errs by at its position and frequency; the "
                 "exact table's error stays at the dtype's rounding)"
             )
@@ -315,6 +333,9 @@ class Verdict(NamedTuple):
                 else dict(zip(("position", "error", "allowed"), self.worst)),
                 "drift": self.drift,
                 "dtype": self.dtype,
+                "entries": None
+                if self.compared is None
+                else {"compared": self.compared, "held": self.held},
             }
         )
 
@@ -383,6 +404,27 @@ def mismatch(findings, **fields) -> Verdict:
     findings = tuple(findings)
     assert findings, "a mismatch has a reason"
     return Verdict(MISMATCH, findings, **fields)
+
+
+def overall(verdicts) -> Verdict:
+    """The verdict of everything found (a census: each cache, part or layer's verdict): a
+    mismatch with every reason; else, where something found was not judged, not judged with
+    its reasons (never a match while anything is unjudged); else the worst drift, else the
+    match of the largest error."""
+    verdicts = list(verdicts)
+    assert verdicts, "a census has something in it"
+    for kind in (MISMATCH, UNCHECKED):
+        found = [v for v in verdicts if v.verdict == kind]
+        if found:
+            reasons = {f.text: f for v in found for f in v.findings}
+            return Verdict(
+                kind, tuple(reasons.values()), kind="none" if kind == UNCHECKED else "table"
+            )
+    for kind in (DRIFT, MATCH):
+        found = [v for v in verdicts if v.verdict == kind]
+        if found:
+            return max(found, key=lambda v: v.largest or 0.0)
+    return verdicts[0]
 
 
 def unchecked(code: str, **fields) -> Verdict:

@@ -1,13 +1,13 @@
 """The vLLM adapter: what one vLLM rotary layer holds -- its class, rotary width, rotation
 (``is_neox_style``) and ``[cos | sin]`` cache -- extracted and handed to the verdict core
-(``sinpe._check.judge``), which judges sampled rows of the cache against the exact table of
-the config; and (mode ``exact``) the cache filled with sinpe's correctly rounded table, on
-its own device, in its dtype and layout.
+(``sinpe._check.judge``), which judges every row of the cache against the exact table of the
+config; and (mode ``exact``) the cache filled with sinpe's correctly rounded table, on its
+own device, in its dtype and layout.
 
-Rows are read on the cache's device: the sampled rows (``judge.sample``: a few hundred of a
-10M-row cache) are gathered there and only they are copied to the host. A class this module
-does not know is "unchecked", named, never guessed at. Nothing here imports vLLM; torch is
-imported only to read and write a layer's tensors.
+Rows are read on the cache's device a block at a time (``judge.BLOCK_ENTRIES``: the host
+holds one block of the cache and of the exact table at once, whatever its length). A class
+this module does not know is "unchecked", named, never guessed at. Nothing here imports
+vLLM; torch is imported only to read and write a layer's tensors.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from .._check.judge import (
     fit,
     judge_parameters,
     judge_table,
-    sample,
 )
 from .._check.layers import LayerUnknown, specs_of
 from .._check.verdict import (
@@ -148,14 +147,19 @@ def _parts(layer, buffer: str) -> list:
 
 
 def _reader(tensor, first: int, h: int):
-    """``read(positions)``: the rows at ``positions`` gathered on the cache's device, and
-    only they copied to the host, as float64 ``(cos, sin)``."""
+    """``read(positions)``: the rows at ``positions`` (the core asks a block of consecutive
+    rows at a time: a slice of the cache on its device) copied to the host, as float64
+    ``(cos, sin)``."""
     import torch
 
     def read(positions: np.ndarray):
-        index = torch.as_tensor(first + positions, dtype=torch.long, device=tensor.device)
         wide = torch.float64 if tensor.dtype == torch.float64 else torch.float32
-        rows = tensor.index_select(0, index).to(wide)  # exact from any float dtype
+        lo = first + int(positions[0])
+        if positions.size and int(positions[-1]) - int(positions[0]) + 1 == positions.size:
+            rows = tensor[lo : lo + positions.size].to(wide)  # exact from any float dtype
+        else:
+            index = torch.as_tensor(first + positions, dtype=torch.long, device=tensor.device)
+            rows = tensor.index_select(0, index).to(wide)
         values = rows.cpu().numpy().astype(np.float64)
         return values[:, :h], values[:, h : 2 * h]
 
@@ -179,8 +183,7 @@ def _judge_part(layer, spec, tensor, part: tuple, top: int | None):
     if tensor.ndim != 2 or tensor.shape[1] != 2 * h:
         return mismatch_width(tensor, spec), None
     read = _reader(tensor, first - start, h)
-    positions = sample(start + rows, start)
-    table = judge_table(spec._one(), read, positions, np.arange(h), _dtype(tensor), length)
+    table = judge_table(spec._one(), read, rows, np.arange(h), _dtype(tensor), length, start)
     judgment = table.verdict
     if judgment.verdict == MISMATCH and judgment.findings[0].code != "not_a_number":
         held = fit(read, rows) if start == 0 else None
@@ -188,7 +191,7 @@ def _judge_part(layer, spec, tensor, part: tuple, top: int | None):
             judgment = explained(judgment, judge_parameters(spec, held, length)[0])
     within = None
     if top is not None:
-        errors = table.errors[positions < top]
+        errors = table.errors[table.positions < top]
         within = float(errors.max()) if errors.size and np.isfinite(errors).all() else None
     return judgment, within
 
@@ -228,7 +231,7 @@ def audit_layer(
 ) -> list:
     """The ``LayerReport`` of each cache of ``layer`` (for each config spec its layers
     ``names`` are judged by: ``config``, the config mapping, places each layer) against
-    ``spec`` (the model's RoPE as transformers reads its config), on sampled rows.
+    ``spec`` (the model's RoPE as transformers reads its config), every row.
     ``permuted``: the model permutes its query and key weights at load (vLLM's Llama 4 and
     Mistral-format loaders), so that a rotation other than the config's is the same.
     ``spec`` None: the config could not be read, for the reason ``refused`` (a finding),
