@@ -1,7 +1,10 @@
 """Reading another engine's cos/sin cache for ``sinpe check``, with memory known before the
-work: only the members a check needs are read, each member's expanded size is known (and
-bounded by ``max_bytes``) before a byte of it is inflated, ``.npy`` and ``.safetensors`` are
-memory-mapped, and torch tensors stay views (a stride-0 ``expand`` is never expanded).
+work, through the reading room (``sinpe._files.reading``: regular files only, every declared
+size checked against the bytes present): only the members a check needs are read, each
+member's expanded size is known (bounded by ``max_bytes``, by a ratio to its compressed
+size, and equal to what its header declares) before a byte of it is inflated, ``.npy`` and
+``.safetensors`` are memory-mapped, and torch tensors stay views (a stride-0 ``expand`` is
+never expanded).
 
 An array comes back as a ``Stored``: its values as NumPy (possibly a read-only map or a
 strided view) and the name of the dtype they were written in (``bfloat16`` and the float8
@@ -15,11 +18,11 @@ import math
 import os
 import struct
 import warnings
-import zipfile
 from typing import NamedTuple
 
 import numpy as np
 
+from .._files import reading
 from .._tables import checks
 
 __all__ = ["DEFAULT_MAX_BYTES", "NARROW", "Stored", "load"]
@@ -97,11 +100,9 @@ def _check_size(arrays: list, path: str, max_bytes: int) -> None:
 
 def _regular(path: str) -> None:
     try:
-        os.stat(path)
+        reading.check_regular(path)
     except OSError as exc:
         raise checks.unreadable(path, exc) from None
-    if not os.path.isfile(path):
-        raise ValueError(f"{path!r} is not a regular file")
 
 
 def _pick(names: list, path: str, layer_type: str | None) -> list:
@@ -126,16 +127,11 @@ def _pick(names: list, path: str, layer_type: str | None) -> list:
     )
 
 
-def _npy_header(stream):
-    version = np.lib.format.read_magic(stream)
-    if version == (1, 0):
-        return np.lib.format.read_array_header_1_0(stream)
-    return np.lib.format.read_array_header_2_0(stream)
-
-
 def _from_npz(path: str, layer_type, max_bytes: int) -> list:
-    with zipfile.ZipFile(path) as archive:
-        members = {info.filename[:-4]: info for info in archive.infolist()}
+    with reading.open_zip(path) as (archive, size):
+        infos = archive.infolist()
+        reading.check_members(path, infos, size)  # before any member is inflated
+        members = {info.filename[:-4]: info for info in infos}
         members = {k: v for k, v in members.items() if v.filename.endswith(".npy")}
         names = _pick(list(members), path, layer_type)
         record = None
@@ -152,11 +148,12 @@ def _from_npz(path: str, layer_type, max_bytes: int) -> list:
         headers = []
         for name in names:
             with archive.open(members[name]) as stream:
-                shape, _, dtype = _npy_header(stream)
-            headers.append((shape, dtype))
-        _check_size([(s, d.itemsize) for s, d in headers], path, max_bytes)
+                shape, _, dtype = reading.npy_header(stream)
+                headers.append((shape, dtype, stream.tell()))
+        _check_size([(s, d.itemsize) for s, d, _ in headers], path, max_bytes)
         arrays = []
-        for name in names:
+        for name, (shape, dtype, header) in zip(names, headers):
+            reading.check_npy_member(path, members[name], header, shape, dtype)
             with archive.open(members[name]) as stream:  # reads exactly the header's bytes
                 values = np.lib.format.read_array(stream, allow_pickle=False)
             arrays.append(_stored(values, name, record))
@@ -164,27 +161,34 @@ def _from_npz(path: str, layer_type, max_bytes: int) -> list:
 
 
 def _from_npy(path: str, max_bytes: int) -> list:
-    with open(path, "rb") as file:
-        shape, _, dtype = _npy_header(file)
-    _check_size([(shape, dtype.itemsize)], path, max_bytes)
-    if dtype.hasobject:
-        raise ValueError(f"{path} holds Python objects, not a table of numbers")
-    values = np.load(path, mmap_mode="r", allow_pickle=False) if math.prod(shape) else None
-    if values is None:
-        values = np.empty(shape, dtype)
+    with reading.opened(path) as stream:
+        shape, fortran, dtype = reading.npy_header(stream)
+        header = stream.tell()
+        _check_size([(shape, dtype.itemsize)], path, max_bytes)
+        if dtype.hasobject:
+            raise ValueError(f"{path} holds Python objects, not a table of numbers")
+        if not math.prod(shape):
+            return [_stored(np.empty(shape, dtype), "array")]
+        size = os.fstat(stream.fileno()).st_size
+        reading.check_span(path, "its array", header, math.prod(shape) * dtype.itemsize, size)
+        values = np.memmap(stream, dtype, "r", header, shape, "F" if fortran else "C")
     return [_stored(values, "array")]
 
 
 def _from_safetensors(path: str, layer_type, max_bytes: int) -> list:
-    size = os.path.getsize(path)
-    with open(path, "rb") as file:
-        head = file.read(8)
-        if len(head) < 8:
-            raise ValueError("too short for a .safetensors file")
-        (length,) = struct.unpack("<Q", head)
-        if length > min(MAX_HEADER_BYTES, size - 8):
-            raise ValueError(f"its header claims {length} bytes: not a .safetensors file")
-        header = json.loads(file.read(length).decode("utf-8"))
+    with reading.opened(path) as stream:
+        size = os.fstat(stream.fileno()).st_size
+        return _safetensors_arrays(path, stream, size, layer_type, max_bytes)
+
+
+def _safetensors_arrays(path: str, stream, size: int, layer_type, max_bytes: int) -> list:
+    if size < 8:
+        raise ValueError("too short for a .safetensors file")
+    (length,) = struct.unpack("<Q", reading.read_exactly(stream, 0, 8, path=path, what="a header"))
+    if length > min(MAX_HEADER_BYTES, size - 8):
+        raise ValueError(f"its header claims {length} bytes: not a .safetensors file")
+    text = reading.read_exactly(stream, 8, length, path=path, what="its header")
+    header = json.loads(text.decode("utf-8"))
     if not isinstance(header, dict):
         raise ValueError("its header is not a JSON object")
     metadata = header.pop("__metadata__", None) or {}
@@ -209,7 +213,7 @@ def _from_safetensors(path: str, layer_type, max_bytes: int) -> list:
         if math.prod(shape) == 0:
             values = np.empty(shape, raw)
         else:
-            values = np.memmap(path, dtype=raw, mode="r", offset=start, shape=shape)
+            values = np.memmap(stream, dtype=raw, mode="r", offset=start, shape=shape)
         arrays.append(
             Stored(values, kind, name) if kind in NARROW else _stored(values, name, record)
         )
@@ -229,7 +233,17 @@ def _from_torch_tensor(value, name: str) -> Stored:
     return _stored(value.resolve_conj().numpy(), name)
 
 
+def _bounded_torch_zip(path: str) -> None:
+    """A torch zip checked as an ``.npz`` (torch.load opens it again, by name, to map it)."""
+    with reading.opened(path) as stream:
+        if stream.read(4) != b"PK\x03\x04":
+            return  # torch's legacy format: torch.load reads its sizes from the bytes present
+    with reading.open_zip(path) as (archive, size):
+        reading.check_members(path, archive.infolist(), size)
+
+
 def _from_torch(path: str, layer_type, max_bytes: int) -> list:
+    _bounded_torch_zip(path)
     try:
         import torch
     except ImportError:

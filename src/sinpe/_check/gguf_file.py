@@ -10,6 +10,10 @@ no empty or duplicate key; no array of arrays; ``general.alignment`` a UINT32 po
 tensor names under 64 bytes and unique; at most 4 dims; a known ggml type whose block divides
 the first dim; offsets the running sum of aligned sizes; every tensor's bytes in the file.
 
+The file is opened through the reading room (``sinpe._files.reading``: a regular file
+only, a FIFO or device refused at once), and the counts of a split set are summed over its
+shards: the tensors and key/value pairs of the whole set are bounded as one file's.
+
 What is kept: scalars and strings (a string over 1 MiB, and every string array, is walked but
 not decoded: a tokenizer's vocabulary is never read), numeric arrays of at most 4096 elements
 (copies), and the data of the tensors asked for (float32 copies). The map is closed before
@@ -18,13 +22,14 @@ not decoded: a tokenizer's vocabulary is never read), numeric arrays of at most 
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
 import struct
 from typing import NamedTuple
 
 import numpy as np
+
+from .._files import reading
 
 __all__ = ["GGUF", "TensorInfo", "read", "shard_paths"]
 
@@ -34,8 +39,10 @@ MAX_DIMS = 4  # GGML_MAX_DIMS
 MAX_NAME = 64  # GGML_MAX_NAME: a tensor name is shorter
 MAX_KEY = 4096
 MAX_STRING = 1 << 20  # a longer string value is walked, not decoded
-MAX_KV = 1 << 16
-MAX_TENSORS = 1 << 20
+MAX_KV = 1 << 16  # key/value pairs of a file, or of a split set's shards together
+# tensors of a file, or of a split set's shards together: a model holds a few thousand, and
+# each costs ~200 bytes of memory from ~35 in the file
+MAX_TENSORS = 1 << 16
 MAX_ARRAY = 1 << 24  # numbers in one array
 MAX_STRINGS = 1 << 22  # strings in one array (a real vocabulary has < 300k)
 KEEP_ARRAY = 4096  # a numeric array is kept (copied) up to this many elements
@@ -162,21 +169,23 @@ def read(path, *, tensors: tuple = ()) -> GGUF:
     return _read_set(path, one, tensors)
 
 
-def _read_one(path: str, tensors: tuple) -> GGUF:
-    with open(path, "rb") as stream:
-        size = os.fstat(stream.fileno()).st_size
+def _read_one(path: str, tensors: tuple, left: tuple = (MAX_KV, MAX_TENSORS)) -> GGUF:
+    """One file; ``left``: the key/value pairs and tensors it may hold (a shard: what the
+    set's other shards leave)."""
+    with reading.mapped(path) as (buffer, size):
         if size < 24:
             raise ValueError(f"{path}: {size} bytes, too short for a GGUF header (24)")
-        if stream.read(4) != MAGIC:
+        if buffer[:4] != MAGIC:
             raise ValueError(f"{path}: not a GGUF file (it does not start with b'GGUF')")
-        mapped = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
-    try:
-        return _parse(path, mapped, size, tensors)
-    finally:
-        mapped.close()
+        return _parse(path, buffer, size, tensors, left)
 
 
-def _header(path: str, buf, size: int) -> tuple:
+def _over(path: str, count: int, what: str, cap: int, whole: int) -> ValueError:
+    shared = "" if cap == whole else f" (what a split set's other shards leave of {whole})"
+    return ValueError(f"{path}: {count} {what}, more than {cap}{shared}")
+
+
+def _header(path: str, buf, size: int, left: tuple) -> tuple:
     (version,) = struct.unpack_from("<I", buf, 4)
     order = "<"
     if version & 0xFFFF == 0 and version:  # written big-endian (gguf-py can; ggml refuses)
@@ -189,16 +198,16 @@ def _header(path: str, buf, size: int) -> tuple:
     cursor = _Cursor(buf, 8, size, order)
     n_tensors = cursor.scalar("Q", 8, "the tensor count")
     n_kv = cursor.scalar("Q", 8, "the key/value count")
-    if n_kv > MAX_KV:
-        raise ValueError(f"{path}: {n_kv} key/value pairs, more than {MAX_KV}")
-    if n_tensors > MAX_TENSORS:
-        raise ValueError(f"{path}: {n_tensors} tensors, more than {MAX_TENSORS}")
+    if n_kv > left[0]:
+        raise _over(path, n_kv, "key/value pairs", left[0], MAX_KV)
+    if n_tensors > left[1]:
+        raise _over(path, n_tensors, "tensors", left[1], MAX_TENSORS)
     cursor.need(n_kv * _MIN_KV + n_tensors * _MIN_INFO, f"{n_kv} keys and {n_tensors} tensors")
     return version, order, cursor, n_kv, n_tensors
 
 
-def _parse(path: str, buf, size: int, wanted: tuple) -> GGUF:
-    version, order, cursor, n_kv, n_tensors = _header(path, buf, size)
+def _parse(path: str, buf, size: int, wanted: tuple, left: tuple) -> GGUF:
+    version, order, cursor, n_kv, n_tensors = _header(path, buf, size, left)
     kv: dict = {}
     types: dict = {}
     try:
@@ -347,13 +356,18 @@ def _read_set(path: str, given: GGUF, wanted: tuple) -> GGUF:
         raise ValueError(f"{path}: split.count {count} but split.no is {number!r}")
     paths = shard_paths(path, number, count)
     shards = []
+    kv_left, tensors_left = MAX_KV - len(given.kv), MAX_TENSORS - len(given.tensors)
     for k, shard in enumerate(paths):
         if not os.path.exists(shard):
             raise ValueError(
                 f"{path} is shard {number + 1} of a split GGUF of {count}: shard {k + 1}, "
                 f"{shard}, is missing (every shard is needed: the RoPE tensors may be in any)"
             )
-        read_ = given if k == number else _read_one(shard, wanted)
+        if k == number:
+            read_ = given
+        else:  # the whole set's counts are bounded as one file's
+            read_ = _read_one(shard, wanted, (kv_left, tensors_left))
+            kv_left, tensors_left = kv_left - len(read_.kv), tensors_left - len(read_.tensors)
         if read_.kv.get("split.no") != k or read_.kv.get("split.count") != count:
             raise ValueError(
                 f"{shard}: split.no {read_.kv.get('split.no')!r} of "

@@ -5,23 +5,28 @@ tensor: a 10 GB model's weights, to look at two RoPE caches; and protobuf's own 
 lengths a hostile file gives. This reader memory-maps the ``.onnx`` file and walks its
 protobuf wire format once: every length is compared with the bytes that remain *before*
 anything is read, varints are at most 10 bytes, nesting (a subgraph of an ``If`` inside a
-subgraph) at most ``MAX_DEPTH`` deep, and counts are capped. It keeps the graph's nodes (op
-type, domain, inputs, outputs, and their small attributes; a subgraph attribute as a graph),
-and of each tensor (initializer or ``Constant``) only its name, dims, type and where its
-bytes are: an offset into the ``.onnx`` file, or an external-data file (which must lie in
-the model's folder), offset and length. ``tensor_values`` reads one tensor's bytes, by
-offset, when asked. The map is closed before ``read`` returns.
+subgraph) at most ``MAX_DEPTH`` deep, and counts are capped for the whole file, every
+subgraph's with its parents' (``_Budget``): a file of many small subgraphs is refused as
+early as one large graph. It keeps the graph's nodes (op type, domain, inputs, outputs, and
+their small attributes; a subgraph attribute as a graph), and of each tensor (initializer or
+``Constant``) only its name, dims, type and where its bytes are: an offset into the
+``.onnx`` file, or an external-data file (which must lie in the model's folder), offset and
+length. ``tensor_values`` reads one tensor's bytes, by
+offset, when asked. The map is closed before ``read`` returns. Every file (the model, its
+external data) is opened through the reading room (``sinpe._files.reading``): a regular
+file only, every declared length checked against its bytes.
 """
 
 from __future__ import annotations
 
 import math
-import mmap
 import os
 import struct
 from typing import NamedTuple
 
 import numpy as np
+
+from .._files import reading
 
 __all__ = [
     "DTYPES",
@@ -37,7 +42,9 @@ __all__ = [
 ]
 
 MAX_DEPTH = 16  # graphs nested in attributes (an If's branches), at most
-MAX_ITEMS = 1 << 18  # nodes, initializers or values in one graph or node, at most
+MAX_ITEMS = 1 << 18  # nodes, initializers, values, attributes and subgraphs in the file
+MAX_NAMES = 1 << 20  # nodes' inputs and outputs in the file
+MAX_NUMBERS = 1 << 20  # numbers kept from lists (attributes, tensors' *_data) in the file
 MAX_NAME = 1 << 16  # bytes of a name or string kept (a longer one is refused)
 MAX_DIMS = 8
 MAX_VALUES = 1 << 16  # numbers of one tensor or attribute list read, at most
@@ -95,13 +102,42 @@ class Model(NamedTuple):
     graph: Graph
 
 
+class _Budget:
+    """What the whole file may still hold (every graph and subgraph together): each record
+    kept costs a few hundred bytes of memory, whatever the few bytes it takes in the file."""
+
+    __slots__ = ("items", "names", "numbers")
+
+    def __init__(self):
+        self.items, self.names, self.numbers = MAX_ITEMS, MAX_NAMES, MAX_NUMBERS
+
+
+_CAPS = {
+    "items": (MAX_ITEMS, "nodes, initializers, values, attributes and subgraphs"),
+    "names": (MAX_NAMES, "node inputs and outputs"),
+    "numbers": (MAX_NUMBERS, "numbers in lists"),
+}
+
+
 class _Cursor:
     """Reads between ``pos`` and ``end``; every read is checked against what remains."""
 
-    __slots__ = ("buf", "pos", "end", "path")
+    __slots__ = ("buf", "pos", "end", "path", "budget")
 
-    def __init__(self, buf, pos: int, end: int, path: str):
+    def __init__(self, buf, pos: int, end: int, path: str, budget: _Budget | None = None):
         self.buf, self.pos, self.end, self.path = buf, pos, end, path
+        self.budget = _Budget() if budget is None else budget
+
+    def spend(self, kind: str, count: int = 1) -> None:
+        """Take ``count`` from the file's budget of ``kind``; refuse the file past it."""
+        left = getattr(self.budget, kind) - count
+        if left < 0:
+            cap, what = _CAPS[kind]
+            raise ValueError(
+                f"{self.path}: more than {cap} {what} in the file (its graph and every subgraph "
+                "together)"
+            )
+        setattr(self.budget, kind, left)
 
     def fail(self, what: str):
         raise ValueError(f"{self.path}: {what} at byte {self.pos} (truncated or corrupt ONNX)")
@@ -143,7 +179,7 @@ class _Cursor:
 
     def fields(self, start: int, length: int):
         """The fields of the message at ``start``."""
-        inner = _Cursor(self.buf, start, start + length, self.path)
+        inner = _Cursor(self.buf, start, start + length, self.path, self.budget)
         while inner.pos < inner.end:
             yield inner.field()
 
@@ -158,15 +194,10 @@ def read(path) -> Model:
     """The graph of the ONNX model at ``path``: its nodes and tensor records; ``ValueError``
     for anything malformed or over a bound."""
     path = os.fspath(path)
-    with open(path, "rb") as stream:
-        size = os.fstat(stream.fileno()).st_size
+    with reading.mapped(path) as (buffer, size):
         if size == 0:
             raise ValueError(f"{path}: empty, not an ONNX model")
-        mapped = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
-    try:
-        return _model(_Cursor(mapped, 0, size, path))
-    finally:
-        mapped.close()
+        return _model(_Cursor(buffer, 0, size, path))
 
 
 def _model(cursor: _Cursor) -> Model:
@@ -191,22 +222,22 @@ def _model(cursor: _Cursor) -> Model:
 def _graph(cursor: _Cursor, where, depth: int) -> Graph:
     if depth > MAX_DEPTH:
         cursor.fail(f"graphs nested more than {MAX_DEPTH} deep")
+    cursor.spend("items")
     nodes: list = []
     initializers: dict = {}
     names: dict = {11: [], 12: []}
     for number, wire, value in cursor.fields(*where):
-        if wire != _LEN:
+        if wire != _LEN or number not in (1, 5, 11, 12):
             continue
+        cursor.spend("items")  # before the record is read: a subgraph spends from here on
         if number == 1:
             nodes.append(_node(cursor, value, depth))
         elif number == 5:
             tensor = _tensor(cursor, value)
             initializers[tensor.name] = tensor
-        elif number in names:
+        else:
             name = next((cursor.text(v) for n, w, v in cursor.fields(*value) if n == 1), "")
             names[number].append(name)
-        if len(nodes) + len(initializers) + len(names[11]) + len(names[12]) > MAX_ITEMS:
-            cursor.fail(f"more than {MAX_ITEMS} nodes, initializers and values in a graph")
     return Graph(tuple(nodes), initializers, tuple(names[11]), tuple(names[12]))
 
 
@@ -217,6 +248,7 @@ def _node(cursor: _Cursor, where, depth: int) -> Node:
         if wire != _LEN:
             continue
         if number in (1, 2):
+            cursor.spend("names")
             parts["inputs" if number == 1 else "outputs"].append(cursor.text(value))
         elif number == 3:
             name = cursor.text(value)
@@ -225,10 +257,9 @@ def _node(cursor: _Cursor, where, depth: int) -> Node:
         elif number == 7:
             domain = cursor.text(value)
         elif number == 5:
+            cursor.spend("items")
             key, attribute = _attribute(cursor, value, depth)
             parts["attributes"][key] = attribute
-        if sum(len(p) for p in parts.values()) > MAX_ITEMS:
-            cursor.fail(f"more than {MAX_ITEMS} inputs, outputs and attributes in a node")
     return Node(
         op_type, domain, name, tuple(parts["inputs"]), tuple(parts["outputs"]),
         parts["attributes"],
@@ -253,7 +284,9 @@ def _attribute(cursor: _Cursor, where, depth: int) -> tuple:
         elif number == 6 and wire == _LEN:
             found = _graph(cursor, value, depth + 1)
         elif number in (7, 8):
-            numbers += _numbers(cursor, wire, value, "f" if number == 7 else "q")
+            found_numbers = _numbers(cursor, wire, value, "f" if number == 7 else "q")
+            cursor.spend("numbers", len(found_numbers))
+            numbers += found_numbers
             if len(numbers) > MAX_VALUES:
                 cursor.fail(f"an attribute of more than {MAX_VALUES} numbers")
             found = tuple(numbers)
@@ -278,7 +311,7 @@ def _numbers(cursor: _Cursor, wire: int, value, code: str) -> list:
         if length % size or length // size > MAX_VALUES:
             cursor.fail(f"a packed list of {length} bytes")
         return list(struct.unpack_from(f"<{length // size}{code}", cursor.buf, start))
-    inner = _Cursor(cursor.buf, start, start + length, cursor.path)
+    inner = _Cursor(cursor.buf, start, start + length, cursor.path, cursor.budget)
     found = []
     while inner.pos < inner.end:
         found.append(_signed(inner.varint()))
@@ -304,7 +337,9 @@ def _tensor(cursor: _Cursor, where) -> Tensor:
             entry = {n: cursor.text(v) for n, w, v in cursor.fields(*value) if w == _LEN}
             external[entry.get(1, "")] = entry.get(2, "")
         elif number in (4, 10, 5, 7):  # float_data, double_data, int32_data, int64_data
-            numbers += _numbers(cursor, wire, value, {4: "f", 10: "d"}.get(number, "q"))
+            found = _numbers(cursor, wire, value, {4: "f", 10: "d"}.get(number, "q"))
+            cursor.spend("numbers", len(found))
+            numbers += found
             if len(numbers) > MAX_VALUES:
                 cursor.fail(f"a tensor of more than {MAX_VALUES} numbers in its fields")
     if any(d < 0 for d in dims):
@@ -416,15 +451,7 @@ _FLOATS = ("float32", "float16", "float64", "bfloat16")
 
 def _bytes(path: str, offset: int, length: int, name: str) -> bytes:
     try:
-        with open(path, "rb") as stream:
-            size = os.fstat(stream.fileno()).st_size
-            if offset + length > size:
-                raise ValueError(
-                    f"{path}: tensor {name!r} needs bytes {offset} .. {offset + length}, the "
-                    f"file has {size} (truncated?)"
-                )
-            stream.seek(offset)
-            return stream.read(length)
+        return reading.read_at(path, offset, length, what=f"tensor {name!r}")
     except FileNotFoundError:
         raise ValueError(f"tensor {name!r}'s external data {path} is missing") from None
 
@@ -482,20 +509,14 @@ def rewrite(path, out, replaced: dict) -> None:
     """Write the ONNX model at ``path`` to ``out`` with the TensorProtos at the offsets of
     ``replaced`` (offset -> new TensorProto bytes) replaced, every enclosing message's
     length made right, every other byte as it was."""
-    with open(path, "rb") as stream:
-        size = os.fstat(stream.fileno()).st_size
-        mapped = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
-    try:
-        cursor = _Cursor(mapped, 0, size, os.fspath(path))
-        data = _rewritten(cursor, 0, size, "model", replaced)
-    finally:
-        mapped.close()
+    with reading.mapped(path) as (buffer, size):
+        data = _rewritten(_Cursor(buffer, 0, size, os.fspath(path)), 0, size, "model", replaced)
     with open(out, "wb") as stream:
         stream.write(data)
 
 
 def _rewritten(cursor: _Cursor, start: int, end: int, kind: str, replaced: dict) -> bytes:
-    inner = _Cursor(cursor.buf, start, end, cursor.path)
+    inner = _Cursor(cursor.buf, start, end, cursor.path, cursor.budget)
     parts = []
     while inner.pos < end:
         field_start = inner.pos

@@ -7,11 +7,11 @@ only: every key that can change a value is applied as the record says, or refuse
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 from collections.abc import Mapping
 
+from .._files import reading
 from .._tables import checks
 from .._tables.types import Config
 from . import rope_types
@@ -55,28 +55,12 @@ def load_config(config) -> dict:
     """A config as a dict: a path to a JSON file, a mapping, or an object with to_dict()."""
     if isinstance(config, (str, os.PathLike)):
         path = os.fspath(config)
-        if os.path.exists(path) and not os.path.isfile(path):  # a FIFO would block open()
-            raise ValueError(f"config {path!r} is not a regular file")
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read(MAX_CONFIG_BYTES + 1)
+        try:  # through the reading room: a regular file only (a FIFO would block open())
+            return reading.read_json(
+                path, what="config", max_bytes=MAX_CONFIG_BYTES, parse_int=_integer
+            )
         except OSError as exc:
             raise checks.unreadable(path, exc, "config ") from None
-        if len(data) > MAX_CONFIG_BYTES:
-            raise ValueError(
-                f"config {path!r} is larger than {MAX_CONFIG_BYTES >> 20} MiB: not a config.json"
-            )
-        if not data.strip():
-            raise ValueError(f"config {path!r} is empty: a config.json holds a JSON object")
-        try:
-            config = json.loads(data.decode("utf-8"), parse_int=_integer)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"config {path!r} is not valid JSON ({exc})") from None
-        except RecursionError:
-            raise ValueError(f"config {path!r} is nested too deeply to be a config.json") from None
-        if not isinstance(config, Mapping):
-            raise ValueError(f"config {path!r} must hold a JSON object")
-        return dict(config)
     if isinstance(config, Mapping):
         return dict(config)
     to_dict = getattr(config, "to_dict", None)

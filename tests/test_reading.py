@@ -1,0 +1,432 @@
+"""The reading room (``sinpe._files.reading``): every reader opens regular files only (a FIFO,
+socket, device or directory refused at once, naming what it is, never blocking), checks every
+declared size against the bytes present, and bounds a zip's directory and its members'
+expansion; each format cut short is refused with its reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import zipfile
+
+import numpy as np
+import pytest
+from gguf_files import CONFIGS, converted, write, write_split
+from onnx_files import graph, model, node, tensor
+
+import sinpe
+from sinpe._check import files, gguf_file, onnx_file
+from sinpe._files import reading
+from sinpe._rope.config import load_config
+
+HANG = 60  # seconds: only catches a reader blocked on a FIFO
+LLAMA = {"model_type": "llama", "head_dim": 64, "max_position_embeddings": 4096, "rope_theta": 5e5}
+
+
+def _refused_at_once(call, match: str, fifos=()) -> ValueError:
+    """``call()`` run in a thread: it must end (a reader blocked on a FIFO fails the test,
+    the FIFO then opened for writing to release it) with a ValueError matching ``match``."""
+    found: dict = {}
+
+    def target():
+        try:
+            call()
+        except BaseException as exc:  # handed to the test
+            found["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(HANG)
+    if thread.is_alive():
+        for fifo in fifos:  # the blocked open() returns, and the thread ends
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(HANG)
+        pytest.fail(f"blocked for {HANG} s on a FIFO")
+    error = found.get("error")
+    assert isinstance(error, ValueError), repr(error)
+    assert re.search(match, str(error)), str(error)
+    return error
+
+
+def _fifo(path):
+    os.mkfifo(path)
+    return path
+
+
+def _cache(tmp_path, suffix: str):
+    """A small valid cos/sin cache of ``suffix``'s format at ``tmp_path / cache<suffix>``."""
+    cos, sin = sinpe.rope_config(LLAMA).rope(8, dtype="float32")
+    path = tmp_path / f"cache{suffix}"
+    if suffix == ".npy":
+        np.save(path, np.concatenate([cos, sin], 1))
+    elif suffix == ".npz":
+        np.savez(path, cos=cos, sin=sin)
+    elif suffix == ".safetensors":
+        path.write_bytes(_safetensors({"cos": cos, "sin": sin}))
+    return path
+
+
+def _safetensors(arrays: dict) -> bytes:
+    header, offset = {}, 0
+    for name, array in arrays.items():
+        header[name] = {"dtype": "F32", "shape": list(array.shape)}
+        header[name]["data_offsets"] = [offset, offset + array.nbytes]
+        offset += array.nbytes
+    text = json.dumps(header).encode()
+    body = b"".join(np.ascontiguousarray(a, "<f4").tobytes() for a in arrays.values())
+    return struct.pack("<Q", len(text)) + text + body
+
+
+def _gqa():
+    inputs = ["q", "k", "v", "past_k", "past_v", "seqlens", "total", "cos_cache", "sin_cache"]
+    return node(
+        "GroupQueryAttention", inputs, ["o"], domain="com.microsoft",
+        name="/model/layers.0/attn/GroupQueryAttention", do_rotary=1, rotary_interleaved=0,
+        num_heads=2, kv_num_heads=1,
+    )  # fmt: skip
+
+
+def _onnx_model(folder, data=True):
+    """``model.onnx`` whose caches (8 x 32 float32) are in ``model.onnx.data``, beside its
+    ``config.json``; the data file written when ``data``."""
+    cos, sin = sinpe.rope_config(LLAMA).rope(8, layout="compact", dtype="float32")
+    place = lambda offset: {"location": "model.onnx.data", "offset": offset, "length": 1024}  # noqa: E731
+    caches = [tensor("cos_cache", dims=(8, 32), external=place(0))]
+    caches.append(tensor("sin_cache", dims=(8, 32), external=place(1024)))
+    folder.mkdir(exist_ok=True)
+    (folder / "model.onnx").write_bytes(model(graph([_gqa()], caches, ["input_ids"])))
+    (folder / "config.json").write_text(json.dumps(LLAMA))
+    if data:
+        (folder / "model.onnx.data").write_bytes(cos.tobytes() + sin.tobytes())
+    return folder / "model.onnx"
+
+
+# --------------------------------------------------------------------------- the room itself
+
+
+def test_the_room_names_what_a_path_is_when_it_is_not_a_regular_file(tmp_path):
+    fifo = _fifo(tmp_path / "x.gguf")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "s.npz"))
+    try:
+        cases = {
+            fifo: "is a FIFO, not a regular file",
+            tmp_path / "s.npz": "is a socket, not a regular file",
+            tmp_path: "is a directory, not a regular file",
+            "/dev/zero": "is a character device, not a regular file",
+            "/dev/null": "is a character device, not a regular file",
+        }
+        for path, words in cases.items():
+            for call in (reading.check_regular, reading.read_json):
+                error = _refused_at_once(lambda c=call, p=path: c(p), words, [fifo])
+                assert repr(str(path)) in str(error)
+            with pytest.raises(ValueError, match=f"config {re.escape(repr(str(path)))} {words}"):
+                reading.read_json(path, what="config")
+    finally:
+        server.close()
+    (tmp_path / "link.onnx").symlink_to("/dev/zero")  # a link is followed, to what it names
+    with pytest.raises(ValueError, match="'.*link.onnx' is a character device"):
+        reading.check_regular(tmp_path / "link.onnx")
+    with pytest.raises(FileNotFoundError):  # the caller's own words for a missing file
+        reading.check_regular(tmp_path / "absent")
+
+
+def test_declared_sizes_are_checked_before_a_byte_is_read(tmp_path):
+    path = tmp_path / "f.bin"
+    path.write_bytes(bytes(range(100)))
+    assert reading.read_at(path, 10, 5, what="x") == bytes(range(10, 15))
+    assert reading.read_at(path, 100, 0, what="x") == b""
+    for offset, length in ((96, 5), (0, 101), (1 << 62, 8), (-1, 4), (0, -1)):
+        words = (
+            f"f.bin: tensor 'a' declares {length} bytes at offset {offset}; the file has only 100"
+        )
+        with pytest.raises(ValueError, match=words):
+            reading.read_at(path, offset, length, what="tensor 'a'")
+
+
+def test_json_is_bounded_and_must_be_an_object(tmp_path):
+    path = tmp_path / "genai_config.json"
+    path.write_text('{"model": {"context_length": 4096}}')
+    assert reading.read_json(path, what="genai config") == {"model": {"context_length": 4096}}
+    cases = [
+        ("", "is empty: a config.json holds a JSON object"),
+        ("[1, 2]", "must hold a JSON object"),
+        ("{", "is not valid JSON"),
+        (b"\xff{}", "is not valid JSON"),
+        ("[" * 100000 + "]" * 100000, "nested too deeply to be a config.json"),
+    ]
+    for text, words in cases:
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+        with pytest.raises(ValueError, match=words):
+            reading.read_json(path)
+    with open(path, "wb") as handle:  # sparse: nothing is allocated to read past the cap
+        handle.truncate((64 << 20) + 1)
+    with pytest.raises(ValueError, match="is larger than 64 MiB: not a config.json"):
+        reading.read_json(path)
+    with pytest.raises(ValueError, match="is larger than 1 MiB: not a genai_config.json"):
+        reading.read_json(path, kind="a genai_config.json", max_bytes=1 << 20)
+
+
+def _zip_with(path, members: dict, compression=zipfile.ZIP_DEFLATED):
+    with zipfile.ZipFile(path, "w", compression=compression) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+def _member(name: str, offset: int, compressed: int, expanded: int) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name)
+    info.header_offset, info.compress_size, info.file_size = offset, compressed, expanded
+    return info
+
+
+def test_zip_members_are_bounded_by_a_ratio_before_they_are_inflated(tmp_path):
+    small = _zip_with(tmp_path / "small.zip", {"a": bytes(1 << 20), "b": os.urandom(1 << 16)})
+    with reading.open_zip(small) as (archive, size):
+        assert size == os.path.getsize(small)
+        reading.check_members(small, archive.infolist(), size)  # 1 MiB of zeros: allowed
+    cap = 16 * 1000 + reading.RATIO_ALLOWANCE
+    reading.check_members(small, [_member("z", 0, 1000, cap)], 1000)
+    with pytest.raises(ValueError, match=f"member 'z' expands 1000 bytes to {cap + 1}, more than"):
+        reading.check_members(small, [_member("z", 0, 1000, cap + 1)], 1000)
+    with pytest.raises(ValueError, match="member 'z' declares 1000 bytes at offset 10; the file"):
+        reading.check_members(small, [_member("z", 10, 1000, 1000)], 1009)
+    shared = [_member(name, 0, 1000, reading.RATIO_ALLOWANCE) for name in "abc"]
+    words = f"its members expand to {3 * reading.RATIO_ALLOWANCE} bytes, more than 16 times the"
+    with pytest.raises(ValueError, match=words):  # members sharing their bytes: the sum counts
+        reading.check_members(small, shared, 1000)
+
+
+def test_a_zip_directory_larger_than_the_cap_is_refused_before_it_is_parsed(tmp_path):
+    path = tmp_path / "d.zip"
+    cap = reading.MAX_ZIP_DIRECTORY
+    end = b"PK\x05\x06" + struct.pack("<4H2LH", 0, 0, 1, 1, cap + 1, 0, 0)
+    path.write_bytes(bytes(cap + 2) + end)  # a directory of cap + 1 bytes, said and there
+    with pytest.raises(ValueError, match=f"its zip directory declares {cap + 1} bytes"):
+        with reading.open_zip(path):
+            pass
+    path.write_bytes(b"PK\x03\x04" + end)  # said, not there
+    with pytest.raises(ValueError, match=f"its zip directory declares {cap + 1} bytes"):
+        with reading.open_zip(path):
+            pass
+
+
+def test_an_npy_member_must_declare_the_bytes_it_holds(tmp_path):
+    path = tmp_path / "c.npz"
+    np.savez(path, cos=np.zeros((4, 8)))
+    with reading.open_zip(path) as (archive, size):
+        (info,) = archive.infolist()
+        with archive.open(info) as stream:
+            shape, _, dtype = reading.npy_header(stream)
+            header = stream.tell()
+        reading.check_npy_member(path, info, header, shape, dtype)
+        with pytest.raises(ValueError, match=f"declares 512 bytes of values after its {header}"):
+            reading.check_npy_member(path, info, header, (8, 8), dtype)
+
+
+# --------------------------------------------------------------------------- FIFOs, every reader
+
+
+def _fifo_cases(tmp_path) -> dict:
+    """name: (the call, the FIFO it must not block on, the words of its refusal)."""
+    folder = tmp_path / "m"
+    fifo = lambda name: _fifo(tmp_path / name)  # noqa: E731
+    cases = {}
+    for suffix in (".npy", ".npz", ".safetensors", ".pt"):
+        path = fifo(f"cache{suffix}")
+        cases[suffix] = (lambda p=path: files.load(str(p)), path)
+    path = fifo("model.gguf")
+    cases[".gguf"] = (lambda p=path: gguf_file.read(p), path)
+    kv, tensors = converted("llama31")
+    shards = write_split(tmp_path, "split", kv, tensors, 3)
+    shards[1].unlink()
+    _fifo(shards[1])
+    cases["a split GGUF's second shard"] = (lambda: gguf_file.read(shards[0]), shards[1])
+    path = fifo("model.onnx")
+    cases[".onnx"] = (lambda p=path: onnx_file.read(p), path)
+    model_path = _onnx_model(folder, data=False)
+    data = _fifo(folder / "model.onnx.data")
+    cases["an ONNX model's external data"] = (lambda: sinpe.check_onnx(model_path), data)
+    path = fifo("config.json")
+    cases["config.json"] = (lambda: load_config(path), path)
+    cases["config.json, as sinpe.rope_config reads it"] = (lambda: sinpe.rope_config(path), path)
+    return cases
+
+
+FIFO_CASES = [
+    ".npy", ".npz", ".safetensors", ".pt", ".gguf", "a split GGUF's second shard", ".onnx",
+    "an ONNX model's external data", "config.json", "config.json, as sinpe.rope_config reads it",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", FIFO_CASES)
+def test_a_fifo_is_refused_at_once_by_every_reader(tmp_path, case):
+    call, fifo = _fifo_cases(tmp_path)[case]
+    error = _refused_at_once(call, "is a FIFO, not a regular file", [fifo])
+    assert str(fifo) in str(error)  # the FIFO itself is named (a shard, the data file)
+
+
+def test_a_fifo_at_the_command_line_is_one_line_exit_2(tmp_path):
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps(CONFIGS["llama31"]))
+    gguf = _fifo(tmp_path / "x.gguf")
+    model_path = _onnx_model(tmp_path / "m", data=False)
+    data = _fifo(tmp_path / "m" / "model.onnx.data")
+    fifo_config = _fifo(tmp_path / "config.json")
+    for argv, fifo in (
+        (("check", gguf, config), gguf),
+        (("check", model_path), data),
+        (("check", gguf, fifo_config), fifo_config),
+        (("rope", fifo_config, "--seq-len", "4"), fifo_config),
+    ):
+        try:  # a process of its own: one blocked on a FIFO is killed at the timeout
+            result = subprocess.run(
+                [sys.executable, "-m", "sinpe", *map(str, argv)],
+                capture_output=True, text=True, timeout=HANG,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"sinpe {argv[0]} blocked for {HANG} s on the FIFO {fifo}")
+        assert result.returncode == 2 and result.stdout == "", result
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert f"{str(fifo)!r} is a FIFO, not a regular file" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".npz", ".safetensors", ".gguf", ".onnx"])
+def test_a_directory_or_a_device_by_a_readers_name_is_refused(tmp_path, suffix):
+    folder = tmp_path / f"dir{suffix}"
+    folder.mkdir()
+    device = tmp_path / f"zero{suffix}"
+    device.symlink_to("/dev/zero")
+    read = {".gguf": gguf_file.read, ".onnx": onnx_file.read}.get(suffix, files.load)
+    for path, words in ((folder, "a directory"), (device, "a character device")):
+        _refused_at_once(lambda p=path: read(str(p)), f"is {words}, not a regular file")
+
+
+# --------------------------------------------------------------------------- truncation
+
+
+def _cut(path, size: int) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[:size])
+
+
+def test_an_npy_cut_short_is_refused_naming_the_bytes_it_lacks(tmp_path):
+    path = _cache(tmp_path, ".npy")  # 8 x 128 float32: 4096 bytes after a 128-byte header
+    size = path.stat().st_size
+    for cut in (size - 1, size - 3000, 129, 128):
+        _cut(path, cut)
+        words = f"its array declares 4096 bytes at offset 128; the file has only {cut}"
+        with pytest.raises(ValueError, match=words):
+            files.load(str(path))
+    for cut in (60, 5, 0):
+        _cut(path, cut)
+        with pytest.raises(ValueError, match=r"cannot read .*(EOF|header|magic)"):
+            files.load(str(path))
+
+
+def test_an_npz_cut_short_is_refused(tmp_path):
+    path = _cache(tmp_path, ".npz")
+    size = path.stat().st_size
+    for cut in (size - 1, size - 30, size // 2, 30, 0):
+        _cut(path, cut)
+        with pytest.raises(ValueError, match="BadZipFile: File is not a zip file"):
+            files.load(str(path))
+
+
+def test_a_safetensors_cut_short_is_refused(tmp_path):
+    path = _cache(tmp_path, ".safetensors")
+    size = path.stat().st_size
+    (length,) = struct.unpack("<Q", path.read_bytes()[:8])
+    for cut in (size - 1, size - 1024, 8 + length):
+        _cut(path, cut)
+        with pytest.raises(ValueError, match="tensor '(cos|sin)''s offsets do not fit its shape"):
+            files.load(str(path))
+    for cut in (8 + length - 1, 9):
+        _cut(path, cut)
+        with pytest.raises(ValueError, match=f"its header claims {length} bytes"):
+            files.load(str(path))
+    for cut in (7, 0):
+        _cut(path, cut)
+        with pytest.raises(ValueError, match="too short for a .safetensors file"):
+            files.load(str(path))
+
+
+def test_a_gguf_cut_short_is_refused(tmp_path):
+    kv, tensors = converted("llama31")
+    path = write(tmp_path / "m.gguf", kv, tensors)
+    data = path.read_bytes()
+    cases = {
+        len(data) - 4: "the tensors need .* bytes, the file has .* \\(truncated\\?\\)",
+        100: "needs .* bytes at offset .*, but only .* remain \\(truncated or corrupt\\)",
+        30: "needs .* bytes at offset 24, but only 6 remain",
+        23: "23 bytes, too short for a GGUF header",
+        0: "0 bytes, too short for a GGUF header",
+    }
+    for cut, words in cases.items():
+        path.write_bytes(data[:cut])
+        with pytest.raises(ValueError, match=words):
+            gguf_file.read(path, tensors=("rope_freqs.weight",))
+
+
+def test_a_split_gguf_whose_shard_is_cut_short_is_refused_naming_the_shard(tmp_path):
+    kv, tensors = converted("llama31")
+    shards = write_split(tmp_path, "s", kv, tensors, 3)
+    _cut(shards[2], shards[2].stat().st_size - 8)
+    with pytest.raises(ValueError, match=f"{re.escape(str(shards[2]))}: the tensors need"):
+        gguf_file.read(shards[0], tensors=("rope_freqs.weight",))
+
+
+def test_an_onnx_model_or_its_data_cut_short_is_refused(tmp_path):
+    path = _onnx_model(tmp_path / "m")
+    data = path.read_bytes()
+    for cut in (len(data) - 1, len(data) // 2, 3):
+        path.write_bytes(data[:cut])
+        with pytest.raises(ValueError, match=r"\(truncated or corrupt ONNX\)|no ir_version"):
+            onnx_file.read(path)
+    path.write_bytes(data)
+    external = tmp_path / "m" / "model.onnx.data"
+    for cut in (2047, 1024, 0):
+        _cut(external, cut)
+        words = "tensor '(cos|sin)_cache' declares 1024 bytes at offset (0|1024); the file "
+        with pytest.raises(ValueError, match=words + f"has only {cut}"):
+            sinpe.check_onnx(path)
+
+
+def test_a_config_cut_short_is_refused(tmp_path):
+    path = tmp_path / "config.json"
+    text = json.dumps(LLAMA)
+    for cut in (len(text) - 1, 10, 1):
+        path.write_text(text[:cut])
+        with pytest.raises(ValueError, match=f"config {re.escape(repr(str(path)))} is not valid"):
+            load_config(path)
+
+
+def test_valid_files_still_read_through_the_room(tmp_path):
+    """What the room lets through reads as before: each format's values, by mapping."""
+    cos, sin = sinpe.rope_config(LLAMA).rope(8, dtype="float32")
+    for suffix in (".npz", ".safetensors"):
+        got = files.load(str(_cache(tmp_path, suffix)))
+        assert [a.name for a in got] == ["cos", "sin"]
+        assert np.array_equal(got[0].values, cos) and np.array_equal(got[1].values, sin)
+    (got,) = files.load(str(_cache(tmp_path, ".npy")))
+    assert isinstance(got.values, np.memmap)
+    assert np.array_equal(got.values, np.concatenate([cos, sin], 1))
+    np.save(tmp_path / "f.npy", np.asfortranarray(cos))
+    (fortran,) = files.load(str(tmp_path / "f.npy"))
+    assert fortran.values.flags.f_contiguous and np.array_equal(fortran.values, cos)
+    kv, tensors = converted("llama31")
+    shards = write_split(tmp_path, "s", kv, tensors, 2)
+    found = gguf_file.read(shards[1], tensors=("rope_freqs.weight",))
+    assert np.array_equal(found.data["rope_freqs.weight"], tensors["rope_freqs.weight"])
+    assert found.kv["llama.rope.freq_base"] == 500000.0 and len(found.shards) == 2
+    model_path = _onnx_model(tmp_path / "m")
+    cache = onnx_file.read(model_path).graph.initializers["sin_cache"]
+    values = onnx_file.tensor_values(onnx_file.read(model_path), cache)
+    exact = sinpe.rope_config(LLAMA).rope(8, layout="compact", dtype="float32")[1]
+    assert np.array_equal(values, exact)
