@@ -218,13 +218,16 @@ class _Tally:
             value = next(v[row, column] for v in values if not np.isfinite(v[row, column]))
             self.bad = (int(positions[row]), int(column), float(value))
         excess = np.where(finite, error, np.inf) - bounds.match
-        self.within[MATCH] &= bool((excess <= 0).all())
+        within = bool((excess <= 0).all())
+        self.within[MATCH] &= within
         p = positions.astype(np.float64)[:, None]
         for kind, rates in bounds.rates.items():
+            if kind != "float32" and not self.within[kind]:
+                continue  # a narrower drift already ruled out: nothing more to learn
             allowed = p * rates[pairs][None, :]
-            self.within[kind] &= bool((excess <= allowed).all())
+            past = excess - allowed
+            self.within[kind] &= bool((past <= 0).all())
             if kind == "float32" and excess.size:
-                past = excess - allowed
                 row, column = np.unravel_index(int(np.argmax(past)), past.shape)
                 if past[row, column] > self.worst[0]:
                     entry = (
@@ -235,18 +238,24 @@ class _Tally:
                     )
                     self.worst = (float(past[row, column]), entry)
         if sin is not None and self.bad is None and error.size:
-            self._angles(bounds, positions, pairs, cos, sin, want)
+            self._angles(bounds, positions, pairs, cos, sin, want, within)
 
-    def _angles(self, bounds: _Bounds, positions, pairs, cos, sin, want) -> None:
+    def _angles(self, bounds: _Bounds, positions, pairs, cos, sin, want, within: bool) -> None:
         """What only an angle's error does: keep each (cos, sin) at the attention factor's
-        magnitude, and move each pair by its own amount (a shift by k positions moves
-        every pair by k w_i: read off the slowest pair, where k w stays below pi)."""
-        with np.errstate(invalid="ignore", over="ignore"):
-            radius = np.hypot(cos, sin)
-            off = np.abs(radius - bounds.factor) > bounds.match
-        if off.any() and self.radial is None:
-            row, column = np.argwhere(off)[0]
-            self.radial = (int(positions[row]), int(pairs[column]), float(radius[row, column]))
+        radius (within twice the match bound: entries within it are within that), and move
+        each pair by its own amount (a shift by k positions moves every pair by k w_i: read
+        off the slowest pair, where k w stays below pi)."""
+        if not within and self.radial is None:
+            with np.errstate(invalid="ignore", over="ignore"):
+                radius = cos * cos
+                radius += sin * sin
+                np.sqrt(radius, out=radius)
+                radius -= bounds.factor
+                off = np.abs(radius, out=radius) > 2 * bounds.match
+            if off.any():
+                row, column = np.argwhere(off)[0]
+                found = float(np.hypot(cos[row, column], sin[row, column]))
+                self.radial = (int(positions[row]), int(pairs[column]), found)
         if self.slow is None:
             return
         j, pair = self.slow, int(pairs[self.slow])
@@ -287,10 +296,15 @@ def _read_block(read: Callable, chunk: np.ndarray, columns: int) -> tuple:
 
 
 def _errors(cos, sin, want_cos, want_sin, pairs) -> np.ndarray:
+    """Each entry's larger error of cos and sin (NaN where either is not a number)."""
+    if not (pairs.shape[0] == want_cos.shape[1] and (pairs == np.arange(pairs.shape[0])).all()):
+        want_cos, want_sin = want_cos[:, pairs], want_sin[:, pairs]
     with np.errstate(invalid="ignore"):
-        error = np.abs(cos - want_cos[:, pairs])
+        error = np.subtract(cos, want_cos)
+        np.abs(error, out=error)
         if sin is not None:
-            np.fmax(error, np.abs(sin - want_sin[:, pairs]), out=error)
+            other = np.subtract(sin, want_sin)
+            np.fmax(error, np.abs(other, out=other), out=error)
             error[~np.isfinite(sin)] = np.nan
         error[~np.isfinite(cos)] = np.nan
     return error
