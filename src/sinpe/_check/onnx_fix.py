@@ -5,22 +5,28 @@ Only a model whose caches read as their config (a match or a drift: float32 angl
 double rounding) is fixed: a cache that is another config's (an unrounded YaRN ramp, the
 wrong LongRoPE factors) is a misreading, not a rounding, and ``--fix`` never hides one; a
 model that computes its RoPE in the graph (a traced ``inv_freq``) has no cache to replace.
-The original is never written: the new ``.onnx`` is the old one with the caches' tensor
-records replaced (``onnx_file.rewrite``: every other byte as it was); caches held in
-external data get a data file of their own beside it (``<name>.sinpe-rope.data``), so a
-weights file linked (or copied) from the original is never written through; caches held in
-the ``.onnx`` (LongRoPE's ``If`` branches) are replaced there. OUT is a new folder (the
-source folder's other files linked or copied into it, so that ONNX Runtime GenAI runs it) or
-a ``.onnx`` path (the external data it names linked or copied beside it).
+The original is never written, nor linked: the new ``.onnx`` is the old one with the caches'
+tensor records replaced (``onnx_file.rewrite``: every other byte as it was); caches held in
+external data get a data file of their own beside it (``<name>.sinpe-rope.data``), so the
+weights file is never written; caches held in the ``.onnx`` (LongRoPE's ``If`` branches) are
+replaced there. OUT is a new folder (or an empty one: the source folder's other files copied
+into it, so that ONNX Runtime GenAI runs it) or a new ``.onnx`` path (the external data it
+names copied beside it, unless it is the model's own folder). Every file goes through the
+writing room (``sinpe._files.writing``): copies, never hard links (a second link to the
+weights would make ``onnx.load`` refuse the original too); no name taken is replaced or
+written through (a symbolic link, another model's data file); all the files appear at the
+end, or none (an error or Ctrl-C leaves nothing, and the retry works).
 """
 
 from __future__ import annotations
 
+import inspect
 import os
-import shutil
+from typing import NamedTuple
 
 import numpy as np
 
+from .._files import writing
 from .._rope.config import load_config, rope_config
 from .._tables.checks import bfloat16
 from . import onnx_file
@@ -34,8 +40,8 @@ _SUFFIX = ".sinpe-rope.data"
 
 def fix(path, out, config=None, *, report=None) -> str:
     """Write the exact copy of the ONNX model at ``path`` to ``out`` (see the module); its
-    path. ``ValueError`` where the model's RoPE is not its config's, or OUT is taken."""
-    path = os.fspath(path)
+    path. ``ValueError`` where the model's RoPE is not its config's, or a name is taken."""
+    path, out = os.fspath(path), os.fspath(out)
     report = report or check_onnx(path, config)
     if report.verdict == MISMATCH:
         raise ValueError(
@@ -46,51 +52,89 @@ def fix(path, out, config=None, *, report=None) -> str:
     caches = find_caches(model)
     if not caches:
         raise ValueError(f"{path}: not fixed: its RoPE is computed in the graph, no cache holds it")
-    target = _target(path, os.fspath(out))
+    plan = _plan(path, out, model, caches)
     data = _config(path, config)
     spec = rope_config(load_config(data))
-    replaced = _write_caches(model, spec, data, caches, target)
-    onnx_file.rewrite(path, target, replaced)
-    return target
+    replaced: dict = {}
+    room = writing.new_folder(out) if plan.new_folder else writing.new_files(plan.folder)
+    with room as files:
+        if plan.data_name:
+            files.write(
+                plan.data_name,
+                lambda stream: _exact_caches(spec, data, caches, replaced, stream, plan.data_name),
+            )
+        else:
+            _exact_caches(spec, data, caches, replaced, None, None)
+        files.write(plan.name, lambda stream: _rewrite(path, stream, replaced))
+        for source, name in plan.brought:
+            files.copy(source, name)
+    return os.path.join(plan.folder, plan.name)
 
 
-def _target(path: str, out: str) -> str:
-    """The ``.onnx`` written, its folder made and filled with what the model needs."""
+class _Plan(NamedTuple):
+    """Where ``fix`` writes: ``name`` (and ``data_name``, the caches' data file, if any) in
+    ``folder`` (made, if ``new_folder``), with the ``brought`` files (source, name) copied."""
+
+    folder: str
+    new_folder: bool
+    name: str
+    data_name: str | None
+    brought: list
+
+
+def _plan(path: str, out: str, model, caches) -> _Plan:
+    """The files ``fix`` writes, every name checked free before any work."""
     source = os.path.dirname(os.path.abspath(path))
     if os.path.abspath(out) == os.path.abspath(path):
         raise ValueError(f"--fix {out}: that is the model itself (the original is never written)")
     if out.lower().endswith(".onnx"):
-        if os.path.exists(out):
-            raise ValueError(f"--fix {out}: the file exists")
-        folder = os.path.dirname(os.path.abspath(out))
-        if not os.path.isdir(folder):
-            raise ValueError(f"--fix {out}: the folder {folder} does not exist")
-        if os.path.realpath(folder) != os.path.realpath(source):
-            _bring(path, source, folder, only_data=True)
-        return out
-    if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
+        folder, name, new_folder = os.path.dirname(out), os.path.basename(out), False
+        writing.check_new(out)  # its folder exists and is writable, the name is free
+        same = os.path.samefile(folder or os.curdir, source)  # the model's data is there
+        brought = [] if same else sorted(_external_names(model.graph))
+    else:
+        folder, name, new_folder = out, os.path.basename(path), _new_folder(out)
+        brought = [
+            n
+            for n in sorted(os.listdir(source))
+            if n != name and not n.endswith(_SUFFIX) and os.path.isfile(os.path.join(source, n))
+        ]
+    external = any(t.where[0] == "external" for c in caches for t in (c.cos, c.sin))
+    data_name = os.path.splitext(name)[0] + _SUFFIX if external else None
+    names = [n for n in (name, data_name, *brought) if n]
+    if len(set(names)) < len(names):
+        raise ValueError(f"--fix {out}: the model's data file would have the copy's name")
+    for each in names if not new_folder else ():
+        writing.check_new(os.path.join(folder, each))
+    return _Plan(
+        folder, new_folder, name, data_name, [(os.path.join(source, n), n) for n in brought]
+    )
+
+
+def _new_folder(out: str) -> bool:
+    """Whether the folder OUT is made (else it is an empty folder there): refused where it
+    is a symbolic link, a file or a folder that holds anything."""
+    if not os.path.lexists(out) or os.path.islink(out):
+        writing.check_new(out)  # its parent exists and is writable; a link is refused
+        return True
+    if not os.path.isdir(out) or os.listdir(out):
         raise ValueError(f"--fix {out}: give a new folder (or an empty one), or a .onnx path")
-    os.makedirs(out, exist_ok=True)
-    _bring(path, source, out, only_data=False)
-    return os.path.join(out, os.path.basename(path))
+    return False
 
 
-def _bring(path: str, source: str, folder: str, only_data: bool) -> None:
-    """The source folder's files (or only the model's external data) linked, else copied,
-    into ``folder``."""
-    model = onnx_file.read(path)
-    wanted = {
-        os.path.basename(t.where[1]) for t in _tensors(model.graph) if t.where[0] == "external"
-    }
-    for name in sorted(os.listdir(source)):
-        full = os.path.join(source, name)
-        skip = name == os.path.basename(path) or name.endswith(_SUFFIX) or not os.path.isfile(full)
-        if skip or (only_data and name not in wanted):
-            continue
-        try:
-            os.link(full, os.path.join(folder, name))
-        except OSError:
-            shutil.copy2(full, os.path.join(folder, name))
+def _external_names(graph) -> set:
+    """The data files the model's external tensors name."""
+    return {os.path.basename(t.where[1]) for t in _tensors(graph) if t.where[0] == "external"}
+
+
+def _rewrite(path: str, stream, replaced: dict) -> None:
+    """``onnx_file.rewrite`` into ``stream``: its signature changes from (path, out,
+    replaced), which opens ``out`` itself, to (path, stream, replaced); either is taken."""
+    if "stream" in inspect.signature(onnx_file.rewrite).parameters:
+        onnx_file.rewrite(path, stream, replaced)
+    else:  # the older one opens what it is given: a duplicate of the temporary file's fd
+        stream.flush()
+        onnx_file.rewrite(path, os.dup(stream.fileno()), replaced)
 
 
 def _tensors(graph):
@@ -121,25 +165,20 @@ def _exact(spec, data: dict, cache, tensor) -> bytes:
     return bits.astype(bits.dtype.newbyteorder("<")).tobytes()
 
 
-def _write_caches(model, spec, data: dict, caches, target: str) -> dict:
-    """The new TensorProto of each cache tensor (offset in the old file -> bytes), the
-    external ones' values written to the copy's own data file."""
-    data_file = os.path.splitext(target)[0] + _SUFFIX
-    replaced: dict = {}
+def _exact_caches(spec, data: dict, caches, replaced: dict, stream, name) -> None:
+    """The new TensorProto of each cache tensor in ``replaced`` (offset in the old file ->
+    bytes), the external ones' values written to ``stream``, the copy's own data file
+    ``name``."""
     offset = 0
-    with open(data_file, "wb") as stream:
-        for cache in caches:
-            for tensor in (cache.cos, cache.sin):
-                if tensor.span[0] in replaced:
-                    continue
-                values = _exact(spec, data, cache, tensor)
-                if tensor.where[0] == "external":
-                    stream.write(values)
-                    place = (os.path.basename(data_file), offset, len(values))
-                    replaced[tensor.span[0]] = onnx_file.tensor_proto(tensor, external=place)
-                    offset += len(values)
-                else:
-                    replaced[tensor.span[0]] = onnx_file.tensor_proto(tensor, values)
-    if not offset:
-        os.remove(data_file)
-    return replaced
+    for cache in caches:
+        for tensor in (cache.cos, cache.sin):
+            if tensor.span[0] in replaced:
+                continue
+            values = _exact(spec, data, cache, tensor)
+            if tensor.where[0] == "external":
+                stream.write(values)
+                place = (name, offset, len(values))
+                replaced[tensor.span[0]] = onnx_file.tensor_proto(tensor, external=place)
+                offset += len(values)
+            else:
+                replaced[tensor.span[0]] = onnx_file.tensor_proto(tensor, values)

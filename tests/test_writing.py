@@ -1,0 +1,469 @@
+"""The writing room (``sinpe._files.writing``) alone, and ``sinpe check model.onnx --fix OUT``
+through it: a name taken is refused naming it (a file, a FIFO, a folder, a symbolic link,
+dangling or not), never replaced or written through; a user's file is copied, never
+linked; an error, Ctrl-C or SIGTERM at any step leaves the folder as it was, and the retry
+works. The ONNX models are the hand-written ones of tests/test_onnx.py (no onnx needed);
+where onnx is installed, both the original and the copy are loaded by it."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from command import run
+from test_onnx import LLAMA, _builder_model, _float32_tables
+
+import sinpe.onnx
+from sinpe._files import writing
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _listing(folder: Path) -> dict:
+    """Every name under ``folder`` (a symbolic link as where it points), with its bytes."""
+    found = {}
+    for root, folders, files in os.walk(folder):
+        for name in folders + files:
+            path = Path(root, name)
+            key = str(path.relative_to(folder))
+            if path.is_symlink():
+                found[key] = ("link", os.readlink(path))
+            elif path.is_dir():
+                found[key] = "folder"
+            elif stat.S_ISFIFO(path.lstat().st_mode):
+                found[key] = "fifo"
+            else:
+                found[key] = path.read_bytes()
+    return found
+
+
+# --------------------------------------------------------------------------- the writer alone
+
+
+def test_a_new_file_is_written_whole_with_numpy_saves_mode(tmp_path):
+    path = tmp_path / "t.bin"
+    writing.write_new(path, lambda stream: stream.write(b"exact"))
+    assert path.read_bytes() == b"exact" and os.listdir(tmp_path) == ["t.bin"]
+    assert path.stat().st_mode & 0o7777 == 0o666 & ~_umask()
+
+
+def _taken(tmp_path: Path, kind: str) -> tuple[Path, str]:
+    """A name ``kind`` holds, and the words its refusal says."""
+    victim = tmp_path / "victim.bin"
+    victim.write_bytes(b"the user's bytes")
+    path = tmp_path / "out.bin"
+    if kind == "file":
+        path.write_bytes(b"another file")
+        return path, f"{str(path)!r} exists: sinpe never replaces a file; remove it or give a new"
+    if kind == "symlink":
+        path.symlink_to(victim)
+        return path, f"{str(path)!r} is a symbolic link: sinpe never writes through a link"
+    if kind == "dangling":
+        path.symlink_to(tmp_path / "nowhere.bin")
+        return path, f"{str(path)!r} is a symbolic link (dangling): sinpe never writes through"
+    if kind == "fifo":
+        os.mkfifo(path)
+        return path, f"{str(path)!r} exists (a FIFO): sinpe never replaces a file"
+    path.mkdir()
+    return path, f"{str(path)!r} exists (a folder): sinpe never replaces a file"
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink", "dangling", "fifo", "folder"])
+def test_a_taken_name_is_refused_naming_it_and_left_as_it_was(tmp_path, kind):
+    if kind == "fifo" and not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    path, words = _taken(tmp_path, kind)
+    before = _listing(tmp_path)
+    for attempt in (
+        lambda: writing.write_new(path, lambda stream: stream.write(b"new")),
+        lambda: writing.copy_new(tmp_path / "victim.bin", path),
+        lambda: writing.new_folder(path).__enter__(),
+    ):
+        with pytest.raises(ValueError) as refused:
+            attempt()
+        assert words in str(refused.value)
+        assert _listing(tmp_path) == before  # nothing written, nothing followed
+    assert not (tmp_path / "nowhere.bin").exists()
+
+
+def test_a_missing_or_unwritable_folder_is_refused_naming_it(tmp_path, monkeypatch):
+    missing = tmp_path / "missing" / "t.bin"
+    with pytest.raises(ValueError, match="the directory '.*missing' does not exist"):
+        writing.write_new(missing, lambda stream: stream.write(b"x"))
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.geteuid() == 0:  # root writes anywhere: the folder's refusal as a user sees it
+            monkeypatch.setattr(writing.os, "access", lambda *a, **k: False)
+        with pytest.raises(ValueError) as refused:
+            writing.write_new(locked / "t.bin", lambda stream: stream.write(b"x"))
+        assert f"the directory {str(locked)!r} is not writable" in str(refused.value)
+    finally:
+        locked.chmod(0o700)
+    assert os.listdir(locked) == [] and os.listdir(tmp_path) == ["locked"]
+
+
+def test_a_name_taken_while_writing_is_never_replaced(tmp_path, monkeypatch):
+    """Another program takes the name between the check and the move: the move refuses
+    (renameat2's no-replace, else a hard link of the temporary file), the other's file
+    keeps its bytes, and no temporary file is left; a dangling link taken so too."""
+    for fallback in (False, True):
+        if fallback:  # where the kernel has no no-replace rename: the link of the temp file
+            monkeypatch.setattr(writing, "_rename_noreplace", lambda temp, final: False)
+        for kind in ("file", "dangling"):
+            path = tmp_path / f"{kind}-{fallback}.bin"
+
+            def other_program(stream, path=path, kind=kind):
+                stream.write(b"ours")
+                if kind == "file":
+                    path.write_bytes(b"theirs")
+                else:
+                    path.symlink_to(tmp_path / "nowhere")
+
+            with pytest.raises(ValueError, match="sinpe never"):
+                writing.write_new(path, other_program)
+            assert not [n for n in os.listdir(tmp_path) if n.endswith(".part")]
+            if kind == "file":
+                assert path.read_bytes() == b"theirs"
+            else:
+                assert path.is_symlink() and not (tmp_path / "nowhere").exists()
+
+
+def test_a_folder_taken_while_it_is_made_is_never_replaced(tmp_path, monkeypatch):
+    for fallback in (False, True):
+        if fallback:
+            monkeypatch.setattr(writing, "_rename_noreplace", lambda temp, final: False)
+        out = tmp_path / f"out-{fallback}"
+        with pytest.raises(ValueError, match=f"{str(out)!r} exists .a folder.: sinpe never"):
+            with writing.new_folder(out) as files:
+                files.write("a", lambda stream: stream.write(b"ours"))
+                out.mkdir()
+                (out / "theirs").write_bytes(b"theirs")
+        assert _listing(out) == {"theirs": b"theirs"}
+    assert sorted(os.listdir(tmp_path)) == ["out-False", "out-True"]
+
+
+def test_a_copy_is_a_new_file_never_a_link_and_only_of_a_regular_file(tmp_path, monkeypatch):
+    source = tmp_path / "weights.bin"
+    source.write_bytes(bytes(range(256)) * 1000)
+    for reflink in (True, False):  # where a reflink fails, the bytes copied in chunks
+        if not reflink:
+            monkeypatch.setattr(writing, "_reflink", lambda reader, writer: False)
+            monkeypatch.setattr(writing, "_CHUNK", 1000)
+        copy = tmp_path / f"copy-{reflink}.bin"
+        writing.copy_new(source, copy)
+        assert copy.read_bytes() == source.read_bytes()
+        assert os.stat(source).st_nlink == 1 and os.stat(copy).st_nlink == 1
+        assert not os.path.samefile(source, copy)
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "pipe")
+        with pytest.raises(ValueError, match="cannot copy .*pipe': not a regular file"):
+            writing.copy_new(tmp_path / "pipe", tmp_path / "from-pipe.bin")
+    assert not (tmp_path / "from-pipe.bin").exists()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_character_device_is_written_as_a_stream():
+    writing.write_new("/dev/null", lambda stream: stream.write(b"x" * 100))
+    with pytest.raises(ValueError, match="cannot write '/dev/full': No space left on device"):
+        writing.write_new("/dev/full", lambda stream: stream.write(b"x" * (1 << 20)))
+
+
+class _Steps:
+    """Counts the writer's steps (a produce's chunk, a copy's chunk, a move) and raises
+    ``failure`` at the ``at``-th; ``moved`` once any file reached its name."""
+
+    def __init__(self, monkeypatch, failure, size: int = 7):
+        self.failure, self.at, self.count, self.moved = failure, 0, 0, False
+        real_move, real_chunk = writing._move, writing._copy_chunk
+
+        def move(temp, final):
+            self.step()
+            real_move(temp, final)
+            self.moved = True
+
+        def chunk(*args):
+            self.step()
+            return real_chunk(*args)
+
+        monkeypatch.setattr(writing, "_move", move)
+        monkeypatch.setattr(writing, "_copy_chunk", chunk)
+        monkeypatch.setattr(writing, "_reflink", lambda reader, writer: False)
+        monkeypatch.setattr(writing, "_CHUNK", size)  # bytes copied per step
+
+    def start(self, at: int) -> None:
+        self.at, self.count, self.moved = at, 0, False
+
+    def step(self) -> None:
+        self.count += 1
+        if self.count == self.at:
+            raise self.failure
+
+    def produce(self, data: bytes):
+        def write(stream):
+            for start in range(0, len(data), 5):
+                self.step()
+                stream.write(data[start : start + 5])
+
+        return write
+
+
+FAILURES = [
+    KeyboardInterrupt(),
+    SystemExit(143),
+    OSError(errno.ENOSPC, "No space left on device"),
+]
+
+
+@pytest.mark.parametrize("failure", FAILURES, ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("room", ["files", "folder"])
+def test_a_failure_at_every_step_leaves_the_folder_as_it_was(tmp_path, monkeypatch, failure, room):
+    """Two files written and one copied, in an existing folder or a new one: a failure at
+    the k-th step, for every k, leaves the listing exactly as before; the first run that
+    completes (the retry) writes every file whole."""
+    source = tmp_path / "user.bin"
+    source.write_bytes(b"the user's weights, 40 bytes of them...")
+    work = tmp_path / "work"
+    work.mkdir()
+    before = _listing(tmp_path)
+    steps = _Steps(monkeypatch, failure)
+    out = work / "out"
+    expected = ValueError if isinstance(failure, OSError) else type(failure)
+    for at in range(1, 1000):
+        steps.start(at)
+        try:
+            with writing.new_folder(out) if room == "folder" else writing.new_files(work) as files:
+                files.write("a.bin", steps.produce(b"first file's bytes"))
+                files.copy(source, "user.bin")
+                files.write("b.bin", steps.produce(b"second"))
+        except BaseException as exc:
+            assert isinstance(exc, expected), exc
+            if isinstance(exc, ValueError):
+                assert "cannot write" in str(exc) and "No space left on device" in str(exc)
+            assert _listing(tmp_path) == before, at
+            continue
+        break
+    assert at > 10 and steps.count < at  # every step was failed once
+    written = _listing(out if room == "folder" else work)
+    assert written == {
+        "a.bin": b"first file's bytes",
+        "user.bin": source.read_bytes(),
+        "b.bin": b"second",
+    }
+    assert os.stat(source).st_nlink == 1
+
+
+def test_an_exception_at_every_line_of_the_writer_leaves_nothing(tmp_path, monkeypatch):
+    """A signal handler may raise between any two lines: raise at every line of the writing
+    room a folder's making runs, one run each, until a run completes. No run leaves a
+    temporary file or folder; one raised before the folder reached its name leaves nothing;
+    after, the folder is whole or gone."""
+    source = tmp_path / "user.bin"
+    source.write_bytes(b"weights")
+    here = writing.__file__
+    moved = [False]
+    real_move = writing._move
+
+    def move(temp, final):
+        real_move(temp, final)
+        moved[0] = final.endswith("out")
+
+    monkeypatch.setattr(writing, "_move", move)
+    for n in range(1, 100_000):
+        seen, moved[0] = [0], False
+
+        def tracer(frame, event, arg, n=n, seen=seen):
+            if frame.f_code.co_filename != here:
+                return None
+            if event == "line":
+                seen[0] += 1
+                if seen[0] == n:
+                    raise KeyboardInterrupt
+            return tracer
+
+        handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        sys.settrace(tracer)
+        try:
+            with writing.new_folder(tmp_path / "out") as files:
+                files.write("a.bin", lambda stream: stream.write(b"a"))
+                files.copy(source, "user.bin")
+        except KeyboardInterrupt:
+            finished = False
+        else:
+            finished = True
+        finally:
+            sys.settrace(None)
+            for signum, handler in handlers.items():
+                signal.signal(signum, handler)
+        listing = _listing(tmp_path)
+        whole = {"user.bin": b"weights", "out": "folder", "out/a.bin": b"a"}
+        whole["out/user.bin"] = b"weights"
+        assert listing in ({"user.bin": b"weights"}, whole), n
+        assert finished or moved[0] or listing == {"user.bin": b"weights"}, n
+        if finished and seen[0] < n:
+            break
+        if "out" in listing:
+            for name in ("a.bin", "user.bin"):
+                (tmp_path / "out" / name).unlink()
+            (tmp_path / "out").rmdir()
+    assert n > 50 and _listing(tmp_path / "out") == {"a.bin": b"a", "user.bin": b"weights"}
+
+
+# --------------------------------------------------------------------------- --fix
+
+
+def _model(tmp_path: Path) -> Path:
+    """A builder-form model (caches in model.onnx.data) with its config and a genai config."""
+    cos, sin = _float32_tables(LLAMA, 64)
+    path = _builder_model(tmp_path / "m", LLAMA, cos, sin)
+    (path.parent / "genai_config.json").write_text('{"model": {"context_length": 64}}')
+    return path
+
+
+def _untouched(path: Path, before: dict) -> None:
+    """The source folder's bytes as before, each file with one link."""
+    assert _listing(path.parent) == before
+    for name in before:
+        assert os.stat(path.parent / name).st_nlink == 1, name
+
+
+def _loads(*paths) -> None:
+    """Each model loaded by onnx with its external data, where onnx is installed (it
+    refuses a data file with several links: a hard-link attack to it)."""
+    try:
+        import onnx
+    except ImportError:
+        return
+    for path in paths:
+        onnx.load(str(path))
+
+
+def test_fix_to_a_new_folder_copies_and_never_links(tmp_path):
+    path = _model(tmp_path)
+    before = _listing(path.parent)
+    fixed = Path(sinpe.onnx.fix(path, tmp_path / "out"))
+    assert fixed == tmp_path / "out" / "model.onnx"
+    assert sorted(os.listdir(tmp_path / "out")) == [
+        "config.json",
+        "genai_config.json",
+        "model.onnx",
+        "model.onnx.data",
+        "model.sinpe-rope.data",
+    ]
+    _untouched(path, before)
+    for name in os.listdir(tmp_path / "out"):
+        assert os.stat(tmp_path / "out" / name).st_nlink == 1, name
+    assert (tmp_path / "out" / "model.onnx.data").read_bytes() == before["model.onnx.data"]
+    assert sinpe.check_onnx(fixed).verdict == "match"
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o777 & ~_umask()
+    _loads(path, fixed)
+    result = run("check", path, "--fix", tmp_path / "out")  # the folder now holds files
+    assert result.returncode == 2 and "give a new folder (or an empty one)" in result.stderr
+
+
+def test_fix_never_replaces_another_models_data_in_the_folder_given(tmp_path):
+    """--fix other/new.onnx wrote the model's data file as other/model.onnx.data, over
+    another model's weights there."""
+    path = _model(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "model.onnx.data").write_bytes(b"another model's weights")
+    before, source = _listing(tmp_path / "other"), _listing(path.parent)
+    with pytest.raises(ValueError) as refused:
+        sinpe.onnx.fix(path, other / "new.onnx")
+    assert str(refused.value) == (
+        f"{str(other / 'model.onnx.data')!r} exists: sinpe never replaces a file; remove it or "
+        "give a new name"
+    )
+    assert _listing(other) == before
+    _untouched(path, source)
+    (other / "model.onnx.data").unlink()  # the retry, the name free
+    fixed = sinpe.onnx.fix(path, other / "new.onnx")
+    assert sorted(os.listdir(other)) == ["model.onnx.data", "new.onnx", "new.sinpe-rope.data"]
+    assert sinpe.check_onnx(fixed, path.parent / "config.json").verdict == "match"
+    _untouched(path, source)
+    _loads(path, fixed)
+
+
+def test_fix_never_writes_through_a_link_at_its_data_files_name(tmp_path):
+    """A symbolic link at OUT.sinpe-rope.data (beside the model, or in another folder): the
+    user's file it points to was overwritten with the caches' bytes."""
+    path = _model(tmp_path)
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"the user's file")
+    for out in (path.parent / "exact.onnx", tmp_path / "o" / "exact.onnx"):
+        out.parent.mkdir(exist_ok=True)
+        link = out.parent / "exact.sinpe-rope.data"
+        link.symlink_to(victim)
+        before = _listing(out.parent)
+        result = run("check", path, "--fix", out)
+        assert result.returncode == 2 and result.stdout == ""
+        assert f"{str(link)!r} is a symbolic link: sinpe never writes through a link" in (
+            result.stderr
+        )
+        assert victim.read_bytes() == b"the user's file" and _listing(out.parent) == before
+
+
+@pytest.mark.parametrize("out", ["gone.onnx", "gone"])
+def test_fix_never_writes_through_a_dangling_link_given_as_out(tmp_path, out):
+    path = _model(tmp_path)
+    link = tmp_path / out
+    link.symlink_to(tmp_path / "target")
+    before = _listing(tmp_path)
+    result = run("check", path, "--fix", link)
+    assert result.returncode == 2
+    assert f"{str(link)!r} is a symbolic link (dangling): sinpe never writes through" in (
+        result.stderr
+    )
+    assert _listing(tmp_path) == before and not (tmp_path / "target").exists()
+
+
+@pytest.mark.parametrize("failure", FAILURES[:2], ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("where", ["folder", "other.onnx", "empty folder"])
+def test_fix_interrupted_at_any_step_leaves_nothing_and_the_retry_works(
+    tmp_path, monkeypatch, failure, where
+):
+    """Ctrl-C (or SIGTERM) while the caches' file, the .onnx or a copy is written, or while
+    they are moved to their names: nothing is left, the source is untouched; the retry
+    writes the exact copy (this was a partial folder that refused the retry)."""
+    path = _model(tmp_path)
+    report = sinpe.check_onnx(path)
+    out = {"folder": tmp_path / "out", "other.onnx": tmp_path / "o" / "x.onnx"}
+    out["empty folder"] = tmp_path / "e"
+    (tmp_path / "o").mkdir()
+    (tmp_path / "e").mkdir()
+    before = _listing(tmp_path)
+    steps = _Steps(monkeypatch, failure, size=4096)  # model.onnx.data in 4 chunks
+    real_write = writing.NewFiles.write
+
+    def write(files, name, produce):  # each produce's write a step
+        def counted(stream):
+            real = stream.write
+            stream.write = lambda data: (steps.step(), real(data))[1]
+            produce(stream)
+
+        return real_write(files, name, counted)
+
+    monkeypatch.setattr(writing.NewFiles, "write", write)
+    for at in range(1, 10_000):
+        steps.start(at)
+        try:
+            fixed = sinpe.onnx.fix(path, out[where], report=report)
+        except type(failure):
+            assert _listing(tmp_path) == before, at
+            continue
+        break
+    assert at > 5 and steps.count < at
+    assert sinpe.check_onnx(fixed, path.parent / "config.json").verdict == "match"
+    assert os.stat(path).st_nlink == 1 and os.stat(path.parent / "model.onnx.data").st_nlink == 1
+    _loads(path, fixed)
