@@ -8,10 +8,13 @@ where onnx is installed, both the original and the copy are loaded by it."""
 from __future__ import annotations
 
 import errno
+import json
+import logging
 import os
 import signal
 import stat
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -96,21 +99,65 @@ def test_a_taken_name_is_refused_naming_it_and_left_as_it_was(tmp_path, kind):
 
 
 def test_a_missing_or_unwritable_folder_is_refused_naming_it(tmp_path, monkeypatch):
+    """check_new (what the command calls before any work) says why; the write itself
+    names the file and the system's reason."""
     missing = tmp_path / "missing" / "t.bin"
     with pytest.raises(ValueError, match="the directory '.*missing' does not exist"):
+        writing.check_new(missing)
+    with pytest.raises(ValueError) as refused:
         writing.write_new(missing, lambda stream: stream.write(b"x"))
+    assert str(refused.value) == f"cannot write {str(missing)!r}: No such file or directory"
     locked = tmp_path / "locked"
     locked.mkdir()
     locked.chmod(0o500)
     try:
-        if os.geteuid() == 0:  # root writes anywhere: the folder's refusal as a user sees it
-            monkeypatch.setattr(writing.os, "access", lambda *a, **k: False)
+        if os.geteuid() != 0:  # root writes anywhere
+            with pytest.raises(ValueError) as refused:
+                writing.write_new(locked / "t.bin", lambda stream: stream.write(b"x"))
+            assert str(refused.value).endswith("t.bin': Permission denied")
+        monkeypatch.setattr(writing.os, "access", lambda *a, **k: False)
         with pytest.raises(ValueError) as refused:
-            writing.write_new(locked / "t.bin", lambda stream: stream.write(b"x"))
+            writing.check_new(locked / "t.bin")
         assert f"the directory {str(locked)!r} is not writable" in str(refused.value)
     finally:
         locked.chmod(0o700)
     assert os.listdir(locked) == [] and os.listdir(tmp_path) == ["locked"]
+
+
+def _found(verdict: str):
+    return types.SimpleNamespace(
+        verdict=verdict, line=lambda: verdict, as_json=lambda: {"verdict": verdict}
+    )
+
+
+def test_a_plugins_report_replaces_only_its_own_file(tmp_path, monkeypatch, caplog):
+    """The engine plugins' JSON report (SINPE_VLLM_REPORT, SINPE_SGLANG_REPORT): a later
+    audit's reports replace the file this process wrote there; a file that was there
+    before, or was put there since, or a symbolic link, is never written: one warning."""
+    from sinpe._check import plugin
+
+    logger = logging.getLogger("sinpe-test")
+    path = tmp_path / "report.json"
+    monkeypatch.setenv("SINPE_TEST_REPORT", str(path))
+    for verdict in ("drift", "match"):
+        plugin.publish([_found(verdict)], logger, "SINPE_TEST_REPORT")
+        assert json.loads(path.read_text()) == [{"verdict": verdict}]
+    path.unlink()
+    path.write_text("theirs")  # another program's file since
+    victim = tmp_path / "victim.json"
+    victim.write_text("the user's")
+    (tmp_path / "link.json").symlink_to(victim)
+    for name, words in (
+        ("report.json", "exists: sinpe never replaces a file"),
+        ("link.json", "is a symbolic link: sinpe never writes through a link"),
+    ):
+        monkeypatch.setenv("SINPE_TEST_REPORT", str(tmp_path / name))
+        caplog.clear()
+        plugin.publish([_found("mismatch")], logger, "SINPE_TEST_REPORT")
+        (warned,) = [r.getMessage() for r in caplog.records if "could not" in r.getMessage()]
+        assert "sinpe could not write SINPE_TEST_REPORT=" in warned and words in warned
+    assert path.read_text() == "theirs" and victim.read_text() == "the user's"
+    assert sorted(os.listdir(tmp_path)) == ["link.json", "report.json", "victim.json"]
 
 
 def test_a_name_taken_while_writing_is_never_replaced(tmp_path, monkeypatch):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .._check.verdict import DRIFT, MATCH, MISMATCH, UNCHECKED, strict
+from .._files import writing
 from .._rope.config import load_config, rope_config
 from .._rope.families import ALIASES
 from .._version import __version__
@@ -122,8 +123,10 @@ def engines(
     with tempfile.TemporaryDirectory(prefix="sinpe-engines-") as folder:
         twin = Path(folder, "twin")
         twin.mkdir()
-        (twin / "config.json").write_text(json.dumps(shrink(data), indent=2))
-        (Path(folder) / "original.json").write_text(json.dumps(data))
+        twin_text = json.dumps(shrink(data), indent=2).encode()
+        writing.write_new(twin / "config.json", lambda stream: stream.write(twin_text))
+        original = json.dumps(data).encode()
+        writing.write_new(Path(folder, "original.json"), lambda stream: stream.write(original))
         lines = tuple(
             _line(key, pythons.get(key, sys.executable), Path(folder), length) for key in keys
         )

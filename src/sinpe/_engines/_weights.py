@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from .._check.steps import EngineFailed
+from .._files import writing
 from ._shrink import VOCAB
 
 __all__ = [
@@ -78,10 +79,14 @@ def sentencepiece_tokenizer(folder, vocab: int = VOCAB) -> None:
         num_threads=1,
         minloglevel=2,
     )
-    Path(folder, "tokenizer.model").write_bytes(model.getvalue())
     config = dict(tokenizer_class="LlamaTokenizer", add_bos_token=True, add_eos_token=False)
     config.update(bos_token="<s>", eos_token="</s>", unk_token="<unk>")
-    Path(folder, "tokenizer_config.json").write_text(json.dumps(config))
+    # the twin's own tokenizer files (save_twin's), which these take the place of
+    for name in ("tokenizer.model", "tokenizer_config.json"):
+        Path(folder, name).unlink(missing_ok=True)
+    writing.write_new(Path(folder, "tokenizer.model"), lambda s: s.write(model.getvalue()))
+    text = json.dumps(config).encode()
+    writing.write_new(Path(folder, "tokenizer_config.json"), lambda s: s.write(text))
 
 
 def llama_bpe_tokenizer(folder) -> None:

@@ -33,7 +33,16 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import IO
 
-__all__ = ["NewFiles", "check_new", "copy_new", "is_device", "new_files", "new_folder", "write_new"]
+__all__ = [
+    "NewFiles",
+    "check_new",
+    "copy_new",
+    "is_device",
+    "new_files",
+    "new_folder",
+    "remove_own",
+    "write_new",
+]
 
 _FICLONE = 0x40049409  # Linux's ioctl that shares a file's extents (a reflink): btrfs, XFS
 _CHUNK = 8 << 20  # bytes copied per call where no reflink is made
@@ -88,15 +97,30 @@ def _taken(path, shown: str) -> ValueError | None:
     )
 
 
-def write_new(path, produce: Callable[[IO[bytes]], object]) -> None:
+def write_new(path, produce: Callable[[IO[bytes]], object]) -> tuple | None:
     """``produce(stream)`` writes the bytes of the new file ``path`` (see the module); a
-    character device is written directly."""
+    character device is written directly. The new file's stamp, for ``remove_own``."""
     path = os.fspath(path)
     if is_device(path):
         _write_device(path, produce)
-        return
+        return None
     with new_files(os.path.dirname(path)) as files:
         files.write(os.path.basename(path), produce)
+    return _stamp(path)
+
+
+def remove_own(path, stamp: tuple | None) -> None:
+    """``path`` removed if it is still the file ``write_new`` made (its ``stamp``): what a
+    program rewrites, such as a report, is its own file, never one put there since."""
+    with contextlib.suppress(OSError):
+        if stamp is not None and _stamp(path) == stamp:
+            os.unlink(path)
+
+
+def _stamp(path: str) -> tuple:
+    """A file's identity, its time and size too: a new file may reuse a removed one's inode."""
+    status = os.lstat(path)
+    return status.st_dev, status.st_ino, status.st_mtime_ns, status.st_size
 
 
 def copy_new(source, path) -> None:
@@ -167,7 +191,9 @@ class NewFiles:
         shown = os.path.join(self.shown, name)
         if any(m.final == final for m in self._made):
             raise ValueError(f"{shown!r} would be written twice")
-        check_new(final, shown)
+        taken = _taken(final, shown)  # the folder's own trouble is the OS's to say, naming it
+        if taken is not None:
+            raise taken
         made = _Made(final, shown)
         self._made.append(made)
         self._current = made
