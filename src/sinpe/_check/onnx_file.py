@@ -505,14 +505,13 @@ def tensor_proto(tensor: Tensor, data: bytes | None = None, external: tuple | No
     return out + encode_varint(14 << 3 | _VARINT) + encode_varint(1)
 
 
-def rewrite(path, out, replaced: dict) -> None:
-    """Write the ONNX model at ``path`` to ``out`` with the TensorProtos at the offsets of
-    ``replaced`` (offset -> new TensorProto bytes) replaced, every enclosing message's
-    length made right, every other byte as it was."""
+def rewrite(path, stream, replaced: dict) -> None:
+    """Write the ONNX model at ``path`` into the binary ``stream`` (the writing room's) with
+    the TensorProtos at the offsets of ``replaced`` (offset -> new TensorProto bytes)
+    replaced, every enclosing message's length made right, every other byte as it was."""
     with reading.mapped(path) as (buffer, size):
         data = _rewritten(_Cursor(buffer, 0, size, os.fspath(path)), 0, size, "model", replaced)
-    with open(out, "wb") as stream:
-        stream.write(data)
+    stream.write(data)
 
 
 def _rewritten(cursor: _Cursor, start: int, end: int, kind: str, replaced: dict) -> bytes:
