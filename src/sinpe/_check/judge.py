@@ -424,18 +424,18 @@ def _table_verdict(tally: _Tally, bounds: _Bounds, positions, errors, dtype, hel
 
 
 def decades(positions: np.ndarray, errors: np.ndarray) -> tuple:
-    """``(first position, last position, largest error)`` of each position decade."""
+    """``(first position, last position, largest error)`` of each position decade (in
+    place where the positions are already in order, as a held table's are: no copy)."""
+    if positions.size > 1 and not (positions[1:] > positions[:-1]).all():
+        order = np.argsort(positions, kind="stable")
+        positions, errors = positions[order], errors[order]
     found, lo = [], 0
-    order = np.argsort(positions, kind="stable")
-    positions, errors = positions[order], errors[order]
     last = int(positions[-1]) if positions.size else -1
     while lo <= last:
         hi = 10 if lo == 0 else lo * 10
-        mask = (positions >= lo) & (positions < hi)
-        if mask.any():
-            found.append(
-                (int(positions[mask][0]), int(positions[mask][-1]), float(errors[mask].max()))
-            )
+        a, b = np.searchsorted(positions, [lo, hi])
+        if b > a:
+            found.append((int(positions[a]), int(positions[b - 1]), float(errors[a:b].max())))
         lo = hi
     return tuple(found)
 

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._files import reading
 from .._rope.config import load_config, rope_config
 from .._tables.checks import bfloat16
 from . import onnx_file
@@ -199,9 +200,9 @@ def _config(path: str, config):
 
 def _context_length(path: str) -> int | None:
     genai = os.path.join(os.path.dirname(os.path.abspath(path)), "genai_config.json")
-    try:
-        with open(genai, encoding="utf-8") as stream:
-            length = json.load(stream)["model"]["context_length"]
+    try:  # what it says is a note: an unreadable, hostile or foreign one says nothing
+        found = reading.read_json(genai, what="genai_config.json", kind="a genai_config.json")
+        length = found["model"]["context_length"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return bounded("genai_config.json's context_length", length, MAX_POSITION, 1)
@@ -342,8 +343,8 @@ def _why(spec, data: dict, read, count: int, length: int) -> list:
     got = np.asarray(held.inv_freq, np.float64)
 
     def explained(want):
-        for reading, words in _misreadings(spec, data, length):
-            if relative(got, reading) <= FIT_TOLERANCE:
+        for misread, words in _misreadings(spec, data, length):
+            if relative(got, misread) <= FIT_TOLERANCE:
                 return [words]
         return []
 

@@ -6,12 +6,12 @@ source, the notes on it, the deployment's max_model_len), the same reports."""
 from __future__ import annotations
 
 import functools
-import json
 import os
 import warnings
 from typing import NamedTuple
 
 from .._check.verdict import finding, not_judged, note
+from .._files import reading
 from .._rope.config import rope_config
 from ._audit import LayerReport, _report, audit_layer, fill_exact, is_rotary
 
@@ -33,9 +33,8 @@ def _config_json(source, revision, hf_config, engine: str) -> tuple:
     the Hugging Face cache's copy the engine downloaded, else the engine's own ``hf_config``
     (``found`` False: the report says so)."""
     path = os.path.join(str(source), "config.json")
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle), path, True
+    if os.path.lexists(path):  # through the reading room: a FIFO or a bomb is refused
+        return reading.read_json(path), path, True
     try:
         from huggingface_hub import try_to_load_from_cache
 
@@ -43,8 +42,7 @@ def _config_json(source, revision, hf_config, engine: str) -> tuple:
     except Exception:  # not installed, or a local path that is no repository id
         cached = None
     if isinstance(cached, str):
-        with open(cached, encoding="utf-8") as handle:
-            return json.load(handle), cached, True
+        return reading.read_json(cached), cached, True
     return hf_config.to_dict(), note("hf_config_source", who=engine), False
 
 
