@@ -17,6 +17,7 @@ import sys
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 from command import run
 from test_onnx import LLAMA, _builder_model, _float32_tables
@@ -514,3 +515,52 @@ def test_fix_interrupted_at_any_step_leaves_nothing_and_the_retry_works(
     assert sinpe.check_onnx(fixed, path.parent / "config.json").verdict == "match"
     assert os.stat(path).st_nlink == 1 and os.stat(path.parent / "model.onnx.data").st_nlink == 1
     _loads(path, fixed)
+
+
+def test_fix_leaves_the_original_and_the_copy_loading_in_onnx_and_onnxruntime(tmp_path):
+    """A model onnx itself saved (a weight and the caches in model.onnx.data, ONNX Runtime's
+    RotaryEmbedding): after --fix, onnx.load takes both (it refused both when the weights
+    were hard-linked), and ONNX Runtime runs both."""
+    onnx = pytest.importorskip("onnx", reason="onnx is not installed")
+    ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
+    from onnx import TensorProto, helper, numpy_helper
+
+    cos, sin = _float32_tables(LLAMA, 4096)
+    bias = np.linspace(-1, 1, 128, dtype=np.float32)[None, None]
+    rotary = helper.make_node(
+        "RotaryEmbedding", ["x", "position_ids", "cos_cache", "sin_cache"], ["rotated"],
+        domain="com.microsoft", name="/model/layers.0/attn/RotaryEmbedding", num_heads=2,
+    )  # fmt: skip
+    graph = helper.make_graph(
+        [rotary, helper.make_node("Add", ["rotated", "bias"], ["y"])],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 128]),
+            helper.make_tensor_value_info("position_ids", TensorProto.INT64, [1, 8]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 128])],
+        [numpy_helper.from_array(a, n) for a, n in ((bias, "bias"), (cos, "cos_cache"))]
+        + [numpy_helper.from_array(sin, "sin_cache")],
+    )
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=8)
+    (tmp_path / "m").mkdir()
+    path = tmp_path / "m" / "model.onnx"
+    onnx.save_model(
+        model, str(path), save_as_external_data=True, location="model.onnx.data",
+        size_threshold=0,
+    )  # fmt: skip
+    (tmp_path / "m" / "config.json").write_text(json.dumps(LLAMA))
+    before = _listing(path.parent)
+    fixed = sinpe.onnx.fix(path, tmp_path / "out")
+    _untouched(path, before)
+    x = np.random.default_rng(0).standard_normal((1, 8, 128)).astype(np.float32)
+    feed = {"x": x, "position_ids": np.arange(4000, 4008, dtype=np.int64)[None]}
+    outputs = []
+    for each in (path, fixed):
+        onnx.load(str(each))
+        session = ort.InferenceSession(str(each), providers=["CPUExecutionProvider"])
+        outputs.append(session.run(None, feed)[0])
+    assert sinpe.check_onnx(fixed).verdict == "match"
+    # the same model, its float32-angle caches replaced by the exact ones: close, not equal
+    assert 0 < np.abs(outputs[0] - outputs[1]).max() < 1e-3

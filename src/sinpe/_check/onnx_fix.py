@@ -20,7 +20,6 @@ end, or none (an error or Ctrl-C leaves nothing, and the retry works).
 
 from __future__ import annotations
 
-import inspect
 import os
 from typing import NamedTuple
 
@@ -65,7 +64,7 @@ def fix(path, out, config=None, *, report=None) -> str:
             )
         else:
             _exact_caches(spec, data, caches, replaced, None, None)
-        files.write(plan.name, lambda stream: _rewrite(path, stream, replaced))
+        files.write(plan.name, lambda stream: onnx_file.rewrite(path, stream, replaced))
         for source, name in plan.brought:
             files.copy(source, name)
     return os.path.join(plan.folder, plan.name)
@@ -125,16 +124,6 @@ def _new_folder(out: str) -> bool:
 def _external_names(graph) -> set:
     """The data files the model's external tensors name."""
     return {os.path.basename(t.where[1]) for t in _tensors(graph) if t.where[0] == "external"}
-
-
-def _rewrite(path: str, stream, replaced: dict) -> None:
-    """``onnx_file.rewrite`` into ``stream``: its signature changes from (path, out,
-    replaced), which opens ``out`` itself, to (path, stream, replaced); either is taken."""
-    if "stream" in inspect.signature(onnx_file.rewrite).parameters:
-        onnx_file.rewrite(path, stream, replaced)
-    else:  # the older one opens what it is given: a duplicate of the temporary file's fd
-        stream.flush()
-        onnx_file.rewrite(path, os.dup(stream.fileno()), replaced)
 
 
 def _tensors(graph):
