@@ -14,8 +14,8 @@ SUFFIX_HELP = " (%s is appended unless the name ends with it; a device is writte
 
 
 class UsageError(ValueError):
-    """A wrong use of the command's arguments (not a refused input): ``--json`` prints no
-    JSON for it, as for argparse's own usage errors."""
+    """A wrong use of the command's arguments, argparse's own included: one line on stderr
+    and exit 2, as a refused input is (with ``--json``, one refusal object on stdout)."""
 
 
 def config_argument(args) -> str:

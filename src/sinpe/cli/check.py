@@ -13,7 +13,8 @@ from .._check.gguf_file import MAGIC as GGUF_MAGIC
 from .._check.judge import frequencies_text
 from .._check.llama_cpp_types import SCALING_TYPES
 from .._check.onnx import check_onnx
-from .._check.verdict import MISMATCH, dumps, number, refusal, worst_text
+from .._check.verdict import MISMATCH, UNCHECKED, number, worst_text
+from .._files import reading
 from .._rope.config import load_config, rope_config
 from .._rope.rope_types import ROPE_TYPES
 from .arguments import SUFFIX_HELP, AddCommand, UsageError, config_argument
@@ -95,31 +96,30 @@ def _add_model_arguments(check_parser) -> None:
     )
 
 
-def check_command(args) -> int:
-    """``sinpe check``: the cache, GGUF file or MLX model folder judged against the config,
-    the report printed (text or JSON); exit 0 for a match or a drift, 1 for a mismatch (or an
-    error over ``--max-error``). A refused input (one the verdict core cannot judge: not a
-    table, a hostile or truncated file, a missing shard) is exit 2: one line on stderr, and
-    with ``--json`` one object ``{"verdict": "refused", ...}`` on stdout."""
-    try:
-        if args.fix is not None and not args.cache.lower().endswith(".onnx"):
-            raise UsageError("--fix is for a .onnx model")
-        if args.cache.lower().endswith(".onnx"):
-            return _onnx_command(args)
-        if _is_gguf(args.cache):
-            return _gguf_command(args)
-        if os.path.isdir(args.cache):
-            return _mlx_command(args)
-        return _cache_command(args)
-    except UsageError:
-        raise
-    except (ValueError, OSError) as exc:
-        if args.json:
-            print(dumps(refusal(str(exc) or type(exc).__name__), indent=2))
-        raise
+def check_command(args):
+    """``sinpe check``: the cache, GGUF file, ONNX model or MLX model folder judged against
+    the config, the report printed, or with ``--json`` returned as one object for ``main``
+    to print; exit 0 for a match or a drift, 1 for a mismatch, a verdict ``unchecked`` (not
+    every part judged) or an error over ``--max-error``. A refused input (not a table, a
+    hostile or truncated file, a missing shard) or a wrong argument raises: ``main`` says it
+    in one line, exit 2 (with ``--json``, one object ``{"verdict": "refused", ...}``)."""
+    if args.fix is not None and not args.cache.lower().endswith(".onnx"):
+        raise UsageError("--fix is for a .onnx model")
+    if args.cache.lower().endswith(".onnx"):
+        return _onnx_command(args)
+    if _is_gguf(args.cache):
+        return _gguf_command(args)
+    if os.path.isdir(args.cache):
+        return _mlx_command(args)
+    return _cache_command(args)
 
 
-def _cache_command(args) -> int:
+def _exit_code(*verdicts: str) -> int:
+    """1 where a part mismatches or was not judged (a report never passes what it skipped)."""
+    return int(any(verdict in (MISMATCH, UNCHECKED) for verdict in verdicts))
+
+
+def _cache_command(args):
     if args.n_ctx is not None:
         raise UsageError("--n-ctx is for a .gguf model file")
     if args.offset < 0:
@@ -130,7 +130,9 @@ def _cache_command(args) -> int:
         raise UsageError(f"--max-bytes must be >= 0, got {args.max_bytes}")
     if args.plot:
         output_path(args.plot, ".png")  # a bad name is said before any work
-        if without_matplotlib("sinpe check --plot"):
+        if args.json:
+            _needs_matplotlib()
+        elif without_matplotlib("sinpe check --plot"):
             return 1
     spec, full_width = _check_spec(args)
     arrays = load_cache(args.cache, layer_type=args.layer_type, max_bytes=args.max_bytes)
@@ -142,15 +144,23 @@ def _cache_command(args) -> int:
     report = compare_cache(spec, arrays, args.offset, args.layout, full_width)
     largest = report.largest
     over = args.max_error is not None and not (largest is not None and largest <= args.max_error)
-    code = 1 if report.verdict == MISMATCH or over else 0
-    if args.json:
-        print(dumps(_as_json(args, spec, report, code), indent=2))
-    else:
+    code = max(_exit_code(report.verdict), int(over))
+    if not args.json:
         _print_report(args, spec, report, over)
+    path = None
     if args.plot:
         path = save_error_figure(report, args.offset, os.path.basename(args.cache), args.plot)
-        print(f"wrote {path}")
-    return code
+        if not args.json:
+            print(f"wrote {path}")
+    return _as_json(args, spec, report, code, path) if args.json else code
+
+
+def _needs_matplotlib() -> None:
+    """With ``--json``, ``--plot`` without matplotlib is a refusal (exit 2: not a verdict's 1)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError("sinpe check --plot needs matplotlib: pip install 'sinpe[plot]'") from None
 
 
 # --------------------------------------------------------------------------- a GGUF file
@@ -161,9 +171,9 @@ def _is_gguf(path: str) -> bool:
     if path.lower().endswith(".gguf"):
         return True
     try:
-        with open(path, "rb") as stream:
+        with reading.opened(path) as stream:  # a regular file only: a FIFO's open() blocks
             return stream.read(4) == GGUF_MAGIC
-    except OSError:
+    except (OSError, ValueError):
         return False  # the cache reader says what is wrong with the path
 
 
@@ -178,7 +188,7 @@ _NOT_FOR_GGUF = {  # option: its value when not given (none of them is for a mod
 }
 
 
-def _gguf_command(args) -> int:
+def _gguf_command(args):
     """``sinpe check model.gguf config.json``: the verdict and its reasons; exit 1 where
     llama.cpp does not read the file as the config."""
     given = [name for name, unset in _NOT_FOR_GGUF.items() if getattr(args, name) != unset]
@@ -186,10 +196,9 @@ def _gguf_command(args) -> int:
         flags = ", ".join("--" + name.replace("_", "-") for name in given)
         raise UsageError(f"{flags}: for a cos/sin cache, not a .gguf model file")
     report = check_gguf(args.cache, config_argument(args), n_ctx=args.n_ctx)
-    code = 1 if report.verdict == MISMATCH else 0
+    code = _exit_code(report.verdict)
     if args.json:
-        print(dumps({**report.as_dict(), "exit_code": code}, indent=2))
-        return code
+        return {**report.as_dict(), "exit_code": code}
     shards = f" (split: {len(report.shards)} shards)" if report.shards else ""
     print(
         f"{args.cache}{shards}: architecture {report.arch!r}, as llama.cpp {report.llama_cpp} "
@@ -225,7 +234,7 @@ def _gguf_part_text(part) -> str:
 # --------------------------------------------------------------------------- an ONNX model
 
 
-def _onnx_command(args) -> int:
+def _onnx_command(args):
     """``sinpe check model.onnx [config.json] [--fix OUT]``: the verdict, each cache's line,
     and (``--fix``) the exact copy written; exit 1 where the model's RoPE is not its
     config's."""
@@ -242,10 +251,9 @@ def _onnx_command(args) -> int:
         from .._check.onnx_fix import fix as fix_onnx
 
         fixed = fix_onnx(args.cache, args.fix, config, report=report)
-    code = 1 if report.verdict == MISMATCH else 0
+    code = _exit_code(report.verdict)
     if args.json:
-        print(dumps({**report.as_dict(), "fixed": fixed, "exit_code": code}, indent=2))
-        return code
+        return {**report.as_dict(), "fixed": fixed, "exit_code": code}
     length = f", context length {report.context_length:,}" if report.context_length else ""
     print(f"{args.cache}: {len(report.parts)} RoPE table{'s' * (len(report.parts) != 1)}{length}")
     for part in report.parts:
@@ -265,7 +273,7 @@ def _onnx_command(args) -> int:
 # --------------------------------------------------------------------------- an MLX model
 
 
-def _mlx_command(args) -> int:
+def _mlx_command(args):
     """``sinpe check MODEL_FOLDER [config.json]``: the folder loaded by mlx_lm (lazily: no
     weight is read), each RoPE module judged against the config (the folder's config.json by
     default); exit 1 for a mismatch."""
@@ -284,11 +292,9 @@ def _mlx_command(args) -> int:
         reports = sinpe_mlx.check_folder(folder, config)
     except ImportError as exc:  # mlx, or mlx-lm, is not installed
         raise ValueError(f"checking the MLX model folder {folder} needs {exc}") from None
-    code = 1 if any(r.verdict == MISMATCH for r in reports) else 0
+    code = _exit_code(*(r.verdict for r in reports))
     if args.json:
-        data = {"folder": folder, "layers": [r.as_json() for r in reports], "exit_code": code}
-        print(dumps(data, indent=2))
-        return code
+        return {"folder": folder, "layers": [r.as_json() for r in reports], "exit_code": code}
     print(f"{folder}: {len(reports)} distinct RoPE module{'s' * (len(reports) != 1)} (mlx_lm)")
     for report in reports:
         print(f"  {report.line()}")
@@ -339,7 +345,7 @@ def _full_width(config, spec) -> int | None:
 # --------------------------------------------------------------------------- the report
 
 
-def _as_json(args, spec, report, code: int) -> dict:
+def _as_json(args, spec, report, code: int, plot: str | None) -> dict:
     return {
         "cache": args.cache,
         "rounding_bound": report.rounding,
@@ -352,6 +358,7 @@ def _as_json(args, spec, report, code: int) -> dict:
         **report.judgment.as_json(),
         "note": report.note,
         "max_error": args.max_error,
+        "plot": plot,
         "exit_code": code,
     }
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from .._check.verdict import dumps, refusal
 from .arguments import AddCommand, UsageError
 
 
@@ -56,22 +55,16 @@ def _pythons(given: list) -> dict:
     return pythons
 
 
-def engines_command(args: argparse.Namespace) -> int:
-    """``sinpe engines``: the lines printed (text or JSON); exit 0 when every installed engine
-    matches or drifts (or is not judged), 1 when one mismatches or fails on the twin."""
-    from .._engines import engines
+def engines_command(args: argparse.Namespace):
+    """``sinpe engines``: the lines printed, or with ``--json`` the report returned as one
+    object for ``main`` to print; exit 0 when every installed engine matches or drifts (or
+    is not judged), 1 when one mismatches or fails on the twin. A config sinpe refuses or a
+    wrong argument raises: ``main`` says it, exit 2 (with ``--json``, one refusal object)."""
+    from .._engines import ABSENT, engines
 
-    try:
-        report = engines(
-            args.config, length=args.length, pythons=_pythons(args.python), only=args.only
-        )
-    except (TypeError, ValueError, OSError) as exc:
-        if args.json and not isinstance(exc, UsageError):
-            print(dumps(refusal(str(exc) or type(exc).__name__), indent=2))
-        raise
+    report = engines(args.config, length=args.length, pythons=_pythons(args.python), only=args.only)
     if args.json:
-        print(dumps(report.as_dict(), indent=2))
-        return report.exit_code
+        return report.as_dict()
     print(
         f"{report.config}: RoPE as each engine runs it, judged up to position {report.length - 1:,}"
     )
@@ -79,6 +72,6 @@ def engines_command(args: argparse.Namespace) -> int:
         print(f"  ({note})")
     for line in report.lines:
         print(f"  {line.text}")
-        if line.how and line.verdict not in ("not installed",):
+        if line.how and line.verdict != ABSENT:
             print(f"      read: {line.how}" + (f" (python: {line.python})" if line.python else ""))
     return report.exit_code

@@ -1,10 +1,12 @@
-"""The ``sinpe`` argument parser: usage errors in one line, every option's default in its help."""
+"""The ``sinpe`` argument parser: usage errors in one line (with ``--json``, one refusal
+object too), every option's default in its help."""
 
 from __future__ import annotations
 
 import argparse
 
 from .._version import __version__
+from .arguments import UsageError
 from .bench import add_bench_arguments
 from .check import add_check_arguments
 from .engines import add_engines_arguments
@@ -26,10 +28,23 @@ _SUBCOMMANDS = (
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line on stderr and exit 2."""
+    """An argument parser whose usage errors are ``UsageError``: ``main`` says them as every
+    other error (one line on stderr, exit 2; with ``--json``, one refusal object on stdout)."""
 
-    def error(self, message):  # one line on stderr, exit 2: never usage noise or a traceback
-        self.exit(2, f"sinpe: error: {message}\n")
+    def error(self, message):  # argparse's documented hook: it must not return
+        raise UsageError(message)
+
+
+def asks_for_json(argv) -> bool:
+    """Whether a command line asks for JSON: ``--json`` (or a prefix of it argparse would
+    take, ``--js``) before any ``--``; read without the parser, which may refuse the line."""
+    for arg in argv:
+        if arg == "--":
+            return False
+        name = str(arg).partition("=")[0]
+        if len(name) >= 3 and "--json".startswith(name):
+            return True
+    return False
 
 
 class HelpWithDefaults(argparse.HelpFormatter):
