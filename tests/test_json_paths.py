@@ -7,12 +7,15 @@ Only Ctrl-C prints none. The inputs are built with the tests' own writers."""
 
 from __future__ import annotations
 
+import ast
+import inspect
 import itertools
 import json
 import os
 import stat
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +28,7 @@ from test_check import save_safetensors
 
 import sinpe
 from sinpe._check import verdict
-from sinpe._engines import ABSENT, FAILED, _side
+from sinpe._engines import ABSENT, FAILED, EngineLine, _side
 
 DOCS = Path(__file__).parents[1] / "docs"
 ROWS = 64
@@ -443,6 +446,44 @@ def test_engines_refuse_a_factor_that_is_a_string_a_missing_config_and_a_fifo(in
 
 
 # --------------------------------------------------------------------------- the docs
+
+
+def _line_states() -> set:
+    """Every state a line of ``sinpe engines`` can be in, from the code: the ranks of the
+    verdicts a line takes from its modules, and every ``verdict`` an ``EngineLine`` is made
+    or replaced with in ``_side.py`` (a constant's value, or a literal)."""
+    states = set(_side._ORDER)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(_side)))
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call):
+            continue
+        given = [k.value for k in call.keywords if k.arg == "verdict"]
+        if isinstance(call.func, ast.Name) and call.func.id == "EngineLine":
+            given += call.args[EngineLine._fields.index("verdict") :][:1]
+        for value in given:
+            if isinstance(value, ast.Constant):
+                states.add(value.value)
+            elif isinstance(value, ast.Name) and isinstance(getattr(_side, value.id, 0), str):
+                states.add(getattr(_side, value.id))
+    return states
+
+
+def test_every_state_a_line_can_be_in_is_in_the_docs():
+    states = _line_states()
+    assert {"match", "drift", "mismatch", "unchecked", FAILED, ABSENT} <= states
+    text = (DOCS / "engines.md").read_text()
+    missing = [state for state in sorted(states) if f"\n| `{state}` |" not in text]
+    assert not missing, f"docs/engines.md names no line state {missing}"
+
+
+def test_every_field_of_the_engines_json_is_in_the_docs(tmp_path, inputs):
+    text = (DOCS / "engines.md").read_text()
+    python = _engine(tmp_path, ANSWERS["drift"])
+    data = one_object(
+        run("engines", inputs["config"], "--only", "vllm", "--python", f"vllm={python}", "--json")
+    )
+    fields = set(data) | set(data["engines"][0]) | set(EngineLine._fields)
+    assert not [f for f in sorted(fields) if f"`{f}`" not in text]
 
 
 def test_every_verdict_and_the_refusal_are_in_the_docs():
