@@ -564,3 +564,52 @@ def test_fix_leaves_the_original_and_the_copy_loading_in_onnx_and_onnxruntime(tm
     assert sinpe.check_onnx(fixed).verdict == "match"
     # the same model, its float32-angle caches replaced by the exact ones: close, not equal
     assert 0 < np.abs(outputs[0] - outputs[1]).max() < 1e-3
+
+
+# --fix, its copy held (the new folder half made) until a signal comes
+_HELD_FIX = """
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal starts it
+import sinpe.cli
+from sinpe._files import writing
+
+real = writing._copy_chunk
+
+def held(reader, writer, offset, count):
+    done = real(reader, writer, offset, count)
+    open(sys.argv[1], "w").close()  # the folder is half made
+    while True:
+        time.sleep(0.01)  # the signal lands here
+
+writing._reflink = lambda reader, writer: False
+writing._copy_chunk = held
+sys.exit(sinpe.cli.main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_mid_fix_leaves_nothing_and_the_retry_works(tmp_path, signum, code):
+    """A real Ctrl-C (or SIGTERM) while --fix copies the weights into its new folder: the
+    command ends with the signal's code, nothing is left beside OUT, and the retry works."""
+    import subprocess
+    import time
+
+    path = _model(tmp_path)
+    ready = tmp_path / "ready"
+    (tmp_path / "put").mkdir()
+    out = tmp_path / "put" / "out"
+    script = [sys.executable, "-c", _HELD_FIX, str(ready), "check", str(path), "--fix", str(out)]
+    process = subprocess.Popen(script, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120  # a guard against a hang, not a measurement
+    while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ready.exists(), process.communicate(timeout=60)
+    assert [n for n in os.listdir(tmp_path / "put") if n.endswith(".part")]  # mid-copy indeed
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == code and "Traceback" not in err, err
+    assert os.listdir(tmp_path / "put") == []
+    result = run("check", path, "--fix", out)
+    assert result.returncode == 0 and f"wrote {out / 'model.onnx'}" in result.stdout
+    assert sinpe.check_onnx(out / "model.onnx").verdict == "match"
