@@ -112,7 +112,7 @@ def test_a_missing_or_unwritable_folder_is_refused_naming_it(tmp_path, monkeypat
     locked.mkdir()
     locked.chmod(0o500)
     try:
-        if os.geteuid() != 0:  # root writes anywhere
+        if getattr(os, "geteuid", lambda: 0)() != 0:  # root writes anywhere
             with pytest.raises(ValueError) as refused:
                 writing.write_new(locked / "t.bin", lambda stream: stream.write(b"x"))
             assert str(refused.value).endswith("t.bin': Permission denied")
