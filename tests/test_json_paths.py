@@ -182,6 +182,28 @@ def test_a_mismatch_is_one_object_and_exit_1(inputs, name, config):
     assert [r["config"] for r in reasons if r["code"] == "base"][:1] == [config], data
 
 
+@pytest.mark.parametrize(
+    "kind, name", [("npz", "compare_cache"), ("gguf", "check_gguf"), ("onnx", "check_onnx")]
+)
+def test_a_verdict_unchecked_exits_1_as_a_mismatch(inputs, kind, name, monkeypatch):
+    """A report whose verdict is ``unchecked`` (not every part judged) never passes: exit 1,
+    with and without ``--json``."""
+    from sinpe.cli import check as check_cli
+
+    real = getattr(check_cli, name)
+    skipped = verdict.unchecked("no_cache")
+
+    def unjudged(*args, **kwargs):
+        return real(*args, **kwargs)._replace(judgment=skipped)
+
+    monkeypatch.setattr(check_cli, name, unjudged)
+    result = run("check", *_args(inputs, kind), "--json")
+    data = one_object(result)
+    assert (data["verdict"], result.returncode) == ("unchecked", 1)
+    assert [r["code"] for r in data["reasons"]] == ["no_cache"]
+    assert run("check", *_args(inputs, kind)).returncode == 1
+
+
 def test_a_nan_entry_is_a_mismatch_in_strict_json(inputs):
     """A value that does not exist is never a match, and never a bare NaN in the JSON."""
     result = run("check", inputs["root"] / "nan.npz", inputs["config"], "--json")
