@@ -385,6 +385,9 @@ def test_a_cache_no_layer_of_which_is_placed_is_named_never_dropped(tmp_path):
     assert report.verdict == "unchecked" and "match" not in report.text
     result = run("check", path)
     assert result.returncode == 1, result.stdout + result.stderr
+    with pytest.raises(ValueError, match="not fixed: not every cache was judged"):
+        sinpe.onnx.fix(path, tmp_path / "fixed")
+    assert not (tmp_path / "fixed").exists()
     same = {**GEMMA, "rope_theta": 1e4}  # both layer types: base 10,000
     nodes[2:6] = [_constant(n, t) for n, t in zip(names[2:], [*local, *local])]
     report = sinpe.check_onnx(_inline_model(tmp_path / "same", nodes, same))

@@ -30,7 +30,7 @@ from .._rope.config import load_config, rope_config
 from .._tables.checks import bfloat16
 from . import onnx_file
 from .onnx import _config, _regimes, _specs, check_onnx, find_caches
-from .verdict import MISMATCH
+from .verdict import MISMATCH, UNCHECKED
 
 __all__ = ["fix"]
 
@@ -46,6 +46,11 @@ def fix(path, out, config=None, *, report=None) -> str:
         raise ValueError(
             f"{path}: not fixed: its RoPE is not the config's ({'; '.join(report.reasons)}); "
             "--fix replaces a table that reads as the config, never a misreading"
+        )
+    if report.verdict == UNCHECKED:  # a cache not judged is never replaced blind
+        raise ValueError(
+            f"{path}: not fixed: not every cache was judged ({'; '.join(report.reasons)}); "
+            "--fix replaces only tables that read as the config"
         )
     model = onnx_file.read(path)
     caches = find_caches(model)
