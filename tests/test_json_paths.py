@@ -204,6 +204,16 @@ def test_a_verdict_unchecked_exits_1_as_a_mismatch(inputs, kind, name, monkeypat
     assert run("check", *_args(inputs, kind)).returncode == 1
 
 
+def test_an_error_over_max_error_exits_1_and_says_so(inputs, tmp_path):
+    """A match whose largest error exceeds ``--max-error``: the verdict stays, exit 1."""
+    cos, sin = sinpe.rope_config(SMALL).rope(ROWS, dtype="float32")
+    np.savez(tmp_path / "f32.npz", cos=cos, sin=sin)
+    result = run("check", tmp_path / "f32.npz", inputs["config"], "--max-error", "0", "--json")
+    data = one_object(result)
+    assert (data["verdict"], data["max_error"], result.returncode) == ("match", 0.0, 1)
+    assert 0 < data["largest_error"] < 1e-7
+
+
 def test_a_nan_entry_is_a_mismatch_in_strict_json(inputs):
     """A value that does not exist is never a match, and never a bare NaN in the JSON."""
     result = run("check", inputs["root"] / "nan.npz", inputs["config"], "--json")
