@@ -665,7 +665,7 @@ def test_a_hostile_gguf_checked_stays_within_a_valid_check_s_memory(tmp_path, ca
         sinpe.check_gguf(path, config)
 
 
-def test_a_refusal_with_json_is_one_object_and_a_usage_error_none(tmp_path):
+def test_a_refusal_with_json_is_one_object_and_a_usage_error_too(tmp_path):
     path = tmp_path / "hostile.gguf"
     path.write_bytes(_hostile()["a lying tensor count"])
     config = tmp_path / "c.json"
@@ -676,8 +676,12 @@ def test_a_refusal_with_json_is_one_object_and_a_usage_error_none(tmp_path):
     assert data["verdict"] == "refused" and data["exit_code"] == 2
     assert data["reason"] in result.stderr and result.stderr.count("\n") == 1
     usage = run("check", path, config, "--json", "--offset", "3")
-    assert usage.returncode == 2 and usage.stdout == ""
-    assert "--offset: for a cos/sin cache" in usage.stderr
+    assert usage.returncode == 2 and "--offset: for a cos/sin cache" in usage.stderr
+    assert json.loads(usage.stdout) == {
+        "verdict": "refused",
+        "reason": usage.stderr.strip().removeprefix("sinpe: error: "),
+        "exit_code": 2,
+    }
 
 
 # --------------------------------------------------------------------------- split files

@@ -153,6 +153,15 @@ def test_only_layers_not_judged_are_unchecked_and_exit_0(tmp_path):
     assert (line.verdict, line.reasons, report.exit_code) == ("unchecked", ("remote code",), 0)
 
 
+@pytest.mark.parametrize("verdict", ["refused", "fine", None])
+def test_a_probe_answering_a_verdict_sinpe_has_not_is_a_failed_line(tmp_path, verdict):
+    """A tampered or foreign probe's layer verdict is read as no verdict (it was a KeyError)."""
+    python = _answering(tmp_path, version="1", layers=[_layer("match", ""), _layer(verdict, "")])
+    report, line = _one(tmp_path, python)
+    assert (line.verdict, report.exit_code) == (FAILED, 1)
+    assert line.reasons == (f"the probe answered a verdict sinpe has not: {verdict!r}",)
+
+
 def test_an_engine_that_fails_on_the_twin_is_a_failed_line_naming_its_error(tmp_path):
     failed = "get_model (dummy weights) raised KeyError: 'rope_type'"
     report, line = _one(tmp_path, _answering(tmp_path, version="1", failed=failed))

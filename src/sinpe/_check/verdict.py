@@ -438,8 +438,8 @@ def not_judged(found: Finding) -> Verdict:
 
 
 def refusal(reason: str) -> dict:
-    """The one JSON object of a refused input (``--json``): what a script tells from a usage
-    error, which prints none."""
+    """The one JSON object of a refused input or a usage error (``--json``): every outcome
+    of a command asked for JSON is one object, a refusal included."""
     return {"verdict": REFUSED, "reason": " ".join(str(reason).split()), "exit_code": 2}
 
 

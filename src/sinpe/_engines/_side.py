@@ -221,6 +221,9 @@ def _from_probe(base: EngineLine, answer: dict, engine) -> EngineLine:
     layers = answer.get("layers") or []
     if not layers:
         return base._replace(reasons=("no rotary module found in what the engine built",))
+    odd = [layer.get("verdict") for layer in layers if layer.get("verdict") not in _ORDER]
+    if odd:  # a probe that says what no verdict is: not read as any verdict
+        return base._replace(reasons=(f"the probe answered a verdict sinpe has not: {odd[0]!r}",))
     judged = [layer for layer in layers if layer["verdict"] != UNCHECKED] or layers
     worst = min(_ORDER[layer["verdict"]] for layer in judged)
     verdict = next(v for v, rank in _ORDER.items() if rank == worst)
