@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -430,3 +431,24 @@ def test_valid_files_still_read_through_the_room(tmp_path):
     values = onnx_file.tensor_values(onnx_file.read(model_path), cache)
     exact = sinpe.rope_config(LLAMA).rope(8, layout="compact", dtype="float32")[1]
     assert np.array_equal(values, exact)
+
+
+FUZZ = Path(__file__).with_name("data") / "fuzz"
+
+
+@pytest.mark.parametrize("fmt", ["npy", "npz", "safetensors", "pt", "gguf", "onnx"])
+def test_the_fuzzers_seeds_are_valid_files_each_read(fmt):
+    """tools/fuzz's seed corpora (tools/fuzz/seeds.py) read as they were written: a seed
+    refused would start the fuzzer from refusals only."""
+    if fmt == "pt":
+        pytest.importorskip("torch")
+    seeds = sorted((FUZZ / fmt).iterdir())
+    assert seeds
+    for seed in seeds:
+        if fmt == "gguf":
+            assert gguf_file.read(seed).kv["general.architecture"] in ("llama", "phi3", "qwen3")
+        elif fmt == "onnx":
+            assert onnx_file.read(seed).graph.nodes[-1].op_type == "GroupQueryAttention"
+        else:
+            arrays = files.load(str(seed))
+            assert arrays[0].shape[0] == 4 and all(np.isfinite(a.values).all() for a in arrays)
