@@ -5,6 +5,7 @@ expansion; each format cut short is refused with its reason."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -13,6 +14,7 @@ import struct
 import subprocess
 import sys
 import threading
+import tracemalloc
 import zipfile
 from pathlib import Path
 
@@ -452,3 +454,70 @@ def test_the_fuzzers_seeds_are_valid_files_each_read(fmt):
         else:
             arrays = files.load(str(seed))
             assert arrays[0].shape[0] == 4 and all(np.isfinite(a.values).all() for a in arrays)
+
+
+def _refused_within(call, limit: int = 1 << 20) -> str:
+    """The words of ``call()``'s refusal, Python's peak allocation meanwhile under ``limit``."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as found:
+            call()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < limit, peak
+    return str(found.value)
+
+
+# found by tools/fuzz/fuzz_readers.py (npy, seconds in): an .npy of version 250.255; NumPy
+# read it as 2.0 and read the 4-byte header length it declares (~4 GiB) before bounding it
+NPY_FUZZ_FINDING = base64.b64decode(
+    "k05VTVBZ+v///4n/hNibmnNjcic6IKc8ZjQnLCAnZm9ydHJhIFRydWUsP97/fz+1/X8/AACAP///fz/9/38/"
+    "+P9/PwAAgD9AUQo/MxHVviZwfb8AAIA/ak5zP+x7Tj9XLxU/AACAP5i4fj+l5Xo/gD9qTnM/7HtOP1cvFT8A"
+    "AIA/mLh+P6Xlej/vkHQ/AACD4n8/AD8AAACAP6z/fz+w/n8/Df1/PwAAgD/4/38/3v9/P7X/fz8AAIA///9/"
+    "P/3/fz/4/38/"
+)
+# found by tools/fuzz/fuzz_readers.py (pt): a legacy .pt whose pickle opens with a string of
+# 2**32 - 4 bytes; torch's weights_only unpickler read (allocated) that much from 19 bytes
+PT_FUZZ_FINDING = bytes.fromhex("582afcffffffffffff4b03084b03617450 4b08".replace(" ", ""))
+
+
+def test_an_npy_header_length_is_bounded_before_it_is_read(tmp_path):
+    path = tmp_path / "found.npy"
+    path.write_bytes(NPY_FUZZ_FINDING)
+    words = _refused_within(lambda: files.load(str(path)))
+    assert "an .npy of version 250.255 (1.0 to 3.0 are read)" in words
+    for version in (b"\x02\x00", b"\x03\x00"):  # a header of 2**32 - 1 bytes declared
+        path.write_bytes(b"\x93NUMPY" + version + b"\xff\xff\xff\xff" + bytes(64))
+        words = _refused_within(lambda: files.load(str(path)))
+        assert "an .npy header of 4294967295 bytes (at most 10000 are read)" in words
+        with zipfile.ZipFile(tmp_path / "m.npz", "w") as archive:
+            for name in ("cos.npy", "sin.npy"):
+                archive.writestr(name, path.read_bytes())
+        words = _refused_within(lambda: files.load(str(tmp_path / "m.npz")))
+        assert "an .npy header of 4294967295 bytes" in words
+    path.write_bytes(b"\x93NUMPY\x01\x00\x50\x00{'descr'")
+    with pytest.raises(ValueError, match="an .npy header of 80 bytes, cut short at 8"):
+        files.load(str(path))
+
+
+def test_a_legacy_pt_is_read_through_a_cap_on_its_lengths(tmp_path):
+    pytest.importorskip("torch")
+    path = tmp_path / "found.pt"
+    path.write_bytes(PT_FUZZ_FINDING)
+    words = _refused_within(lambda: files.load(str(path)))
+    assert words.startswith(f"cannot read {str(path)!r}: ")
+
+
+def test_a_bounded_reader_never_reads_past_the_end(tmp_path):
+    path = tmp_path / "f.bin"
+    path.write_bytes(bytes(range(10)))
+    with reading.bounded(path) as stream:
+        assert stream.read(4) == bytes(range(4))
+        assert stream.read(1 << 40) == bytes(range(4, 10))  # no 1 TiB buffer asked for
+        assert stream.read() == b"" and stream.tell() == 10
+        stream.seek(8)
+        buffer = bytearray(5)
+        assert stream.readinto(buffer) == 2 and buffer[:2] == bytes([8, 9])
+        with pytest.raises(OSError):
+            stream.fileno()  # a library reads through the cap, never around it

@@ -233,29 +233,30 @@ def _from_torch_tensor(value, name: str) -> Stored:
     return _stored(value.resolve_conj().numpy(), name)
 
 
-def _bounded_torch_zip(path: str) -> None:
-    """A torch zip checked as an ``.npz`` (torch.load opens it again, by name, to map it)."""
+def _bounded_torch_zip(path: str) -> bool:
+    """Whether the .pt file is a torch zip, its members checked as an ``.npz``'s (torch.load
+    opens it again, by name, to map it)."""
     with reading.opened(path) as stream:
         if stream.read(4) != b"PK\x03\x04":
-            return  # torch's legacy format: torch.load reads its sizes from the bytes present
+            return False
     with reading.open_zip(path) as (archive, size):
         reading.check_members(path, archive.infolist(), size)
+    return True
 
 
 def _from_torch(path: str, layer_type, max_bytes: int) -> list:
-    _bounded_torch_zip(path)
+    zipped = _bounded_torch_zip(path)
     try:
         import torch
     except ImportError:
         raise ValueError(f"{path}: reading .pt files needs torch: pip install torch") from None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch's legacy-format and weights_only notes
-        try:
+        if zipped:
             data = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-        except RuntimeError as exc:
-            if "mmap" not in str(exc):
-                raise
-            data = torch.load(path, map_location="cpu", weights_only=True)  # legacy format
+        else:  # the legacy format, read through a cap: its pickle's lengths are not trusted
+            with reading.bounded(path) as stream:
+                data = torch.load(stream, map_location="cpu", weights_only=True)
     if isinstance(data, torch.Tensor):
         data = {"cache": data}
     elif isinstance(data, (tuple, list)) and len(data) == 2:

@@ -6,7 +6,8 @@
   unreadable path raises the ``OSError`` unchanged, for the caller's own words.
 - ``check_span``, ``read_exactly``, ``read_at``: every size a file declares is checked
   against the bytes it has before anything is allocated ("declares N bytes at offset O; the
-  file has only M").
+  file has only M"); ``bounded``: a file handed to another library's parser (torch's legacy
+  format) through reads capped by the bytes that remain.
 - ``open_zip``, ``check_members``, ``check_npy_member``: a zip's central directory is bounded
   before it is parsed, and a member may expand at most ``MAX_RATIO`` times its compressed
   size (beyond ``RATIO_ALLOWANCE``); an ``.npy`` member's array bytes must be its size less
@@ -20,6 +21,7 @@ It imports only the standard library and NumPy (it sits under every reader in th
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import math
 import mmap
@@ -28,15 +30,18 @@ import stat
 import struct
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 
 __all__ = [
+    "BoundedReader",
     "MAX_JSON_BYTES",
+    "MAX_NPY_HEADER",
     "MAX_RATIO",
     "MAX_ZIP_DIRECTORY",
     "RATIO_ALLOWANCE",
+    "bounded",
     "check_members",
     "check_npy_member",
     "check_regular",
@@ -54,6 +59,7 @@ MAX_JSON_BYTES = 64 << 20  # a config.json is a few kB; a bigger file is not one
 MAX_RATIO = 16  # real RoPE values deflate 1-2x (float16 a little more); 16x leaves a wide margin
 RATIO_ALLOWANCE = 64 << 20  # up to this a member is read whatever its ratio (zeros deflate 1000x)
 MAX_ZIP_DIRECTORY = 16 << 20  # a zip's directory (~100 bytes a member) is parsed into memory
+MAX_NPY_HEADER = 10000  # NumPy's own bound on an .npy header (np.lib.format's max_header_size)
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO"),
     (stat.S_ISSOCK, "a socket"),
@@ -153,6 +159,46 @@ def read_at(path, offset: int, length: int, *, what: str) -> bytes:
         return read_exactly(stream, offset, length, path=path, what=what)
 
 
+class BoundedReader(io.RawIOBase):
+    """A regular file read through a cap: every read returns at most the bytes that remain,
+    so a length the file declares (a pickle's string, a record) never becomes an
+    allocation beyond them. No ``fileno``: a library reads through it, not around it."""
+
+    def __init__(self, stream: IO[bytes]):
+        super().__init__()
+        self._stream = stream
+        self._size = os.fstat(stream.fileno()).st_size
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self._stream.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._stream.tell()
+
+    def read(self, size: int | None = -1) -> bytes:
+        left = max(self._size - self._stream.tell(), 0)
+        return self._stream.read(left if size is None or size < 0 else min(size, left))
+
+    def readinto(self, buffer) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self.read(len(view))
+        view[: len(data)] = data
+        return len(data)
+
+
+@contextlib.contextmanager
+def bounded(path, what: str = "") -> Iterator[IO[bytes]]:
+    """The regular file at ``path`` as a ``BoundedReader``."""
+    with opened(path, what) as stream, BoundedReader(stream) as reader:
+        yield cast(IO[bytes], reader)  # a binary file object, as typing does not know it
+
+
 # --------------------------------------------------------------------------- JSON
 
 
@@ -248,11 +294,27 @@ def check_members(path, infos: Iterable[zipfile.ZipInfo], size: int) -> None:
 
 def npy_header(stream: IO[bytes]) -> tuple[tuple, bool, np.dtype]:
     """``(shape, fortran_order, dtype)`` of the ``.npy`` data at the stream's position; the
-    stream is left at its first value."""
-    version = np.lib.format.read_magic(stream)
+    stream is left at its first value. The header's length is bounded before it is read
+    (NumPy reads the length a version 2 or 3 header declares, up to 4 GiB, then bounds it)."""
+    magic = stream.read(8)
+    if len(magic) < 8 or magic[:6] != b"\x93NUMPY":
+        raise ValueError("not an .npy array (it does not start with the magic b'\\x93NUMPY')")
+    version = (magic[6], magic[7])
+    if version not in ((1, 0), (2, 0), (3, 0)):
+        raise ValueError(f"an .npy of version {version[0]}.{version[1]} (1.0 to 3.0 are read)")
+    width = 2 if version == (1, 0) else 4
+    length_bytes = stream.read(width)
+    length = int.from_bytes(length_bytes, "little")
+    if len(length_bytes) < width or length > MAX_NPY_HEADER:
+        raise ValueError(f"an .npy header of {length} bytes (at most {MAX_NPY_HEADER} are read)")
+    text = stream.read(length)
+    if len(text) < length:
+        raise ValueError(f"an .npy header of {length} bytes, cut short at {len(text)}")
+    header = io.BytesIO(magic + length_bytes + text)
+    np.lib.format.read_magic(header)
     if version == (1, 0):
-        return np.lib.format.read_array_header_1_0(stream)
-    return np.lib.format.read_array_header_2_0(stream)
+        return np.lib.format.read_array_header_1_0(header, max_header_size=MAX_NPY_HEADER)
+    return np.lib.format.read_array_header_2_0(header, max_header_size=MAX_NPY_HEADER)
 
 
 def check_npy_member(path, info: zipfile.ZipInfo, header: int, shape, dtype) -> None:
