@@ -1,21 +1,23 @@
 """Coverage-guided fuzzing of sinpe's file readers with atheris (pinned: atheris==3.0.0).
 
     python tools/fuzz/fuzz_readers.py FORMAT [libFuzzer options] [corpus folders]
-    python tools/fuzz/fuzz_readers.py npz -max_total_time=180 /tmp/npz tests/data/fuzz/npz
+    python tools/fuzz/fuzz_readers.py npz -max_total_time=180 -timeout=10 /tmp/c tests/data/fuzz/npz
 
 FORMAT is one of npy, npz, safetensors, pt, gguf, onnx. Each input is written to a file of
 that suffix and read as ``sinpe check`` reads it (``files.load``, ``gguf_file.read``,
 ``onnx_file.read`` and every tensor's values); the only accepted outcome besides a reading is
 a ``ValueError`` (the refusal). Anything else, and a refusal that says "out of memory" (the
-reader allocated what the file asked for), is a finding: libFuzzer stops and saves the input.
-The process runs under an address-space limit (``--address-space`` GiB, default 4), so an
-allocation a file asks for fails here instead of swapping the machine. The seeds are small
-valid files written by the project's test helpers: ``tools/fuzz/seeds.py`` writes them to
-``tests/data/fuzz/<format>/``.
+reader allocated what the file asked for), is a finding: libFuzzer stops, and the input is
+kept in the current folder (``finding-<sha1>.<format>``). The process runs under an
+address-space limit (``SINPE_FUZZ_ADDRESS_SPACE_GIB``, default 4), so an allocation a file
+asks for fails here instead of swapping the machine; ``-timeout=10`` makes a slow input a
+finding too. The seeds are small valid files written by the project's test helpers:
+``tools/fuzz/seeds.py`` writes them to ``tests/data/fuzz/<format>/``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import resource
 import sys
@@ -54,6 +56,15 @@ def _reader(fmt: str):
     return files.load
 
 
+def _keep(data: bytes, fmt: str) -> None:
+    """The finding's input in the current folder (libFuzzer may die before it writes its own,
+    out of address space)."""
+    name = f"finding-{hashlib.sha1(data).hexdigest()}.{fmt}"
+    with open(name, "wb") as stream:
+        stream.write(data)
+    print(f"kept {os.path.abspath(name)}", file=sys.stderr)
+
+
 def main(argv: list) -> None:
     """Fuzz the reader of ``argv[1]`` with libFuzzer's options and corpora in ``argv[2:]``."""
     fmt = argv[1] if len(argv) > 1 else ""
@@ -71,7 +82,11 @@ def main(argv: list) -> None:
             read(path)
         except ValueError as exc:
             if "out of memory" in str(exc):
+                _keep(data, fmt)
                 raise AssertionError(f"a refusal only after allocating: {exc}") from None
+        except BaseException:
+            _keep(data, fmt)
+            raise
 
     _limit_address_space(gib)  # after the imports: torch alone maps gigabytes of address space
     atheris.Setup([argv[0], *argv[2:]], one_input)
