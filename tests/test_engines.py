@@ -622,7 +622,7 @@ def test_the_audit_reads_every_row_off_the_device_a_block_at_a_time():
     """A 1,000,000-row cache: every row reaches the host, once, a block at a time (a block
     of the core's BLOCK_ENTRIES), never the whole cache at once."""
     torch = pytest.importorskip("torch")
-    from sinpe._check.judge import BLOCK_ENTRIES
+    from sinpe._verdict.judge import BLOCK_ENTRIES
     from sinpe.vllm import audit_layer
 
     moved = []
@@ -1025,7 +1025,7 @@ def test_a_layer_the_config_cannot_place_or_could_not_read_is_unchecked_without_
     cache, rows or dtype; a config sinpe refused (spec None): unchecked for that reason,
     likewise without a cache."""
     pytest.importorskip("torch")
-    from sinpe._check.verdict import finding
+    from sinpe._verdict.verdict import finding
     from sinpe.vllm import audit_layer
 
     config = _gemma3()

@@ -28,11 +28,12 @@ FILES = sorted(p for p in SRC.rglob("*.py"))
 LAYERS = [
     {"sinpe._environment", "sinpe._version", "sinpe.conventions"},
     {"sinpe._exactmath"},
-    {"sinpe._files"},  # the reading room and the writing room: every file read or written
     {"sinpe._c", "sinpe._twin"},  # the two backends
     {"sinpe._tables"},  # validate -> plan -> the one filler
+    {"sinpe._files"},  # the reading room and the writing room: every file read or written
     {"sinpe._rope"},  # model knowledge
-    {"sinpe._check"},  # someone else's table against the exact one
+    {"sinpe._verdict"},  # the verdict core: coverage, bounds, reasons, JSON
+    {"sinpe._check"},  # the file adapters (caches, GGUF, ONNX) and the module probe
     # faces and adapters (rope_scaling: re-exports of the records)
     {"sinpe.torch", "sinpe.compat", "sinpe.rope_scaling"},
     {"sinpe.vllm", "sinpe.mlx", "sinpe.onnx"},  # the engines: each reads the checker
@@ -104,6 +105,7 @@ def test_imports_follow_the_layer_order():
 # backend aside (the kernel's C is not traced; the NumPy twin, its stand-in, is not counted).
 CALL_PATH = {
     "_exactmath/dd.py",
+    "_files/reading.py",  # config.json, read through the reading room
     "_rope/config.py",
     "_rope/rope_types.py",
     "_rope/rotary.py",

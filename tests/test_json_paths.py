@@ -27,8 +27,8 @@ from onnx_files import graph, model, node, tensor
 from test_check import save_safetensors
 
 import sinpe
-from sinpe._check import verdict
 from sinpe._engines import ABSENT, FAILED, EngineLine, _side
+from sinpe._verdict import verdict
 
 DOCS = Path(__file__).parents[1] / "docs"
 ROWS = 64

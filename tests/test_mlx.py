@@ -313,7 +313,7 @@ def test_exact_rope_holds_a_bounded_table_and_says_its_size():
 
 def test_patch_decides_from_the_verdict_not_its_words(folders, monkeypatch):
     """A module the core did not judge (unchecked) is left, whatever its reason's words."""
-    from sinpe._check.verdict import Verdict
+    from sinpe._verdict.verdict import Verdict
 
     folder = folders["qwen3-yarn"]
     model = _load(folder)

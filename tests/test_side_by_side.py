@@ -19,12 +19,12 @@ import pytest
 from command import run
 
 import sinpe
-from sinpe._check.layers import layer_spec
 from sinpe._check.probe import judge_module
 from sinpe._check.steps import EngineFailed, step
-from sinpe._check.verdict import finding, mismatch
 from sinpe._engines import ABSENT, ENGINES, FAILED, _side, engines, probe
 from sinpe._engines._shrink import HEADS, VOCAB, shrink
+from sinpe._verdict.layers import layer_spec
+from sinpe._verdict.verdict import finding, mismatch
 
 CONFIGS = Path(__file__).with_name("data") / "configs"
 LLAMA = CONFIGS / "llama-3.1-8b.json"

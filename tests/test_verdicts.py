@@ -1,4 +1,4 @@
-"""The verdict core (``sinpe._check.verdict``, ``judge``, ``layers``): one judge under every
+"""The verdict core (``sinpe._verdict.verdict``, ``judge``, ``layers``): one judge under every
 engine adapter. Its words and bounds live there alone (an AST rule); one defect reads the
 same from every engine's stand-in; "drift" is a claim about float32 angles, judged per
 column; a value that is not a number is never a match; every bound has a test that fails
@@ -19,13 +19,13 @@ from command import run
 from gguf_files import CONFIGS, CONFIGS_DIR, converted, write
 
 import sinpe
-from sinpe._check import judge as core
 from sinpe._check.compare import compare
 from sinpe._check.files import Stored
 from sinpe._check.probe import judge_module
+from sinpe._verdict import judge as core
 
 SRC = Path(sinpe.__file__).parent
-CORE = {SRC / "_check" / name for name in ("verdict.py", "judge.py", "layers.py")}
+CORE = {SRC / "_verdict" / name for name in ("verdict.py", "judge.py", "layers.py")}
 ADAPTERS = [
     SRC / "_check" / "compare.py",
     SRC / "_check" / "gguf.py",
@@ -589,7 +589,7 @@ def test_a_gemma_3_config_without_its_pattern_has_the_class_default():
     """Gemma 3's published config gives no ``sliding_window_pattern`` (nor ``layer_types``):
     transformers' Gemma3TextConfig sets 6 (every sixth layer full), and so does the core, so
     every engine's layer is judged by its type's RoPE (it was "the config says no layer type")."""
-    from sinpe._check.layers import LayerUnknown, layer_spec
+    from sinpe._verdict.layers import LayerUnknown, layer_spec
 
     data = json.loads((CONFIGS_DIR / "gemma-3-4b-it.json").read_text())
     assert "sliding_window_pattern" not in json.dumps(data)
@@ -673,7 +673,7 @@ def test_other_frequencies_are_said_with_the_worst_pair():
 def test_a_verdict_s_json_holds_its_bound_and_worst_entry_by_name():
     """The JSON of a verdict: its bound with what it bounds, its worst entry by name, a
     number that does not exist as null (docs/rope.md lists these fields)."""
-    from sinpe._check.verdict import DRIFT, Verdict
+    from sinpe._verdict.verdict import DRIFT, Verdict
 
     judged = Verdict(DRIFT, (), 2.0**-21, kind="table", largest=float("nan"), worst=(7, 1e-6, 2e-6))
     data = judged.as_json()
@@ -689,7 +689,7 @@ def test_an_engine_layer_s_log_line_says_its_layers_verdict_reasons_and_notes():
     """The log line of a layer's report, as the vLLM plugin and SGLang's line print it: the
     first layer and how many more, what was compared, the verdict's words and reason, the
     notes, and what exact mode did; an unchecked layer says "unchecked" and why."""
-    from sinpe._check.verdict import finding, layer_line, mismatch, unchecked
+    from sinpe._verdict.verdict import finding, layer_line, mismatch, unchecked
 
     wrong = mismatch([finding("base", engine=10000.0, config=500000.0)])
     line = layer_line(["a.0", "a.1", "a.2"], ("Cls", "", "cache"), wrong, ("n1", "", "n2"), "left")
@@ -926,7 +926,7 @@ def test_a_table_entry_that_is_not_a_number_is_named_without_a_floating_point_wa
 
 def test_a_layer_is_placed_by_its_name():
     """(``layer_index``: its pattern, the group it reads, a name without a layer.)"""
-    from sinpe._check.layers import layer_index
+    from sinpe._verdict.layers import layer_index
 
     assert layer_index("model.layers.3.self_attn.rotary_emb") == 3
     assert layer_index("/model/layers.12/attn/GroupQueryAttention") == 12
@@ -937,7 +937,7 @@ def test_a_layer_is_placed_by_its_name():
 def test_a_layers_type_comes_from_layer_types_then_the_pattern_then_the_family():
     """(``layer_types_of``, ``_pattern``, ``layer_spec``: the text config's keys, a pattern
     that is not a positive integer, the last layer, the reason's layer.)"""
-    from sinpe._check.layers import LayerUnknown, layer_spec, layer_types_of
+    from sinpe._verdict.layers import LayerUnknown, layer_spec, layer_types_of
 
     data = json.loads((CONFIGS_DIR / "gemma-3-4b-it.json").read_text())
     spec = sinpe.rope_config(data)
@@ -972,7 +972,7 @@ def test_an_explanation_and_a_log_line_say_each_part_once():
     """(``explanation``: its default offset, a part left out or joined otherwise;
     ``layer_line``: the count of other layers, a reason's colon; ``unchecked``: the kind of
     bound it claims, none.)"""
-    from sinpe._check import verdict as words
+    from sinpe._verdict import verdict as words
 
     found = words.explanation(1e-3, layout="interleaved", offset=5, width=32, config_width=64)
     assert found.text == (
@@ -1016,7 +1016,7 @@ def test_a_base_is_said_to_its_digits_a_fitted_one_to_five():
 def test_one_engine_module_serving_layers_of_two_types_is_judged_per_type():
     """(``specs_of``, whose tests were the vLLM leg's: the names grouped by the spec each
     layer is judged by, in order.)"""
-    from sinpe._check.layers import specs_of
+    from sinpe._verdict.layers import specs_of
 
     data = json.loads((CONFIGS_DIR / "gemma-3-4b-it.json").read_text())
     spec = sinpe.rope_config(data)
@@ -1033,7 +1033,7 @@ def test_words_without_a_title_and_json_with_its_options():
     """(``finding``/``evidence``: the empty default title; ``explained`` with no reasons;
     ``worst_text`` of a verdict without a worst entry; ``dumps``: its options passed on, an
     array's values each made strict; ``frequencies_text`` of no comparison.)"""
-    from sinpe._check import verdict as words
+    from sinpe._verdict import verdict as words
 
     assert words.finding("attention_factor", engine="1.2", config="1.0", detail="").text == (
         "attention factor 1.2 where the config gives 1.0"
@@ -1187,7 +1187,7 @@ def test_the_core_s_fields_where_its_mutation_run_found_them_unasked():
     as they are (None, a float, a NumPy integer as its digits); a dynamic-NTK table judged
     against the exact table at the length asked; a mismatch, NaN or not, keeping its dtype
     and decades; an all-zero cache fitted with no attention factor."""
-    from sinpe._check import verdict as words
+    from sinpe._verdict import verdict as words
 
     assert words.finding("no_cache").engine is None
     assert words.finding("no_cache").as_json()["config"] is None

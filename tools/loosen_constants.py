@@ -4,7 +4,7 @@ every line must show failures (a tolerance no test pins is a tolerance nothing c
     python tools/loosen_constants.py [FACTOR]      (default 4; from a checkout whose src/
                                                     holds the built kernel: pip install -e .)
 
-Each run copies src/ to a temporary folder, edits one constant of src/sinpe/_check/judge.py
+Each run copies src/ to a temporary folder, edits one constant of src/sinpe/_verdict/judge.py
 there (a bound made FACTOR times wider: a count of ulps times FACTOR, a power of two's
 exponent raised by log2 FACTOR), and runs the core's test files against that copy. Exit 1 if
 any loosened constant leaves every test passing. CONTRIBUTING.md, "Mutation testing"."""

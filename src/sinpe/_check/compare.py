@@ -21,9 +21,8 @@ from typing import Callable, NamedTuple, NoReturn
 import numpy as np
 
 from .._rope import rotary as rot
-from .files import NARROW, Stored
-from .judge import fit, judge_parameters, judge_table, preview, ulp
-from .verdict import (
+from .._verdict.judge import fit, judge_parameters, judge_table, preview, ulp
+from .._verdict.verdict import (
     DRIFT,
     MISMATCH,
     Judged,
@@ -34,6 +33,7 @@ from .verdict import (
     mismatch,
     note,
 )
+from .files import NARROW, Stored
 
 __all__ = ["LAYOUTS", "Report", "compare", "views"]
 

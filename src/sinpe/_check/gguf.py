@@ -18,8 +18,7 @@ import numpy as np
 
 from .._rope.config import rope_config
 from .._rope.rope_types import ROPE_TYPES
-from . import gguf_file
-from .judge import (
+from .._verdict.judge import (
     MAX_POSITION,
     PARAMETER_TOLERANCE,
     Held,
@@ -30,10 +29,8 @@ from .judge import (
     relative,
     title,
 )
-from .layers import lengths
-from .llama_cpp import FACTOR_TENSORS, LLAMA_CPP, Reading, read_rope
-from .llama_cpp_types import ARCH_RULES, SCALING_TYPES
-from .verdict import (
+from .._verdict.layers import lengths
+from .._verdict.verdict import (
     Finding,
     Judged,
     Verdict,
@@ -44,6 +41,9 @@ from .verdict import (
     number,
     strict,
 )
+from . import gguf_file
+from .llama_cpp import FACTOR_TENSORS, LLAMA_CPP, Reading, read_rope
+from .llama_cpp_types import ARCH_RULES, SCALING_TYPES
 
 __all__ = ["GGUFPart", "GGUFReport", "check_gguf"]
 

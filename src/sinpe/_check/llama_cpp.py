@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .judge import MAX_POSITION, MAX_WIDTH, bounded
+from .._verdict.judge import MAX_POSITION, MAX_WIDTH, bounded
 from .llama_cpp_types import ARCH_RULES, LLAMA_CPP, ROPE_TYPES, SCALING_TYPES
 
 __all__ = ["FACTOR_TENSORS", "LLAMA_CPP", "Reading", "read_rope"]

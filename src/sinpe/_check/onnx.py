@@ -24,8 +24,7 @@ import numpy as np
 from .._files import reading
 from .._rope.config import load_config, rope_config
 from .._tables.checks import bfloat16
-from . import onnx_file
-from .judge import (
+from .._verdict.judge import (
     BLOCK_ENTRIES,
     FIT_TOLERANCE,
     MAX_POSITION,
@@ -38,8 +37,8 @@ from .judge import (
     relative,
     title,
 )
-from .layers import LayerUnknown, layer_index, layer_spec
-from .verdict import (
+from .._verdict.layers import LayerUnknown, layer_index, layer_spec
+from .._verdict.verdict import (
     MISMATCH,
     Judged,
     Verdict,
@@ -51,6 +50,7 @@ from .verdict import (
     overall,
     strict,
 )
+from . import onnx_file
 
 __all__ = ["OnnxPart", "OnnxReport", "check_onnx", "find_caches"]
 

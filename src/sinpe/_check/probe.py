@@ -15,9 +15,18 @@ from typing import Callable
 
 import numpy as np
 
-from .judge import MAX_WIDTH, Held, bounded, fit, judge_computed, judge_parameters, title
-from .layers import lengths
-from .verdict import DRIFT, MATCH, MISMATCH, Verdict, explained, finding, mismatch, unchecked
+from .._verdict.judge import MAX_WIDTH, Held, bounded, fit, judge_computed, judge_parameters, title
+from .._verdict.layers import lengths
+from .._verdict.verdict import (
+    DRIFT,
+    MATCH,
+    MISMATCH,
+    Verdict,
+    explained,
+    finding,
+    mismatch,
+    unchecked,
+)
 
 __all__ = [
     "PROBE_EXTRA",

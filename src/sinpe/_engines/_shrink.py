@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import math
 
-from .._check.layers import DEFAULT_PATTERN
+from .._verdict.layers import DEFAULT_PATTERN
 
 __all__ = ["HEADS", "VOCAB", "shrink"]
 

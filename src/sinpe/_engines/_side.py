@@ -16,10 +16,10 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
-from .._check.verdict import DRIFT, MATCH, MISMATCH, UNCHECKED, strict
 from .._files import writing
 from .._rope.config import load_config, rope_config
 from .._rope.families import ALIASES
+from .._verdict.verdict import DRIFT, MATCH, MISMATCH, UNCHECKED, strict
 from .._version import __version__
 from ._registry import ENGINES, by_key
 from ._shrink import shrink

@@ -18,12 +18,12 @@ import os
 
 import numpy as np
 
-from .._check.layers import layer_spec
 from .._check.probe import judge_rows
 from .._check.steps import step
-from .._check.verdict import unchecked
 from .._rope.config import rope_config
 from .._rope.rope_types import frequency_count
+from .._verdict.layers import layer_spec
+from .._verdict.verdict import unchecked
 
 __all__ = ["read"]
 

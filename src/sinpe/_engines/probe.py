@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from .._check.steps import EngineFailed
-from .._check.verdict import dumps
+from .._verdict.verdict import dumps
 from .._version import __version__
 from ._registry import by_key
 from ._side import MARK

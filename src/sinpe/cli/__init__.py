@@ -15,7 +15,7 @@ import sys
 import traceback
 
 from .. import _environment
-from .._check.verdict import dumps, refusal
+from .._verdict.verdict import dumps, refusal
 from . import bench, check, engines, info, plot, rope, table
 from .parser import asks_for_json, build_parser
 

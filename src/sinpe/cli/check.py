@@ -10,13 +10,13 @@ from .._check.files import DEFAULT_MAX_BYTES
 from .._check.files import load as load_cache
 from .._check.gguf import check_gguf
 from .._check.gguf_file import MAGIC as GGUF_MAGIC
-from .._check.judge import frequencies_text
 from .._check.llama_cpp_types import SCALING_TYPES
 from .._check.onnx import check_onnx
-from .._check.verdict import MISMATCH, UNCHECKED, number, worst_text
 from .._files import reading
 from .._rope.config import load_config, rope_config
 from .._rope.rope_types import ROPE_TYPES
+from .._verdict.judge import frequencies_text
+from .._verdict.verdict import MISMATCH, UNCHECKED, number, worst_text
 from .arguments import SUFFIX_HELP, AddCommand, UsageError, config_argument
 from .output import output_path
 from .plot import save_error_figure, without_matplotlib

@@ -11,10 +11,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._check.judge import Held, judge_parameters
-from .._check.layers import LayerUnknown, layer_spec
 from .._check.probe import judge_module
-from .._check.verdict import (
+from .._rope.config import load_config, rope_config
+from .._verdict.judge import Held, judge_parameters
+from .._verdict.layers import LayerUnknown, layer_spec
+from .._verdict.verdict import (
     MISMATCH,
     Judged,
     Verdict,
@@ -23,7 +24,6 @@ from .._check.verdict import (
     mismatch,
     not_judged,
 )
-from .._rope.config import load_config, rope_config
 from ._probe import call_of, dims_of, find_ropes, layer_index
 
 __all__ = ["LayerReport", "check", "check_folder"]

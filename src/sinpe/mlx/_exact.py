@@ -13,10 +13,10 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 
-from .._check.layers import layer_spec
-from .._check.verdict import DRIFT, MATCH
 from .._rope.config import load_config, rope_config
 from .._tables import checks
+from .._verdict.layers import layer_spec
+from .._verdict.verdict import DRIFT, MATCH
 from ._check import check
 from ._probe import find_ropes, layer_index
 

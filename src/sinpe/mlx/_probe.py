@@ -12,7 +12,7 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 
-from .._check.layers import layer_index
+from .._verdict.layers import layer_index
 
 __all__ = ["call_of", "dims_of", "find_ropes", "layer_index"]
 

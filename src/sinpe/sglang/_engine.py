@@ -16,7 +16,7 @@ from __future__ import annotations
 import socket
 
 from .._check.steps import step
-from .._check.verdict import unchecked
+from .._verdict.verdict import unchecked
 
 __all__ = ["read"]
 

@@ -12,9 +12,9 @@ import torch
 
 from .._check.probe import judge_rows
 from .._check.steps import EngineFailed, step
-from .._check.verdict import unchecked
 from .._rope.config import rope_config
 from .._rope.rope_types import frequency_count
+from .._verdict.verdict import unchecked
 from ._patch import _buffers
 
 __all__ = ["read"]

@@ -1,6 +1,6 @@
 """The vLLM adapter: what one vLLM rotary layer holds -- its class, rotary width, rotation
 (``is_neox_style``) and ``[cos | sin]`` cache -- extracted and handed to the verdict core
-(``sinpe._check.judge``), which judges every row of the cache against the exact table of the
+(``sinpe._verdict.judge``), which judges every row of the cache against the exact table of the
 config; and (mode ``exact``) the cache filled with sinpe's correctly rounded table, on its
 own device, in its dtype and layout.
 
@@ -16,7 +16,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._check.judge import (
+from .._rope import rotary as rot
+from .._rope.rope_types import ROPE_TYPES
+from .._verdict.judge import (
     MAX_POSITION,
     MAX_WIDTH,
     Held,
@@ -25,8 +27,8 @@ from .._check.judge import (
     judge_parameters,
     judge_table,
 )
-from .._check.layers import LayerUnknown, specs_of
-from .._check.verdict import (
+from .._verdict.layers import LayerUnknown, specs_of
+from .._verdict.verdict import (
     DRIFT,
     MATCH,
     MISMATCH,
@@ -42,8 +44,6 @@ from .._check.verdict import (
     note,
     unchecked,
 )
-from .._rope import rotary as rot
-from .._rope.rope_types import ROPE_TYPES
 
 __all__ = ["KNOWN", "LayerReport", "audit_layer", "fill_exact"]
 

@@ -10,7 +10,7 @@ import os
 import socket
 
 from .._check.steps import step
-from .._check.verdict import unchecked
+from .._verdict.verdict import unchecked
 
 __all__ = ["read"]
 

@@ -10,9 +10,9 @@ import os
 import warnings
 from typing import NamedTuple
 
-from .._check.verdict import finding, not_judged, note
 from .._files import reading
 from .._rope.config import rope_config
+from .._verdict.verdict import finding, not_judged, note
 from ._audit import LayerReport, _report, audit_layer, fill_exact, is_rotary
 
 __all__ = ["Context", "audit_model", "check", "context", "layers"]
@@ -155,7 +155,7 @@ def _fill(layer, context: Context, report: LayerReport, engine: str) -> LayerRep
 
 
 def _spec_of(layer, context: Context, report: LayerReport):
-    from .._check.layers import layer_index, layer_spec
+    from .._verdict.layers import layer_index, layer_spec
 
     spec = rope_config(context.config)
     return layer_spec(spec, context.config, layer_index(report.names[0]))
