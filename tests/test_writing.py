@@ -613,3 +613,37 @@ def test_a_signal_mid_fix_leaves_nothing_and_the_retry_works(tmp_path, signum, c
     result = run("check", path, "--fix", out)
     assert result.returncode == 0 and f"wrote {out / 'model.onnx'}" in result.stdout
     assert sinpe.check_onnx(out / "model.onnx").verdict == "match"
+
+
+# --------------------------------------------------------------------------- sinpe's own
+
+
+def test_a_scratch_folder_is_private_and_gone_after_and_nothing_else_is_scratch(tmp_path):
+    """``scratch``: a new private folder (0700) for sinpe's own working files (an engine's
+    twin), removed with what it holds; ``scratch_folder`` makes folders only inside one open
+    now, never in a user's folder, never on a taken name."""
+    with writing.scratch("sinpe-test-") as folder:
+        assert os.stat(folder).st_mode & 0o777 == 0o700
+        writing.scratch_folder(os.path.join(folder, "twin"))
+        writing.write_new(os.path.join(folder, "twin", "config.json"), lambda s: s.write(b"{}"))
+        with pytest.raises(FileExistsError):
+            writing.scratch_folder(os.path.join(folder, "twin"))
+        with pytest.raises(ValueError, match="is not in a scratch folder of sinpe's own"):
+            writing.scratch_folder(tmp_path / "twin")
+    assert not os.path.exists(folder)
+    with pytest.raises(ValueError, match="is not in a scratch folder of sinpe's own"):
+        writing.scratch_folder(os.path.join(folder, "again"))  # closed: no longer scratch
+    assert os.listdir(tmp_path) == []
+
+
+def test_silence_points_a_descriptor_at_the_null_device(tmp_path):
+    """A reader that left the pipe: stdout is pointed at the null device, never a file."""
+    path = tmp_path / "out"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        writing.silence(fd)
+        os.write(fd, b"lost")
+        assert os.path.samestat(os.fstat(fd), os.stat(os.devnull))
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == b""

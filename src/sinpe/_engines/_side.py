@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -120,9 +119,9 @@ def engines(
     data, notes = _aliased(data)
     pythons = _pythons(pythons)
     keys = [e.key for e in ENGINES] if only is None else [by_key(k).key for k in only]
-    with tempfile.TemporaryDirectory(prefix="sinpe-engines-") as folder:
+    with writing.scratch("sinpe-engines-") as folder:
         twin = Path(folder, "twin")
-        twin.mkdir()
+        writing.scratch_folder(twin)
         twin_text = json.dumps(shrink(data), indent=2).encode()
         writing.write_new(twin / "config.json", lambda stream: stream.write(twin_text))
         original = json.dumps(data).encode()

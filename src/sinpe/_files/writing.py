@@ -41,6 +41,9 @@ __all__ = [
     "new_files",
     "new_folder",
     "remove_own",
+    "scratch",
+    "scratch_folder",
+    "silence",
     "write_new",
 ]
 
@@ -115,6 +118,47 @@ def remove_own(path, stamp: tuple | None) -> None:
     with contextlib.suppress(OSError):
         if stamp is not None and _stamp(path) == stamp:
             os.unlink(path)
+
+
+_SCRATCH: set = set()  # the scratch folders open now (``scratch``): sinpe's own, nobody else's
+
+
+@contextlib.contextmanager
+def scratch(prefix: str) -> Iterator[str]:
+    """A private folder of sinpe's own (a new name under the system's temporary folder, mode
+    0700), removed with all it holds on leaving: where sinpe, and the engines it runs, put
+    working files (an engine's twin). Never a user's folder."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+        _SCRATCH.add(os.path.realpath(folder))
+        try:
+            yield folder
+        finally:
+            _SCRATCH.discard(os.path.realpath(folder))
+
+
+def _in_scratch(path: str) -> str:
+    """``path`` if it lies inside an open scratch folder (its folder resolved; the name
+    itself never followed), else ``ValueError``."""
+    path = os.fspath(path)
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    if not any(folder == s or folder.startswith(s + os.sep) for s in _SCRATCH):
+        raise ValueError(f"{path!r} is not in a scratch folder of sinpe's own: not touched")
+    return path
+
+
+def scratch_folder(path) -> None:
+    """A new folder at ``path`` inside a scratch folder (a taken name is refused by mkdir)."""
+    os.mkdir(_in_scratch(path), 0o700)
+
+
+def silence(fd: int) -> None:
+    """Descriptor ``fd`` pointed at the null device (a reader that left a pipe: the exit's
+    flush must not fail again); a device, never a file."""
+    null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
 def _stamp(path: str) -> tuple:

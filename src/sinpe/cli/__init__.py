@@ -10,11 +10,11 @@ stdout is exactly one strict JSON object on every path but Ctrl-C.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import traceback
 
 from .. import _environment
+from .._files import writing
 from .._verdict.verdict import dumps, refusal
 from . import bench, check, engines, info, plot, rope, table
 from .parser import asks_for_json, build_parser
@@ -51,8 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         print("sinpe: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `sinpe table ... | head`: the reader left; end quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # so that the exit's flush does not fail again
+        writing.silence(sys.stdout.fileno())  # so that the exit's flush does not fail again
         return 0
     except MemoryError as exc:
         return _error(f"out of memory{f' ({exc})' if str(exc) else ''}", as_json)
