@@ -94,7 +94,7 @@ def _reader(call: Callable, dims: int, rotation: str) -> Callable:
 
 def judge_module(spec, call: Callable, dims: int, trained: int | None = None) -> tuple:
     """``(Verdict, rotation)`` of a module against ``spec``: its width and rotation, then its
-    table at the sampled positions at each length the spec is judged at (LongRoPE: the
+    table at the core's probe positions at each length the spec is judged at (LongRoPE: the
     original length and the trained one), a mismatch explained by what its angles show."""
     dims = bounded("the module's rotary width", dims, MAX_WIDTH, 2)
     rotation = rotation_of(call, dims)
@@ -115,9 +115,9 @@ def judge_module(spec, call: Callable, dims: int, trained: int | None = None) ->
 def judge_rows(spec, read_at: Callable, dims: int, trained: int | None = None) -> Verdict:
     """The ``Verdict`` of an engine known by its rows: ``read_at(length)`` gives the
     ``read(positions)`` of a sequence of that length (``(cos, sin)``, each ``(rows, dims/2)``
-    float64, pair ``j`` in column ``j``), judged at sampled positions at each length the spec
-    is judged at (LongRoPE: the original length and the trained one), a mismatch explained by
-    what its angles show."""
+    float64, pair ``j`` in column ``j``), judged at the core's probe positions at each length
+    the spec is judged at (LongRoPE: the original length and the trained one), a mismatch
+    explained by what its angles show."""
     trained = int(trained or spec.max_position_embeddings or 4096)
     pairs = np.arange(dims // 2)
     judged, reads = [], {}

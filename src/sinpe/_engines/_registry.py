@@ -26,8 +26,8 @@ ENGINES = (
         "transformers",
         ("transformers",),
         "sinpe.torch._engine",
-        "its rotary modules built from the twin, called at sampled positions with its own "
-        "apply_rotary_pos_emb",
+        "its rotary modules built from the twin, each module's forward called at the verdict "
+        "core's probe positions",
         "pip install 'sinpe[torch]' transformers",
     ),
     Engine(
@@ -73,7 +73,8 @@ ENGINES = (
         "MLX-LM",
         ("mlx-lm",),
         "sinpe.mlx._engine",
-        "its model class built from the twin, each RoPE module called at sampled positions",
+        "its model class built from the twin, each RoPE module called at the verdict core's "
+        "probe positions",
         "pip install 'sinpe[mlx]' (mlx[cpu] on Linux)",
     ),
     Engine(
@@ -82,7 +83,8 @@ ENGINES = (
         ("keras-hub",),
         "sinpe._engines.keras_hub",
         "its Hugging Face converter (Backbone.from_preset on the twin's folder, no weights, "
-        "Keras 3 on torch), each RotaryEmbedding layer called at sampled positions",
+        "Keras 3 on torch), each RotaryEmbedding layer called at the verdict core's probe "
+        "positions",
         "pip install --no-deps keras-hub, then keras, tokenizers, sentencepiece, safetensors, "
         "absl-py, rich, kagglehub and torch (its tensorflow-text requirement, TensorFlow, is "
         "not needed: docs/engines.md)",

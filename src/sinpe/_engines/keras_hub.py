@@ -2,7 +2,7 @@
 (``keras_hub.models.Backbone.from_preset`` on the twin's folder, which holds a config.json and
 no weights: ``load_weights=False``) builds the backbone as keras-hub builds it from a Hub
 model, on Keras 3's torch backend unless ``KERAS_BACKEND`` says otherwise; each distinct
-``RotaryEmbedding`` layer is called at sampled positions on unit vectors (its cos at column
+``RotaryEmbedding`` layer is called at the core's probe positions on unit vectors (its cos at column
 ``k``, its sin at column ``width/2 + k``, the layer's own halves) and judged by the verdict
 core against the spec of the layer it serves.
 

@@ -1,4 +1,4 @@
-"""``sinpe.mlx.check``: each RoPE module of an MLX model probed at sampled positions up to the
+"""``sinpe.mlx.check``: each RoPE module of an MLX model probed at the core's positions up to the
 model's length and judged by the verdict core (``sinpe._check.probe``: match, drift,
 mismatch, with the error by position decade and, for a mismatch, what the module's own
 angles show: its rotation, width, attention factor, base and scaling against the config's).

@@ -1,7 +1,7 @@
 """MLX-LM's reading of a config (``sinpe engines``): mlx_lm builds the twin's model as
 ``mlx_lm.utils.load_model`` does (its config read by ``load_config``, the class and its
 arguments chosen by ``_get_classes``; no weights: the RoPE modules hold none),
-and ``sinpe.mlx.check`` judges each distinct RoPE module, called at sampled positions up to
+and ``sinpe.mlx.check`` judges each distinct RoPE module, called at the core's probe positions up to
 the length asked for."""
 
 from __future__ import annotations
