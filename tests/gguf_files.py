@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sinpe._check.gguf_file import VALUE_TYPES
+from sinpe._files.gguf import VALUE_TYPES
 
 TYPES = {name: (kind, code) for kind, (name, code, _) in VALUE_TYPES.items()}
 

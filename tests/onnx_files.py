@@ -11,7 +11,7 @@ import struct
 
 import numpy as np
 
-from sinpe._check.onnx_file import encode_varint
+from sinpe._files.onnx import encode_varint
 
 LEN, VARINT, I32 = 2, 0, 5
 FLOAT, FLOAT16, DOUBLE, BFLOAT16 = 1, 10, 11, 16

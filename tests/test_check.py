@@ -207,7 +207,7 @@ def test_layouts_that_fit_equally_are_both_named():
     spec = sinpe.rope_config(LLAMA)
     cos, sin = spec.rope(1)  # row 0: every layout reads the same
     from sinpe._check.compare import compare
-    from sinpe._check.files import Stored
+    from sinpe._files.caches import Stored
 
     report = compare(spec, [Stored(cos, "float64", "cos"), Stored(sin, "float64", "sin")])
     assert report.verdict == "match" and "interleaved fits equally" in report.note
@@ -542,7 +542,7 @@ def test_check_plot_starts_where_errors_exist(tmp_path):
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "e.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     from sinpe._check.compare import compare
-    from sinpe._check.files import Stored
+    from sinpe._files.caches import Stored
 
     spec = sinpe.rope_config(LLAMA)
     report = compare(spec, [Stored(cos, "float32", "cos"), Stored(sin, "float32", "sin")])

@@ -808,7 +808,7 @@ def test_an_empty_config_is_said_to_be_empty(tmp_path):
 
 def test_a_missing_file_is_a_file_not_found_error_and_a_value_error(tmp_path):
     """`except FileNotFoundError` catches it, and so does the old `except ValueError`."""
-    from sinpe._check.files import load
+    from sinpe._files.caches import load
 
     for call in (lambda p: sinpe.rope_config(p), lambda p: load(p)):
         path = str(tmp_path / "nosuch.json")

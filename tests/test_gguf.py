@@ -18,8 +18,9 @@ from command import run
 from gguf_files import CONFIGS, CONFIGS_DIR, converted, encode, write
 
 import sinpe
-from sinpe._check import gguf_file, llama_cpp_types
+from sinpe._check import llama_cpp_types
 from sinpe._check.llama_cpp import LLAMA_CPP
+from sinpe._files import gguf as gguf_file
 
 
 def _file(tmp_path, name, edit=None, config=None):

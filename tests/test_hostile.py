@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 
 import sinpe
 from sinpe import conventions
-from sinpe._check import files, gguf_file, onnx_file
+from sinpe._files import caches as files
+from sinpe._files import gguf as gguf_file
+from sinpe._files import onnx as onnx_file
 from sinpe.compat import mae
 from sinpe.rope_scaling import RopeScaling
 
@@ -361,7 +363,9 @@ def _npz_bomb(path, rows: int = 1 << 20) -> None:
 PEAK = """
 import sys
 import sinpe
-from sinpe._check import files, gguf_file, onnx_file
+from sinpe._files import caches as files
+from sinpe._files import gguf as gguf_file
+from sinpe._files import onnx as onnx_file
 from sinpe._rope import config
 
 def peak():

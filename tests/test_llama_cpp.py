@@ -33,7 +33,8 @@ from command import run  # noqa: E402
 from gguf_files import rewrite  # noqa: E402
 
 import sinpe  # noqa: E402
-from sinpe._check import gguf_file, llama_cpp, llama_cpp_types  # noqa: E402
+from sinpe._check import llama_cpp, llama_cpp_types  # noqa: E402
+from sinpe._files import gguf as gguf_file  # noqa: E402
 from sinpe._verdict.layers import layer_types_of  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -21,7 +21,7 @@ from rope_cases import LLAMA31, phi3_longrope
 
 import sinpe
 import sinpe.onnx
-from sinpe._check import onnx_file
+from sinpe._files import onnx as onnx_file
 from sinpe._verdict.judge import judge_table
 
 LLAMA = {"model_type": "llama", "head_dim": 64, "max_position_embeddings": 4096, "rope_theta": 5e5}

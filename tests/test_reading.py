@@ -24,7 +24,9 @@ from gguf_files import CONFIGS, converted, write, write_split
 from onnx_files import graph, model, node, tensor
 
 import sinpe
-from sinpe._check import files, gguf_file, onnx_file
+from sinpe._files import caches as files
+from sinpe._files import gguf as gguf_file
+from sinpe._files import onnx as onnx_file
 from sinpe._files import reading
 from sinpe._rope.config import load_config
 
@@ -521,3 +523,23 @@ def test_a_bounded_reader_never_reads_past_the_end(tmp_path):
         assert stream.readinto(buffer) == 2 and buffer[:2] == bytes([8, 9])
         with pytest.raises(OSError):
             stream.fileno()  # a library reads through the cap, never around it
+
+
+def test_a_small_text_file_is_read_bounded_and_a_fifo_refused(tmp_path):
+    """``read_text`` (a checkout's .git/HEAD): its text; too long, not UTF-8 or a FIFO is
+    refused naming it."""
+    head = tmp_path / "HEAD"
+    head.write_text("0123456789abcdef0123456789abcdef01234567\n")
+    assert (
+        reading.read_text(head, what="HEAD").strip() == "0123456789abcdef0123456789abcdef01234567"
+    )
+    head.write_bytes(b"x" * 4097)
+    with pytest.raises(ValueError, match="is larger than 4096 bytes"):
+        reading.read_text(head, what="HEAD")
+    head.write_bytes(b"\xff\xfe")
+    with pytest.raises(ValueError, match="is not UTF-8 text"):
+        reading.read_text(head, what="HEAD")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="is a FIFO, not a regular file"):
+        reading.read_text(fifo, what="HEAD")

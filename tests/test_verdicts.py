@@ -20,8 +20,8 @@ from gguf_files import CONFIGS, CONFIGS_DIR, converted, write
 
 import sinpe
 from sinpe._check.compare import compare
-from sinpe._check.files import Stored
 from sinpe._check.probe import judge_module
+from sinpe._files.caches import Stored
 from sinpe._verdict import judge as core
 
 SRC = Path(sinpe.__file__).parent

@@ -39,7 +39,9 @@ def _reader(fmt: str):
     if fmt == "pt":
         import torch  # noqa: F401  (imported before instrumenting: torch is not under test)
     with atheris.instrument_imports(include=["sinpe", "zipfile", "json"]):
-        from sinpe._check import files, gguf_file, onnx_file
+        from sinpe._files import caches as files
+        from sinpe._files import gguf as gguf_file
+        from sinpe._files import onnx as onnx_file
 
     def read_onnx(path: str) -> None:
         model = onnx_file.read(path)

@@ -20,6 +20,7 @@ from typing import Callable, NamedTuple, NoReturn
 
 import numpy as np
 
+from .._files.caches import NARROW, Stored
 from .._rope import rotary as rot
 from .._verdict.judge import fit, judge_parameters, judge_table, preview, ulp
 from .._verdict.verdict import (
@@ -33,7 +34,6 @@ from .._verdict.verdict import (
     mismatch,
     note,
 )
-from .files import NARROW, Stored
 
 __all__ = ["LAYOUTS", "Report", "compare", "views"]
 

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._files import gguf as gguf_file
 from .._rope.config import rope_config
 from .._rope.rope_types import ROPE_TYPES
 from .._verdict.judge import (
@@ -41,7 +42,6 @@ from .._verdict.verdict import (
     number,
     strict,
 )
-from . import gguf_file
 from .llama_cpp import FACTOR_TENSORS, LLAMA_CPP, Reading, read_rope
 from .llama_cpp_types import ARCH_RULES, SCALING_TYPES
 

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._files import onnx as onnx_file
 from .._files import reading
 from .._rope.config import load_config, rope_config
 from .._tables.checks import bfloat16
@@ -50,7 +51,6 @@ from .._verdict.verdict import (
     overall,
     strict,
 )
-from . import onnx_file
 
 __all__ = ["OnnxPart", "OnnxReport", "check_onnx", "find_caches"]
 

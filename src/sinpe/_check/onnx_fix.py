@@ -25,11 +25,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._files import onnx as onnx_file
 from .._files import writing
 from .._rope.config import load_config, rope_config
 from .._tables.checks import bfloat16
 from .._verdict.verdict import MISMATCH, UNCHECKED
-from . import onnx_file
 from .onnx import _config, _regimes, _specs, check_onnx, find_caches
 
 __all__ = ["fix"]

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .._check.gguf import check_gguf
 from .._check.steps import EngineFailed, step
+from .._files import reading
 from ._weights import llama_bpe_tokenizer, run_as_main, save_twin, sentencepiece_tokenizer
 
 __all__ = [
@@ -58,7 +59,7 @@ def commit_of(root: Path) -> str | None:
     llama-cpp-python sdist's (``vendor/llama.cpp``) says it."""
     for head in (root / ".git/HEAD", root.parent.parent / ".git/modules/vendor/llama.cpp/HEAD"):
         if head.is_file():
-            text = head.read_text().strip()
+            text = reading.read_text(head, what="the checkout's git HEAD").strip()
             if re.fullmatch(r"[0-9a-f]{40}", text):
                 return text[:12]
     return None

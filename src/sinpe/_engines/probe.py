@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import json
 import sys
 from pathlib import Path
 
 from .._check.steps import EngineFailed
+from .._files import reading
 from .._verdict.verdict import dumps
 from .._version import __version__
 from ._registry import by_key
@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     answer["installed"] = reader is not None and version is not None
     if reader is not None and version is not None:
         answer["version"] = version
-        original = json.loads((folder / "original.json").read_text())
+        original = reading.read_json(folder / "original.json", what="the twin's original config")
         try:
             layers, notes, how = reader.read(folder / "twin", original, int(length))
             answer["layers"] = [{"what": what, **judgment.as_json()} for what, judgment in layers]

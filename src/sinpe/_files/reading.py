@@ -53,6 +53,7 @@ __all__ = [
     "read_at",
     "read_exactly",
     "read_json",
+    "read_text",
 ]
 
 MAX_JSON_BYTES = 64 << 20  # a config.json is a few kB; a bigger file is not one
@@ -229,6 +230,20 @@ def read_json(
     if not isinstance(found, dict):
         raise ValueError(f"{name} must hold a JSON object")
     return found
+
+
+def read_text(path, *, what: str, max_bytes: int = 4096) -> str:
+    """The text of a small regular file (at most ``max_bytes``, UTF-8: a checkout's
+    ``.git/HEAD``); ``ValueError`` naming it where it is not one."""
+    path = os.fspath(path)
+    with opened(path, what) as stream:
+        data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"{_named(path, what)} is larger than {max_bytes} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{_named(path, what)} is not UTF-8 text") from None
 
 
 # --------------------------------------------------------------------------- zip files

@@ -6,13 +6,13 @@ import os
 
 from .._check.compare import LAYOUTS as CHECK_LAYOUTS
 from .._check.compare import compare as compare_cache
-from .._check.files import DEFAULT_MAX_BYTES
-from .._check.files import load as load_cache
 from .._check.gguf import check_gguf
-from .._check.gguf_file import MAGIC as GGUF_MAGIC
 from .._check.llama_cpp_types import SCALING_TYPES
 from .._check.onnx import check_onnx
 from .._files import reading
+from .._files.caches import DEFAULT_MAX_BYTES
+from .._files.caches import load as load_cache
+from .._files.gguf import MAGIC as GGUF_MAGIC
 from .._rope.config import load_config, rope_config
 from .._rope.rope_types import ROPE_TYPES
 from .._verdict.judge import frequencies_text

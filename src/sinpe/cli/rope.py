@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._check.files import DTYPE_MEMBER
+from .._files.caches import DTYPE_MEMBER
 from .._rope.config import rope_config
 from .._rope.rope import LAYOUTS
 from .._rope.rope_types import ROPE_TYPES

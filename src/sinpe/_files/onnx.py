@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._files import reading
+from . import reading
 
 __all__ = [
     "DTYPES",

@@ -22,8 +22,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._files import reading
 from .._tables import checks
+from . import reading
 
 __all__ = ["DEFAULT_MAX_BYTES", "NARROW", "Stored", "load"]
 

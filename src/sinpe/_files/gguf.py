@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._files import reading
+from . import reading
 
 __all__ = ["GGUF", "TensorInfo", "read", "shard_paths"]
 
