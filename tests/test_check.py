@@ -649,3 +649,33 @@ def test_the_explanation_is_the_one_that_accounts_for_the_error(tmp_path, kind, 
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"  {reason}" in result.stdout, result.stdout
     assert "float8" not in result.stdout
+
+
+@pytest.mark.parametrize("offset", [0, 100_000])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_table_scaled_by_another_factor_says_its_factor_at_any_offset(tmp_path, offset, dtype):
+    """Every entry's radius 1.1 where the config's attention factor is 1 (or YaRN's 1.1386
+    left out): the core reads the factor off the radius, wherever the rows stand (the fit
+    from positions 0 and 1 needs the table's start); a factor and a base both wrong is never
+    put down to the factor alone (from position 0, the fit names both)."""
+    positions = np.arange(offset, offset + 64)
+    spec = sinpe.rope_config(PLAIN)
+    cos, sin = (a * 1.1 for a in spec.rope_at(positions, layout="compact"))
+    (tmp_path / "config.json").write_text(json.dumps(PLAIN))
+    np.savez(tmp_path / "c.npz", cos=cos.astype(dtype), sin=sin.astype(dtype))
+    report = json.loads(
+        check(tmp_path / "c.npz", tmp_path / "config.json", "--offset", offset, "--json").stdout
+    )
+    factor = "attention factor 1.1 where the config gives 1.0"
+    assert report["verdict"] == "mismatch"
+    assert [r["text"] for r in report["reasons"]] == [factor]
+    other = sinpe.rope_config({**PLAIN, "rope_theta": 2e4})
+    cos, sin = (a * 1.1 for a in other.rope_at(positions, layout="compact"))
+    np.savez(tmp_path / "d.npz", cos=cos.astype(dtype), sin=sin.astype(dtype))
+    report = json.loads(
+        check(tmp_path / "d.npz", tmp_path / "config.json", "--offset", offset, "--json").stdout
+    )
+    texts = [r["text"] for r in report["reasons"]]
+    assert report["verdict"] == "mismatch" and texts != [factor]
+    if offset == 0:  # positions 0 and 1 held: the angles' fit says both
+        assert texts == ["base 20000.0 where the config gives 10000.0", factor]

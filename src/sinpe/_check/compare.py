@@ -42,7 +42,7 @@ _DTYPES = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8
 
 
 _COS_ALONE = "cos_alone"  # the layout of a cos without its sin: refused, never a verdict
-_OWN = ("not_a_number", "shifted")  # reasons the core gives that need no explaining
+_OWN = ("not_a_number", "shifted", "attention_factor")  # the core's own explanations
 
 
 class View(NamedTuple):

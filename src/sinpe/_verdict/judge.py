@@ -88,8 +88,11 @@ _EPS = {
 
 
 def title(spec) -> str:
-    """The rope type's name in prose, with its space (``"YaRN "``; ``""`` for a plain RoPE)."""
-    record = ROPE_TYPES[spec.scaling["rope_type"]]
+    """The rope type's name in prose, with its space (``"YaRN "``; ``""`` for a plain RoPE),
+    of a spec or a rotary (whose scaling names its type)."""
+    scaling = spec.scaling
+    kind = scaling.rope_type if hasattr(scaling, "rope_type") else scaling["rope_type"]
+    record = ROPE_TYPES[kind]
     return "" if record.plain else f"{record.title or record.name} "
 
 
@@ -201,6 +204,8 @@ class _Tally:
         )  # (how far past float32 angles, (p, pair, error, allowed))
         self.bad: tuple | None = None  # (position, column, value) of the first non-number
         self.radial: tuple | None = None  # (position, pair, magnitude) of the first not A
+        self.radii = [math.inf, -math.inf]  # the least and largest radius of blocks past match
+        self.scaled = True  # each entry, brought to the factor's radius, within float32 drift
         self.shifts: dict = {}  # each row's whole shift read off its slowest pair: rows
         self.rows = 0
         self.entries = 0
@@ -245,14 +250,17 @@ class _Tally:
         radius (within twice the match bound: entries within it are within that), and move
         each pair by its own amount (a shift by k positions moves every pair by k w_i: read
         off the slowest pair, where k w stays below pi)."""
-        if not within and self.radial is None:
+        if not within:
             with np.errstate(invalid="ignore", over="ignore"):
                 radius = cos * cos
                 radius += sin * sin
                 np.sqrt(radius, out=radius)
+                self.radii = [min(self.radii[0], radius.min()), max(self.radii[1], radius.max())]
+                if self.scaled:
+                    self.scaled = _scaled_within(bounds, positions, pairs, cos, sin, want, radius)
                 radius -= bounds.factor
                 off = np.abs(radius, out=radius) > 2 * bounds.match
-            if off.any():
+            if off.any() and self.radial is None:
                 row, column = np.argwhere(off)[0]
                 found = float(np.hypot(cos[row, column], sin[row, column]))
                 self.radial = (int(positions[row]), int(pairs[column]), found)
@@ -274,6 +282,17 @@ class _Tally:
             return None
         k, count = max(self.shifts.items(), key=lambda item: item[1])
         return k if 2 * count > self.rows else None
+
+
+def _scaled_within(bounds: _Bounds, positions, pairs, cos, sin, want, radius) -> bool:
+    """Whether every entry, scaled to the attention factor's radius, is within float32
+    angles' drift: a table whose only fault is its factor."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scale = bounds.factor / radius
+        error = np.abs(cos * scale - want[0][:, pairs])
+        np.fmax(error, np.abs(sin * scale - want[1][:, pairs]), out=error)
+    allowed = positions.astype(np.float64)[:, None] * bounds.rates["float32"][pairs][None, :]
+    return bool((error <= allowed + bounds.match).all())
 
 
 def _blocks(rows: int, columns: int, start: int):
@@ -360,7 +379,7 @@ def _judge(rotary, read, rows, pairs, dtype: str, length: int, start: int, held:
         errors[lo : lo + chunk.shape[0]] = error.max(axis=1, initial=0.0) if error.shape[1] else 0.0
     held_entries = tally.entries if held else None
     positions = (start + np.arange(count)) if held else rows
-    verdict = _table_verdict(tally, bounds, positions, errors, dtype, held_entries)
+    verdict = _table_verdict(tally, bounds, positions, errors, dtype, held_entries, rotary)
     if verdict.verdict != MATCH and tally.bad is None and (k := tally.shift()) is not None:
         verdict = _shifted(rotary, read, blocks, pairs, dtype, length, k, verdict)
     return Table(verdict, start, errors)
@@ -382,7 +401,19 @@ def _shifted(rotary, read, blocks, pairs, dtype, length, k: int, verdict: Verdic
     return verdict._replace(verdict=MISMATCH, findings=(found,), drift=None)
 
 
-def _table_verdict(tally: _Tally, bounds: _Bounds, positions, errors, dtype, held) -> Verdict:
+def _uniform_radius(tally: _Tally, bounds: _Bounds) -> float | None:
+    """The one radius every entry past the match bound has, where it is not the attention
+    factor and accounts for the whole error (a table scaled by another factor, at any
+    position: brought back to the factor's radius, it drifts at most), else ``None``."""
+    low, high = tally.radii
+    if tally.radial is None or not tally.scaled or not high - low <= 4 * bounds.match:
+        return None
+    return float(f"{(low + high) / 2:.6g}")
+
+
+def _table_verdict(
+    tally: _Tally, bounds: _Bounds, positions, errors, dtype, held, rotary
+) -> Verdict:
     common: dict[str, Any] = dict(
         dtype=dtype,
         decades=decades(positions, errors),
@@ -408,6 +439,12 @@ def _table_verdict(tally: _Tally, bounds: _Bounds, positions, errors, dtype, hel
             return Verdict(
                 DRIFT, (), bounds.match, largest=largest, drift=kind, worst=worst, **common
             )
+    if (factor := _uniform_radius(tally, bounds)) is not None:  # every entry scaled alike
+        title_ = title(rotary)
+        found = finding(
+            "attention_factor", title=title_, engine=number(factor), config=number(bounds.factor)
+        )
+        return Verdict(MISMATCH, (found,), bounds.match, largest=largest, worst=worst, **common)
     if tally.radial is not None and any(tally.within[kind] for kind in _ANGLE_EPS):
         position, pair, radius = tally.radial
         found = finding(
