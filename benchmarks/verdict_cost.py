@@ -1,7 +1,7 @@
 """What judging every entry costs: vLLM's audit of one rotary cache (``sinpe.vllm.audit_layer``
 on a float32 ``[cos | sin]`` cache, on the CPU) and ``sinpe check`` of a cache file (a
 float32 ``.npy``, memory-mapped), at each length asked. Each case runs in a fresh process of
-its own, so its peak memory (``ru_maxrss``, grown past what the process held before the
+its own, so its peak memory (``VmHWM``, grown past what the process held before the
 first judgment: the cache itself is not counted) is its own; the limit beside it is sinpe
 making the same exact table (``rope_cache``, float32) in that process, after the judgments.
 Needs torch for the audit rows. The figures in docs/performance.md come from:
@@ -22,7 +22,7 @@ import tempfile
 CONFIG = {"model_type": "llama", "head_dim": 64, "rope_theta": 10000.0}
 
 _AUDIT = r"""
-import json, resource, sys, time
+import json, sys, time
 import numpy as np, torch
 import sinpe
 from sinpe.vllm import audit_layer
@@ -39,26 +39,30 @@ class RotaryEmbedding(torch.nn.Module):
         self.rotary_dim, self.head_size, self.is_neox_style = 64, 64, True
 
 layer = RotaryEmbedding()
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def peak():  # this process's own (ru_maxrss would carry the parent's across exec)
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+
+before = peak()
 audits, makes = [], []
 for _ in range(rounds):
     start = time.perf_counter()
     (report,) = audit_layer(layer, spec, ["l"])
     audits.append(time.perf_counter() - start)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # before the limit's own tables
+grown = peak() - before  # before the limit's own tables
 for _ in range(rounds):
     start = time.perf_counter()
     made = spec.rope_cache(rows, dtype=np.float32)
     makes.append(time.perf_counter() - start)
     del made
 entries = report.judgment.as_json().get("entries") or {}
-print(json.dumps({"audit": audits, "make": makes, "grown_kib": peak - before,
+print(json.dumps({"audit": audits, "make": makes, "grown_kib": grown,
                   "verdict": report.verdict, "compared": entries.get("compared"),
                   "cache_mib": cache.numel() * 4 / 2**20}))
 """
 
 _FILE = r"""
-import json, resource, sys, time
+import json, sys, time
 import numpy as np
 import sinpe
 from sinpe import cli
@@ -66,18 +70,23 @@ from sinpe import cli
 path, config, rounds, rows = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 spec = sinpe.rope_config(json.load(open(config)))
 checks, makes = [], []
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+def peak():  # this process's own (ru_maxrss would carry the parent's across exec)
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+
+before = peak()
 for _ in range(rounds):
     start = time.perf_counter()
     code = cli.main(["check", path, config, "--json"])
     checks.append(time.perf_counter() - start)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # before the limit's own tables
+grown = peak() - before  # before the limit's own tables
 for _ in range(rounds):
     start = time.perf_counter()
     made = spec.rope_cache(rows, dtype=np.float32)
     makes.append(time.perf_counter() - start)
     del made
-print(json.dumps({"check": checks, "make": makes, "grown_kib": peak - before, "code": code}),
+print(json.dumps({"check": checks, "make": makes, "grown_kib": grown, "code": code}),
       file=sys.stderr)
 """
 

@@ -427,14 +427,24 @@ def test_members_not_needed_are_never_read(tmp_path):
     assert result.returncode == 0 and "matches" in result.stdout, result.stderr
 
 
+# VmHWM: this process's own peak (ru_maxrss carries pytest's peak across exec, and growth
+# below it read as 0: these tests measured nothing); ru_maxrss where /proc is absent
 PEAK = """
 import resource, sys
 import numpy as np
 {imports}
 from sinpe import cli
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+def peak():
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(l.split()[1]) for l in status if l.startswith("VmHWM:")) * 1024
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+before = peak()
 code = cli.main(sys.argv[1:])
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+after = peak()
 print("PEAK", after - before, code)
 """
 
