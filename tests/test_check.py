@@ -292,6 +292,11 @@ def test_what_sinpe_rope_writes_is_read_back_per_layer(tmp_path):
         assert result.returncode == 0, result.stderr
         assert "matches the exact table at float32 rounding" in result.stdout
     refused(check(tmp_path / "g.npz", config), "pass --layer-type")
+    # a plain pair beside per-layer ones: never judged alone while the others go unread
+    cos, sin = sinpe.rope_config(LLAMA).rope(64, layout="compact", dtype="float32")
+    junk = np.full_like(cos, 0.5)
+    np.savez(tmp_path / "h.npz", cos=cos, sin=sin, cos_other=junk, sin_other=junk)
+    refused(check(tmp_path / "h.npz", LLAMA), "holds a cache per layer type (other)")
 
 
 def test_bfloat16_from_sinpe_rope_is_read_back_as_bfloat16(tmp_path):

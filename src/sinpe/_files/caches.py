@@ -109,16 +109,16 @@ def _pick(names: list, path: str, layer_type: str | None) -> list:
     """The members a check reads: ``cos`` and ``sin`` (``cos_<layer type>`` and
     ``sin_<layer type>`` with one), else the one array that is not sinpe's metadata."""
     suffix = f"_{layer_type}" if layer_type else ""
+    per_layer = sorted(n[4:] for n in names if n.startswith("cos_") and f"sin_{n[4:]}" in names)
+    if per_layer and not layer_type:  # never one pair judged while the others go unread
+        raise ValueError(
+            f"{path} holds a cache per layer type ({', '.join(per_layer)}): pass --layer-type"
+        )
     if f"cos{suffix}" in names and f"sin{suffix}" in names:
         return [f"cos{suffix}", f"sin{suffix}"]
     if layer_type and "cos" in names and "sin" in names:
         return ["cos", "sin"]
     arrays = [n for n in names if not n.startswith(_METADATA)]
-    per_layer = sorted(n[4:] for n in names if n.startswith("cos_") and f"sin_{n[4:]}" in names)
-    if per_layer and not layer_type:
-        raise ValueError(
-            f"{path} holds a cache per layer type ({', '.join(per_layer)}): pass --layer-type"
-        )
     if len(arrays) == 1:
         return arrays
     wanted = f"'cos{suffix}' and 'sin{suffix}'"
