@@ -20,6 +20,11 @@ import sys
 import tempfile
 
 CONFIG = {"model_type": "llama", "head_dim": 64, "rope_theta": 10000.0}
+_PEAK = """
+def peak():  # this process's own (ru_maxrss would carry the parent's across exec)
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+"""
 
 _AUDIT = r"""
 import json, sys, time
@@ -39,10 +44,7 @@ class RotaryEmbedding(torch.nn.Module):
         self.rotary_dim, self.head_size, self.is_neox_style = 64, 64, True
 
 layer = RotaryEmbedding()
-def peak():  # this process's own (ru_maxrss would carry the parent's across exec)
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-
+{peak}
 before = peak()
 audits, makes = [], []
 for _ in range(rounds):
@@ -71,10 +73,7 @@ path, config, rounds, rows = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys
 spec = sinpe.rope_config(json.load(open(config)))
 checks, makes = [], []
 
-def peak():  # this process's own (ru_maxrss would carry the parent's across exec)
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-
+{peak}
 before = peak()
 for _ in range(rounds):
     start = time.perf_counter()
@@ -92,6 +91,7 @@ print(json.dumps({"check": checks, "make": makes, "grown_kib": grown, "code": co
 
 
 def _run(code: str, *args) -> dict:
+    code = code.replace("{peak}", _PEAK)
     result = subprocess.run(
         [sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, check=False
     )
