@@ -6,6 +6,7 @@ expansion; each format cut short is refused with its reason."""
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 import os
 import re
@@ -543,3 +544,193 @@ def test_a_small_text_file_is_read_bounded_and_a_fifo_refused(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(ValueError, match="is a FIFO, not a regular file"):
         reading.read_text(fifo, what="HEAD")
+
+
+# --------------------------------------------------------------------------- from mutation testing
+
+
+def test_a_small_text_files_refusals_name_it_and_nothing_past_the_cap_is_read(tmp_path):
+    """``read_text``: a file of exactly ``max_bytes`` is read; each refusal names the file as
+    the caller said it; a large (sparse) file is refused having read only the cap."""
+    head = tmp_path / "HEAD"
+    named = f"HEAD {str(head)!r}"
+    head.write_bytes(b"x" * 4096)
+    assert reading.read_text(head, what="HEAD") == "x" * 4096
+    head.write_bytes(b"x" * 4097)
+    with pytest.raises(ValueError, match=re.escape(f"{named} is larger than 4096 bytes")):
+        reading.read_text(head, what="HEAD")
+    head.write_bytes(b"\xff\xfe")
+    with pytest.raises(ValueError, match=re.escape(f"{named} is not UTF-8 text")):
+        reading.read_text(head, what="HEAD")
+    head.unlink()
+    os.mkfifo(head)
+    with pytest.raises(ValueError, match=re.escape(f"{named} is a FIFO, not a regular file")):
+        reading.read_text(head, what="HEAD")
+    head.unlink()
+    with open(head, "wb") as handle:  # sparse: a read of the whole file would allocate 64 MiB
+        handle.truncate(64 << 20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="is larger than 4096 bytes"):
+            reading.read_text(head, what="HEAD")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+
+
+def test_a_bounded_reader_reads_only_the_bytes_the_file_had_when_opened(tmp_path):
+    """``BoundedReader``: a file grown after it was opened is read to its size then, never
+    past; ``read(0)`` reads nothing, ``read(None)`` the rest; ``seek`` takes its whence."""
+    path = tmp_path / "f.bin"
+    path.write_bytes(bytes(range(10)))
+    with reading.bounded(path) as stream:
+        with open(path, "ab") as grower:
+            grower.write(bytes(range(10, 20)))
+        assert stream.readable() and stream.seekable()
+        assert stream.read(0) == b"" and stream.tell() == 0
+        assert stream.seek(2) == 2 and stream.seek(2, os.SEEK_CUR) == 4
+        assert stream.read(1 << 40) == bytes(range(4, 10))
+        assert stream.read() == b"" and stream.read(-1) == b"" and stream.tell() == 10
+        stream.seek(6)
+        assert stream.read(None) == bytes(range(6, 10))
+
+
+def test_a_caches_size_refusal_says_both_sizes(tmp_path):
+    """``--max-bytes``: the refusal says the cache's size and the cap, each in MiB or GiB."""
+    path = tmp_path / "c.npy"
+    np.save(path, np.zeros(1 << 19, np.float32))  # 2 MiB of values
+    words = f"{path}: the cache holds 2 MiB of values, more than --max-bytes 1 MiB:"
+    with pytest.raises(ValueError, match=re.escape(words)):
+        files.load(str(path), max_bytes=1 << 20)
+    header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': ({3 << 28},), }}"
+    header += " " * (63 - len(header) % 64) + "\n"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+    with pytest.raises(ValueError, match="holds 3 GiB of values, more than --max-bytes 1 GiB:"):
+        files.load(str(path), max_bytes=1 << 30)  # said before a byte of values is looked for
+
+
+def _safetensors_of(path, tensors: dict, metadata=None):
+    """A .safetensors file of ``tensors`` (name: (dtype word, shape, bytes))."""
+    header, data = {}, b""
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {
+            "dtype": dtype,
+            "shape": shape,
+            "data_offsets": [len(data), len(data) + len(raw)],
+        }
+        data += raw
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+    return str(path)
+
+
+def test_a_safetensors_cache_per_layer_type_narrow_or_recorded_or_empty_is_read(tmp_path):
+    """A .safetensors cache: ``--layer-type`` picks its pair; a BF16 tensor is its bits;
+    sinpe's own ``dtype`` record makes 16-bit integers bfloat16 bits (a metadata that is not
+    an object is no record); an empty tensor is an empty array of its dtype."""
+    table = np.arange(8, dtype=np.float32).reshape(2, 4)
+    layers = {
+        f"{part}_{kind}": ("F32", [2, 4], (table + i).tobytes())
+        for i, (part, kind) in enumerate(
+            (p, k) for k in ("full", "sliding") for p in ("cos", "sin")
+        )
+    }
+    path = _safetensors_of(tmp_path / "layers.safetensors", layers)
+    cos, sin = files.load(path, layer_type="sliding")
+    assert (cos.name, sin.name, cos.dtype) == ("cos_sliding", "sin_sliding", "float32")
+    assert np.array_equal(cos.values, table + 2) and np.array_equal(sin.values, table + 3)
+    bits = np.array([[0x3F80, 0x4000]], np.uint16)  # 1.0 and 2.0 in bfloat16
+    path = _safetensors_of(
+        tmp_path / "bf16.safetensors", {"cache": ("BF16", [1, 2], bits.tobytes())}
+    )
+    (cache,) = files.load(path)
+    assert (cache.name, cache.dtype, cache.values.dtype) == ("cache", "bfloat16", np.uint16)
+    assert np.array_equal(cache.values, bits)
+    pair = {name: ("U16", [1, 2], bits.tobytes()) for name in ("cos", "sin")}
+    path = _safetensors_of(tmp_path / "record.safetensors", pair, {"dtype": "bfloat16"})
+    assert [(s.name, s.dtype) for s in files.load(path)] == [
+        ("cos", "bfloat16"),
+        ("sin", "bfloat16"),
+    ]
+    path = _safetensors_of(tmp_path / "plain.safetensors", pair, ["not", "an", "object"])
+    assert [s.dtype for s in files.load(path)] == ["uint16", "uint16"]
+    one = np.array([[1234.5]], np.float32)
+    path = _safetensors_of(tmp_path / "one.safetensors", {"cache": ("F32", [1, 1], one.tobytes())})
+    (cache,) = files.load(path)
+    assert np.array_equal(cache.values, one)
+    path = _safetensors_of(tmp_path / "empty.safetensors", {"cache": ("F32", [0, 4], b"")})
+    (cache,) = files.load(path)
+    assert cache.values.shape == (0, 4) and cache.values.dtype == np.float32
+    assert cache.dtype == "float32"
+
+
+def test_a_reader_failing_without_words_is_still_one_line(tmp_path, monkeypatch):
+    """An exception with no message from a reader's library reads as its type, one line."""
+    path = tmp_path / "c.npy"
+    np.save(path, np.zeros(4))
+
+    def silent(*args):
+        raise RuntimeError()
+
+    monkeypatch.setattr(files, "_from_npy", silent)
+    with pytest.raises(ValueError) as caught:
+        files.load(str(path))
+    assert str(caught.value) == f"cannot read {str(path)!r}: RuntimeError: RuntimeError"
+
+
+def test_an_npy_cache_empty_or_not_keeps_its_dtype_and_name(tmp_path):
+    path = tmp_path / "c.npy"
+    np.save(path, np.zeros((0, 4), np.float32))
+    (cache,) = files.load(str(path))
+    assert (cache.name, cache.dtype, cache.values.shape) == ("array", "float32", (0, 4))
+    assert cache.values.dtype == np.float32
+    np.save(path, np.full((2, 4), 0.25, np.float32))
+    (cache,) = files.load(str(path))
+    assert (cache.name, cache.dtype) == ("array", "float32")
+    assert np.array_equal(cache.values, np.full((2, 4), 0.25, np.float32))
+
+
+def test_a_pt_cache_in_each_form_it_is_saved_in(tmp_path):
+    """A .pt cache: one tensor, a (cos, sin) pair, named tensors (one pair per layer type),
+    narrow dtypes as their bits whatever their strides; anything else refused, and never a
+    Python object run (legacy format or zip)."""
+    torch = pytest.importorskip("torch")
+    cos = torch.arange(8, dtype=torch.float32).reshape(2, 4)
+    sin = cos + 100
+    path = tmp_path / "c.pt"
+
+    def load(value, legacy=False, **options):
+        path.unlink(missing_ok=True)
+        torch.save(value, path, _use_new_zipfile_serialization=not legacy)
+        return files.load(str(path), **options)
+
+    for legacy in (False, True):
+        (one,) = load(cos, legacy)
+        assert one.name == "cache" and np.array_equal(one.values, cos.numpy())
+        pair = load((cos, sin), legacy)
+        assert [s.name for s in pair] == ["cos", "sin"]
+        assert np.array_equal(pair[0].values, cos.numpy())
+        assert np.array_equal(pair[1].values, sin.numpy())
+        layers = {"cos_full": cos, "sin_full": sin, "cos_sliding": cos + 1, "sin_sliding": sin + 1}
+        found = load(layers, legacy, layer_type="sliding")
+        assert [s.name for s in found] == ["cos_sliding", "sin_sliding"]
+        assert np.array_equal(found[0].values, cos.numpy() + 1)
+        for value, words in (
+            ({0: cos, 1: sin}, "holds a dict, not named tensors"),
+            ([cos, sin, cos], "holds a list, not named tensors"),
+            ({"cos": 1, "sin": sin}, "'cos' is a int, not a tensor"),
+            ({"cos": cos, "sin": sin, "when": datetime.date(2026, 1, 1)}, "beyond tensors"),
+        ):
+            with pytest.raises(ValueError, match=re.escape(words)):
+                load(value, legacy)
+    half = torch.arange(6, dtype=torch.int16).reshape(3, 2).view(torch.bfloat16).t()
+    (bits,) = load(half)  # a transposed view: its last axis is not contiguous
+    assert (bits.dtype, bits.values.dtype) == ("bfloat16", np.uint16)
+    assert np.array_equal(bits.values, np.arange(6, dtype=np.uint16).reshape(3, 2).T)
+    fp8 = torch.arange(6, dtype=torch.uint8).reshape(2, 3).view(torch.float8_e4m3fn)
+    (bits,) = load(fp8)  # an odd width: no 16-bit view of it exists
+    assert (bits.dtype, bits.values.dtype) == ("float8_e4m3fn", np.uint8)
+    assert np.array_equal(bits.values, np.arange(6, dtype=np.uint8).reshape(2, 3))

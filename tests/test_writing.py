@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from command import run
-from test_onnx import LLAMA, _builder_model, _float32_tables
+from onnx_files import graph, node, tensor
+from test_onnx import LLAMA, LONGROPE, _builder_model, _external, _float32_tables, _gqa, _save
 
 import sinpe.onnx
 from sinpe._files import writing
@@ -647,3 +648,137 @@ def test_silence_points_a_descriptor_at_the_null_device(tmp_path):
     finally:
         os.close(fd)
     assert path.read_bytes() == b""
+
+
+# --------------------------------------------------------------------------- from mutation testing
+
+
+def test_remove_own_leaves_what_is_gone_or_not_its_own(tmp_path):
+    """``remove_own``: a file already removed is no error; a file put there since stays."""
+    path = tmp_path / "report.json"
+    stamp = writing.write_new(path, lambda s: s.write(b"[]"))
+    path.unlink()
+    writing.remove_own(path, stamp)  # gone already: nothing to do, nothing raised
+    path.write_text("theirs")
+    writing.remove_own(path, stamp)
+    assert path.read_text() == "theirs"
+
+
+def test_a_scratch_folders_own_folders_are_private(tmp_path):
+    with writing.scratch("sinpe-test-") as folder:
+        writing.scratch_folder(os.path.join(folder, "twin"))
+        assert os.stat(os.path.join(folder, "twin")).st_mode & 0o777 == 0o700
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, None), (signal.SIGTERM, 143)])
+def test_a_signal_while_a_file_is_written_stops_it_at_once_and_leaves_nothing(
+    tmp_path, signum, code
+):
+    """In this process: SIGINT is a KeyboardInterrupt, SIGTERM a SystemExit(143), raised
+    where the write is (not after it), and nothing is left in the folder."""
+    defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    given = {signum: signal.signal(signum, handler) for signum, handler in defaults.items()}
+    try:
+        _signal_mid_write(tmp_path, signum, code)
+    finally:
+        for each, handler in given.items():
+            signal.signal(each, handler)
+
+
+def _signal_mid_write(tmp_path, signum, code):
+    after = []
+
+    def produce(stream):
+        stream.write(b"half")
+        os.kill(os.getpid(), signum)
+        after.append("written on")  # never reached: the signal raised above
+        stream.write(b"rest")
+
+    expected = KeyboardInterrupt if signum == signal.SIGINT else SystemExit
+    with pytest.raises(expected) as caught:
+        writing.write_new(tmp_path / "table.npy", produce)
+    assert after == [] and os.listdir(tmp_path) == []
+    if code is not None:
+        assert caught.value.code == code
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # the handlers given back
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_short_write_on_a_full_disk_says_no_space_left(tmp_path, monkeypatch):
+    """NumPy's short write names no cause (its OSError has no errno): under 1 MiB free in
+    the folder it reads "No space left on device"; otherwise its own words; a folder whose
+    space cannot be asked keeps them too."""
+    path = tmp_path / "table.npy"
+    short = OSError("8 requested and 0 written")
+
+    def produce(stream):
+        raise short
+
+    for blocks, reason in (
+        (255, "No space left on device (8 requested and 0 written)"),  # 1 MiB less 4 KiB
+        (256, "8 requested and 0 written"),  # 1 MiB exactly
+    ):
+
+        def statvfs(folder, blocks=blocks):
+            if folder != str(tmp_path):
+                raise FileNotFoundError(errno.ENOENT, "asked of another folder", folder)
+            return types.SimpleNamespace(f_bavail=blocks, f_frsize=4096)
+
+        monkeypatch.setattr(os, "statvfs", statvfs)
+        with pytest.raises(ValueError) as caught:
+            writing.write_new(path, produce)
+        assert str(caught.value) == f"cannot write {str(path)!r}: {reason}"
+        assert os.listdir(tmp_path) == []
+    monkeypatch.undo()
+    missing = str(tmp_path / "gone" / "table.npy")
+    assert str(writing._failure(missing, short)) == (
+        f"cannot write {missing!r}: 8 requested and 0 written"
+    )
+
+
+def test_fix_makes_each_part_of_a_concatenated_longrope_cache_exact(tmp_path):
+    """DML's one LongRoPE cache, the original length's rows then the trained length's:
+    --fix writes each part at its own length (short factors, then long), so the copy
+    matches where the original drifts."""
+    small, large = _float32_tables(LONGROPE, 1024), _float32_tables(LONGROPE, 8192)
+    cos, sin = (np.concatenate([small[k], large[k]]) for k in (0, 1))
+    path = _builder_model(tmp_path / "m", LONGROPE, cos, sin)
+    assert sinpe.check_onnx(path).verdict == "drift"
+    out = sinpe.onnx.fix(path, tmp_path / "o")
+    report = sinpe.check_onnx(out, tmp_path / "m" / "config.json")
+    assert report.verdict == "match", report.reasons
+    assert [p.name for p in report.parts] == ["cos_cache[0:1024]", "cos_cache[1024:9216]"]
+
+
+def test_fix_to_another_folder_brings_the_data_a_subgraph_names(tmp_path):
+    """A tensor held in an If's branch names its own external data file: a copy made in
+    another folder brings that file too, or it would not load."""
+    cos, sin = _float32_tables(LLAMA, 64)
+    folder = tmp_path / "m"
+    path = _builder_model(folder, LLAMA, cos, sin)
+    weights = {"location": "branch.data", "offset": 0, "length": 16}
+    branch = graph(
+        [node("Constant", [], ["w"], value=("tensor", tensor("", dims=(4,), external=weights)))]
+    )
+    extra = node(
+        "If", ["flag"], ["w"], then_branch=("graph", branch), else_branch=("graph", branch)
+    )
+    caches = [_external("cos_cache", cos, 0), _external("sin_cache", sin, cos.nbytes)]
+    _save(
+        folder,
+        graph([_gqa(layer=0), extra], caches, ["input_ids"]),
+        LLAMA,
+        {"cos": cos, "sin": sin},
+    )
+    (folder / "branch.data").write_bytes(bytes(16))
+    (tmp_path / "o").mkdir()
+    out = sinpe.onnx.fix(path, tmp_path / "o" / "exact.onnx")
+    assert sorted(os.listdir(tmp_path / "o")) == [
+        "branch.data",
+        "exact.onnx",
+        "exact.sinpe-rope.data",
+        "model.onnx.data",
+    ]
+    assert (tmp_path / "o" / "branch.data").read_bytes() == bytes(16)
+    assert sinpe.check_onnx(out, folder / "config.json").verdict == "match"
