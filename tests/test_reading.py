@@ -728,7 +728,7 @@ def test_a_pt_cache_in_each_form_it_is_saved_in(tmp_path):
                 load(value, legacy)
     half = torch.arange(6, dtype=torch.int16).reshape(3, 2).view(torch.bfloat16).t()
     (bits,) = load(half)  # a transposed view: its last axis is not contiguous
-    assert (bits.dtype, bits.values.dtype) == ("bfloat16", np.uint16)
+    assert (bits.name, bits.dtype, bits.values.dtype) == ("cache", "bfloat16", np.uint16)
     assert np.array_equal(bits.values, np.arange(6, dtype=np.uint16).reshape(3, 2).T)
     fp8 = torch.arange(6, dtype=torch.uint8).reshape(2, 3).view(torch.float8_e4m3fn)
     (bits,) = load(fp8)  # an odd width: no 16-bit view of it exists

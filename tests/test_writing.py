@@ -21,7 +21,16 @@ import numpy as np
 import pytest
 from command import run
 from onnx_files import graph, node, tensor
-from test_onnx import LLAMA, LONGROPE, _builder_model, _external, _float32_tables, _gqa, _save
+from test_onnx import (
+    GEMMA,
+    LLAMA,
+    LONGROPE,
+    _builder_model,
+    _external,
+    _float32_tables,
+    _gqa,
+    _save,
+)
 
 import sinpe.onnx
 from sinpe._files import writing
@@ -782,3 +791,30 @@ def test_fix_to_another_folder_brings_the_data_a_subgraph_names(tmp_path):
     ]
     assert (tmp_path / "o" / "branch.data").read_bytes() == bytes(16)
     assert sinpe.check_onnx(out, folder / "config.json").verdict == "match"
+
+
+def test_fix_makes_each_layer_types_cache_exact_by_the_layers_using_it(tmp_path):
+    """Gemma 3's two caches (sliding layers: base 10,000; full layers: 1,000,000), each with
+    float32 angles: --fix writes each from the RoPE of the layers that use it."""
+    spec = sinpe.rope_config(GEMMA)
+    tables = {}
+    for kind in ("sliding_attention", "full_attention"):
+        inv_freq, factor = spec.layer(kind).frequencies(64)
+        angle = np.arange(64, dtype=np.float32)[:, None] * inv_freq.astype(np.float32)[None, :]
+        tables[kind] = [
+            (f(angle) * np.float32(factor)).astype(np.float32) for f in (np.cos, np.sin)
+        ]
+    arrays = dict(
+        zip(["lc", "ls", "gc", "gs"], [*tables["sliding_attention"], *tables["full_attention"]])
+    )
+    offsets = np.cumsum([0] + [a.nbytes for a in arrays.values()])
+    caches = [_external(name, a, int(at)) for (name, a), at in zip(arrays.items(), offsets)]
+    nodes = [_gqa("lc", "ls", layer=0), _gqa("gc", "gs", layer=1)]
+    path = _save(tmp_path / "m", graph(nodes, caches, ["input_ids"]), GEMMA, arrays)
+    assert sinpe.check_onnx(path).verdict == "drift"
+    out = sinpe.onnx.fix(path, tmp_path / "o")
+    report = sinpe.check_onnx(out, tmp_path / "m" / "config.json")
+    assert [(p.name, p.layer_type, p.judgment.verdict) for p in report.parts] == [
+        ("lc", "sliding_attention", "match"),
+        ("gc", "full_attention", "match"),
+    ]
