@@ -33,6 +33,7 @@ from test_onnx import (
 )
 
 import sinpe.onnx
+from sinpe._files import onnx as onnx_file
 from sinpe._files import writing
 
 
@@ -581,6 +582,7 @@ _HELD_FIX = """
 import os, signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal starts it
 import sinpe.cli
+from sinpe._files import onnx as onnx_file
 from sinpe._files import writing
 
 real = writing._copy_chunk
@@ -818,3 +820,66 @@ def test_fix_makes_each_layer_types_cache_exact_by_the_layers_using_it(tmp_path)
         ("lc", "sliding_attention", "match"),
         ("gc", "full_attention", "match"),
     ]
+
+
+def test_fix_reads_the_config_it_is_given_and_refuses_a_misreading_in_words(tmp_path):
+    """--fix with the config given (none beside the model: ONNX Runtime GenAI's output)
+    writes the copy from it; a model whose caches are another config's, or not all judged,
+    is refused, saying which and why, and nothing is written."""
+    cos, sin = _float32_tables(LLAMA, 64)
+    path = _builder_model(tmp_path / "m", LLAMA, cos, sin)
+    (tmp_path / "c").mkdir()
+    config = (tmp_path / "m" / "config.json").rename(tmp_path / "c" / "config.json")
+    out = sinpe.onnx.fix(path, tmp_path / "o", config)
+    assert sinpe.check_onnx(out, config).verdict == "match"
+    other = _float32_tables({**LLAMA, "rope_theta": 1e4}, 64)
+    path = _builder_model(tmp_path / "w", LLAMA, *other)
+    reasons = "; ".join(sinpe.check_onnx(path).reasons)
+    with pytest.raises(ValueError) as caught:
+        sinpe.onnx.fix(path, tmp_path / "o2")
+    assert str(caught.value) == (
+        f"{path}: not fixed: its RoPE is not the config's ({reasons}); --fix replaces a table "
+        "that reads as the config, never a misreading"
+    )
+    spec = sinpe.rope_config(GEMMA)
+    local = spec.layer("sliding_attention").rope(64, layout="compact", dtype="float32")
+    full = spec.layer("full_attention").rope(64, layout="compact", dtype="float32")
+    arrays = dict(zip(["lc", "ls", "gc", "gs"], [*local, *full]))
+    offsets = np.cumsum([0] + [a.nbytes for a in arrays.values()])
+    caches = [_external(name, a, int(at)) for (name, a), at in zip(arrays.items(), offsets)]
+    nodes = [_gqa("lc", "ls", layer="x"), _gqa("lc", "ls", layer=0), _gqa("gc", "gs", layer=1)]
+    path = _save(tmp_path / "g", graph(nodes, caches, ["input_ids"]), GEMMA, arrays)
+    reasons = "; ".join(sinpe.check_onnx(path).reasons)
+    with pytest.raises(ValueError) as caught:
+        sinpe.onnx.fix(path, tmp_path / "o3")
+    assert str(caught.value) == (
+        f"{path}: not fixed: not every cache was judged ({reasons}); --fix replaces only "
+        "tables that read as the config"
+    )
+    assert sorted(os.listdir(tmp_path)) == ["c", "g", "m", "o", "w"]
+
+
+def test_fix_of_caches_held_in_the_model_writes_them_in_the_copy(tmp_path):
+    """Caches stored in the model file itself (no external data): the copy holds the exact
+    tables in its own file and no data file is made; external caches go to the copy's data
+    file, never inline."""
+    cos, sin = _float32_tables(LLAMA, 64)
+    caches = [tensor("cos_cache", cos), tensor("sin_cache", sin)]
+    path = _save(tmp_path / "m", graph([_gqa(layer=0)], caches, ["input_ids"]), LLAMA)
+    assert sinpe.check_onnx(path).verdict == "drift"
+    out = sinpe.onnx.fix(path, tmp_path / "o")
+    assert sorted(os.listdir(tmp_path / "o")) == ["config.json", "model.onnx"]
+    exact = sinpe.rope_config(LLAMA).rope(64, layout="compact", dtype="float32")
+    read = onnx_file.read(out)
+    for name, table in zip(("cos_cache", "sin_cache"), exact):
+        held = read.graph.initializers[name]
+        assert held.where[0] != "external"
+        assert np.array_equal(onnx_file.tensor_values(read, held, 1 << 20), table)
+    path = _builder_model(tmp_path / "e", LLAMA, cos, sin)
+    out = sinpe.onnx.fix(path, tmp_path / "x")
+    read = onnx_file.read(out)
+    held = read.graph.initializers["cos_cache"]
+    assert held.where[0] == "external"
+    assert os.path.basename(held.where[1]) == "model.sinpe-rope.data"
+    data = (tmp_path / "x" / "model.sinpe-rope.data").read_bytes()
+    assert data == exact[0].tobytes() + exact[1].tobytes()
