@@ -734,3 +734,29 @@ def test_a_pt_cache_in_each_form_it_is_saved_in(tmp_path):
     (bits,) = load(fp8)  # an odd width: no 16-bit view of it exists
     assert (bits.dtype, bits.values.dtype) == ("float8_e4m3fn", np.uint8)
     assert np.array_equal(bits.values, np.arange(6, dtype=np.uint8).reshape(2, 3))
+
+
+def test_a_file_shortened_while_read_is_refused_naming_the_bytes_it_had(tmp_path):
+    """``read_exactly``: fewer bytes than the size said a moment before (the file cut
+    while read) is the same refusal as a size that was short from the start."""
+    path = tmp_path / "f.bin"
+    path.write_bytes(bytes(range(20)))
+
+    class Shortened:
+        def __init__(self, stream):
+            self.stream = stream
+
+        def fileno(self):
+            return self.stream.fileno()
+
+        def seek(self, offset):
+            return self.stream.seek(offset)
+
+        def read(self, count):
+            return self.stream.read(count)[:-1]
+
+    with reading.opened(path) as stream:
+        assert reading.read_exactly(stream, 10, 5, path=path, what="x") == bytes(range(10, 15))
+        words = "f.bin: tensor 'a' declares 5 bytes at offset 10; the file has only 14"
+        with pytest.raises(ValueError, match=re.escape(words)):
+            reading.read_exactly(Shortened(stream), 10, 5, path=path, what="tensor 'a'")

@@ -883,3 +883,26 @@ def test_fix_of_caches_held_in_the_model_writes_them_in_the_copy(tmp_path):
     assert os.path.basename(held.where[1]) == "model.sinpe-rope.data"
     data = (tmp_path / "x" / "model.sinpe-rope.data").read_bytes()
     assert data == exact[0].tobytes() + exact[1].tobytes()
+
+
+def test_fix_to_an_onnx_path_beside_the_model_adds_only_the_copy(tmp_path):
+    """--fix model.onnx --fix exact.onnx in the model's own folder: its data is there
+    already, so only the copy and its caches' data are added."""
+    cos, sin = _float32_tables(LLAMA, 64)
+    path = _builder_model(tmp_path, LLAMA, cos, sin)
+    before = sorted(os.listdir(tmp_path))
+    out = sinpe.onnx.fix(path, tmp_path / "exact.onnx")
+    assert sorted(os.listdir(tmp_path)) == sorted([*before, "exact.onnx", "exact.sinpe-rope.data"])
+    assert sinpe.check_onnx(out).verdict == "match"
+
+
+def test_a_copy_of_one_byte_is_made_and_a_source_that_shrinks_is_refused(tmp_path, monkeypatch):
+    source = tmp_path / "one"
+    source.write_bytes(b"x")
+    monkeypatch.setattr(writing, "_reflink", lambda reader, writer: False)  # bytes copied
+    writing.copy_new(source, tmp_path / "copy")
+    assert (tmp_path / "copy").read_bytes() == b"x"
+    monkeypatch.setattr(writing, "_copy_chunk", lambda *args: 0)  # the source ends early
+    with pytest.raises(ValueError, match="it shrank while it was copied"):
+        writing.copy_new(source, tmp_path / "again")
+    assert sorted(os.listdir(tmp_path)) == ["copy", "one"]
