@@ -760,3 +760,14 @@ def test_a_file_shortened_while_read_is_refused_naming_the_bytes_it_had(tmp_path
         words = "f.bin: tensor 'a' declares 5 bytes at offset 10; the file has only 14"
         with pytest.raises(ValueError, match=re.escape(words)):
             reading.read_exactly(Shortened(stream), 10, 5, path=path, what="tensor 'a'")
+
+
+@pytest.mark.parametrize("version", [(2, 0), (3, 0)])
+def test_an_npy_of_version_2_or_3_is_read(tmp_path, version):
+    """Their header's length takes 4 bytes (version 1.0's, 2)."""
+    path = tmp_path / "c.npy"
+    table = np.full((2, 4), 0.5, np.float32)
+    with open(path, "wb") as stream:
+        np.lib.format.write_array(stream, table, version=version)
+    (cache,) = files.load(str(path))
+    assert cache.dtype == "float32" and np.array_equal(cache.values, table)
