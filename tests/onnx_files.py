@@ -92,3 +92,11 @@ def model(graph_bytes: bytes, *, ir_version=8, opsets=(("", 17), ("com.microsoft
     for domain, version in opsets:
         out += field(8, LEN, text(1, domain) + field(2, VARINT, version))
     return out + field(7, LEN, graph_bytes)
+
+
+def nested(depth: int) -> bytes:
+    """A model whose one node sits ``depth`` If-subgraphs deep (a hostile nesting)."""
+    inner = graph([node("Relu", ["a"], ["b"])])
+    for _ in range(depth):
+        inner = graph([node("If", ["c"], ["d"], then_branch=("graph", inner))])
+    return model(inner)

@@ -484,23 +484,15 @@ def _gguf_tensors(count: int) -> bytes:
 def test_a_gguf_declaring_a_huge_count_is_refused_in_bounded_memory(tmp_path, case, words):
     import struct
 
-    key = struct.pack("<Q", 4) + b"arch"
+    def array(count: int) -> bytes:  # one key "arch": an array of ``count`` float32, 16 MiB there
+        key = struct.pack("<Q", 4) + b"arch"
+        head = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + key
+        return head + struct.pack("<IIQ", 9, 6, count) + bytes(16 << 20)
+
     data = {
         "2^20 tensors, every record there": lambda: _gguf_tensors(1 << 20),
-        "a 2^40-element array, 16 MiB there": lambda: (
-            b"GGUF"
-            + struct.pack("<IQQ", 3, 0, 1)
-            + key
-            + struct.pack("<IIQ", 9, 6, 1 << 40)
-            + bytes(16 << 20)
-        ),
-        "2^24 numbers said, 16 MiB there": lambda: (
-            b"GGUF"
-            + struct.pack("<IQQ", 3, 0, 1)
-            + key
-            + struct.pack("<IIQ", 9, 6, 1 << 24)
-            + bytes(16 << 20)
-        ),
+        "a 2^40-element array, 16 MiB there": lambda: array(1 << 40),
+        "2^24 numbers said, 16 MiB there": lambda: array(1 << 24),
     }[case]()
     path = tmp_path / "count.gguf"
     path.write_bytes(data)
@@ -519,15 +511,9 @@ def _config_file(tmp_path):
 def _onnx_cases() -> dict:
     """name: (the .onnx bytes, the words of its refusal)."""
     sys.path.insert(0, os.path.dirname(__file__))
-    from onnx_files import field, graph, model, node, tensor, text, varint
+    from onnx_files import field, graph, model, nested, node, tensor, text, varint
 
     head = field(1, 0, 8)  # ir_version 8
-
-    def nested(depth):
-        inner = graph([node("Relu", ["a"], ["b"])])
-        for _ in range(depth):
-            inner = graph([node("If", ["c"], ["d"], then_branch=("graph", inner))])
-        return model(inner)
 
     def external(location, offset=0, length=16, dims=(2, 2)):
         place = {"location": location, "offset": offset, "length": length}

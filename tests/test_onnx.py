@@ -16,7 +16,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 from command import run
-from onnx_files import BFLOAT16, FLOAT, FLOAT16, field, graph, model, node, tensor, text, varint
+from onnx_files import (
+    BFLOAT16,
+    FLOAT,
+    FLOAT16,
+    field,
+    graph,
+    model,
+    nested,
+    node,
+    tensor,
+    text,
+    varint,
+)
 from rope_cases import LLAMA31, phi3_longrope
 
 import sinpe
@@ -739,12 +751,6 @@ def _integers(name: str) -> bytes:
 
 def _hostile() -> dict:
     head = field(1, 0, 8)  # ir_version 8
-
-    def nested(depth):
-        inner = graph([node("Relu", ["a"], ["b"])])
-        for _ in range(depth):
-            inner = graph([node("If", ["c"], ["d"], then_branch=("graph", inner))])
-        return model(inner)
 
     outside = {"location": "../secret.data", "offset": 0, "length": 16}
     absolute = {"location": "/etc/passwd", "offset": 0, "length": 16}

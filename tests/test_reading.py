@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cache_files import safetensors_bytes
 from gguf_files import CONFIGS, converted, write, write_split
 from onnx_files import graph, model, node, tensor
 
@@ -74,19 +75,8 @@ def _cache(tmp_path, suffix: str):
     elif suffix == ".npz":
         np.savez(path, cos=cos, sin=sin)
     elif suffix == ".safetensors":
-        path.write_bytes(_safetensors({"cos": cos, "sin": sin}))
+        path.write_bytes(safetensors_bytes({"cos": cos, "sin": sin}))
     return path
-
-
-def _safetensors(arrays: dict) -> bytes:
-    header, offset = {}, 0
-    for name, array in arrays.items():
-        header[name] = {"dtype": "F32", "shape": list(array.shape)}
-        header[name]["data_offsets"] = [offset, offset + array.nbytes]
-        offset += array.nbytes
-    text = json.dumps(header).encode()
-    body = b"".join(np.ascontiguousarray(a, "<f4").tobytes() for a in arrays.values())
-    return struct.pack("<Q", len(text)) + text + body
 
 
 def _gqa():

@@ -8,8 +8,6 @@ tests/onnx_files.py) and by NumPy and torch as users write them.
 from __future__ import annotations
 
 import io
-import json
-import struct
 import sys
 from pathlib import Path
 
@@ -17,6 +15,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
+
+from cache_files import safetensors_bytes  # noqa: E402
 
 import sinpe  # noqa: E402
 
@@ -37,18 +37,6 @@ def _npy(array) -> bytes:
     stream = io.BytesIO()
     np.save(stream, array)
     return stream.getvalue()
-
-
-def _safetensors(arrays: dict, metadata: dict | None = None) -> bytes:
-    header: dict = {"__metadata__": metadata} if metadata else {}
-    offset = 0
-    for name, array in arrays.items():
-        header[name] = {"dtype": "F32", "shape": list(array.shape)}
-        header[name]["data_offsets"] = [offset, offset + array.nbytes]
-        offset += array.nbytes
-    text = json.dumps(header).encode()
-    body = b"".join(np.ascontiguousarray(a, "<f4").tobytes() for a in arrays.values())
-    return struct.pack("<Q", len(text)) + text + body
 
 
 def _onnx() -> dict:
@@ -119,8 +107,8 @@ def seeds() -> dict:
             ),
         },
         "safetensors": {
-            "cos-sin.safetensors": _safetensors({"cos": cos, "sin": sin}),
-            "metadata.safetensors": _safetensors({"cos": cos, "sin": sin}, {"format": "pt"}),
+            "cos-sin.safetensors": safetensors_bytes({"cos": cos, "sin": sin}),
+            "metadata.safetensors": safetensors_bytes({"cos": cos, "sin": sin}, {"format": "pt"}),
         },
         "gguf": _gguf(),
         "onnx": _onnx(),
