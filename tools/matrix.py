@@ -6,6 +6,12 @@ source, the file and function it comes from.
     python tools/matrix.py --python vllm=/path/bin/python --python sglang=... \\
         [--out docs/matrix.md] tests/data/configs/NAME.json ...
 
+On several machines (a CI job matrix, .github/workflows/matrix.yml): each runs one shard,
+``--shard I/N --json part-I.json`` with the same arguments, and one merges them,
+``--merge part-*.json --out docs/matrix.md``: the page is the one machine's but for the
+line saying how long it took. A merge refuses parts of different runs, a shard missing or
+twice, or a config not run exactly once.
+
 Each engine runs in the interpreter given for it (else this one), as ``sinpe engines
 --python`` runs it; an engine absent there is a column of "not installed"."""
 
@@ -13,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import sys
 import time
 from pathlib import Path
@@ -137,48 +144,114 @@ def _family(path: Path) -> str:
     return path.stem
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("configs", nargs="+", type=Path)
-    parser.add_argument("--python", action="append", default=[], metavar="KEY=PATH")
-    parser.add_argument("--out", type=Path, default=Path("docs/matrix.md"))
-    args = parser.parse_args(argv)
-    pythons = dict(item.split("=", 1) for item in args.python)
+def _shard(text: str) -> tuple:
+    """``I/N`` (1 <= I <= N) -> (I, N); anything else is refused naming the option."""
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard takes I/N, got {text!r}") from None
+    if not 1 <= index <= count:
+        raise argparse.ArgumentTypeError(f"--shard I/N needs 1 <= I <= N, got {text!r}")
+    return index, count
+
+
+def collect(configs, pythons: dict, shard: tuple = (1, 1)) -> dict:
+    """Each config of the shard (round robin over the list as given: I, I + N, ...) through
+    ``sinpe.engines``: a part as strict JSON, the whole list named so that a merge can check
+    every config was run once."""
+    index, count = shard
     start = time.monotonic()
-    rows, notes, versions = [], [], {}
-    for path in args.configs:
+    rows = []
+    for path in list(configs)[index - 1 :: count]:
+        began = time.monotonic()
         report = sinpe.engines(path, pythons=pythons)
+        rows.append(
+            {
+                "config": str(path),
+                "family": _family(Path(path)),
+                "length": report.length,
+                "lines": [line.as_dict() for line in report.lines],
+                "seconds": round(time.monotonic() - began, 1),
+            }
+        )
+        print(f"{Path(path).name}: {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
+    return {
+        "sinpe": sinpe.__version__,
+        "engines": [e.key for e in ENGINES],
+        "configs": [str(p) for p in configs],
+        "pythons": sorted(pythons),
+        "shard": [index, count],
+        "rows": rows,
+        "seconds": round(time.monotonic() - start, 1),
+    }
+
+
+def merge(parts: list) -> dict:
+    """The shards of one run as one: the same sinpe, engines, config list and engine keys,
+    shards 1..N each once, every config in exactly one row; refused (ValueError) otherwise."""
+    if not parts:
+        raise ValueError("merge needs at least one part")
+    first = parts[0]
+    for part in parts:
+        for key in ("sinpe", "engines", "configs", "pythons"):
+            if part[key] != first[key]:
+                raise ValueError(f"parts differ in {key!r}: {part[key]!r} and {first[key]!r}")
+    count = first["shard"][1]
+    shards = sorted(part["shard"][0] for part in parts)
+    if any(part["shard"][1] != count for part in parts) or shards != list(range(1, count + 1)):
+        raise ValueError(f"parts are shards {shards} of {count}: each of 1..{count} once")
+    rows = {row["config"]: row for part in parts for row in part["rows"]}
+    if sorted(rows) != sorted(first["configs"]) or len(rows) != len(first["configs"]):
+        raise ValueError("the parts' rows are not the config list, each config once")
+    return {
+        **first,
+        "shard": [1, 1],
+        "shards": count,
+        "rows": [rows[c] for c in first["configs"]],
+        "seconds": round(sum(part["seconds"] for part in parts), 1),
+    }
+
+
+def render(run: dict) -> str:
+    """docs/matrix.md from a run (one machine's, or merged shards'): the same page either way
+    but for the line saying how long it took."""
+    rows, notes, versions = [], [], {}
+    by_key = {e.key: e for e in ENGINES}
+    for row in run["rows"]:
         cells = []
-        for line in report.lines:
-            if line.version:
-                versions[line.engine] = line.version
-            cell = line.verdict
-            if line.verdict in ("mismatch", "failed", "unchecked"):
+        for line in row["lines"]:
+            if line["version"]:
+                versions[line["engine"]] = line["version"]
+            cell = line["verdict"]
+            largest = line["largest"]
+            reasons = line["reasons"]
+            if cell in ("mismatch", "failed", "unchecked"):
                 notes.append(
-                    f"{line.name} on `{path.name}`: {line.verdict}"
-                    + (f" (largest error {line.largest:.3g})" if line.largest is not None else "")
-                    + (
-                        f": {'; '.join(r.rstrip('.') for r in line.reasons)}"
-                        if line.reasons
-                        else ""
-                    )
+                    f"{line['name']} on `{Path(row['config']).name}`: {cell}"
+                    + (f" (largest error {largest:.3g})" if largest is not None else "")
+                    + (f": {'; '.join(r.rstrip('.') for r in reasons)}" if reasons else "")
                     + "."
-                    + _where(line.engine, line.reasons, _family(path))
+                    + _where(line["engine"], reasons, row["family"])
                 )
                 cell += f" [{len(notes)}]"
-            elif line.largest is not None:
-                cell += f" ({line.largest:.2g})"
+            elif largest is not None:
+                cell += f" ({largest:.2g})"
             cells.append(cell)
-        rows.append((_family(path), report.length, cells))
-        print(f"{path.name}: {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
-    names = [e.name + (f" {versions[e.key]}" if e.key in versions else "") for e in ENGINES]
-    command = "python tools/matrix.py " + " ".join(f"--python {k}=..." for k in pythons)
-    command += " " + " ".join(str(p) for p in args.configs)
+        rows.append((row["family"], row["length"], cells))
+    names = [by_key[k].name + (f" {versions[k]}" if k in versions else "") for k in run["engines"]]
+    command = "python tools/matrix.py " + " ".join(f"--python {k}=..." for k in run["pythons"])
+    command += " " + " ".join(run["configs"])
+    shards = run.get("shards", 1)
+    took = f"{run['seconds']:.0f} s" + (
+        f" of machine time in {shards} shards (--shard I/{shards}, then --merge)"
+        if shards > 1
+        else ""
+    )
     text = [
         "# Families x engines",
         "",
         f"Generated by `tools/matrix.py` on {datetime.date.today().isoformat()} in "
-        f"{time.monotonic() - start:.0f} s (sinpe {sinpe.__version__}):",
+        f"{took} (sinpe {run['sinpe']}):",
         "",
         f"    {command}",
         "",
@@ -194,8 +267,51 @@ def main(argv=None) -> int:
     for family, length, cells in rows:
         text.append(f"| {family} | {length:,} | " + " | ".join(cells) + " |")
     text += ["", *[f"{i}. {note}" for i, note in enumerate(notes, 1)], ""]
-    args.out.write_text("\n".join(text))
-    print(f"wrote {args.out} ({len(rows)} families, {len(names)} engines)", file=sys.stderr)
+    return "\n".join(text)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("configs", nargs="*", type=Path)
+    parser.add_argument("--python", action="append", default=[], metavar="KEY=PATH")
+    parser.add_argument("--out", type=Path, default=Path("docs/matrix.md"))
+    parser.add_argument(
+        "--shard", type=_shard, metavar="I/N", help="run only shard I of N (round robin)"
+    )
+    parser.add_argument("--json", type=Path, metavar="PART", help="write the run as JSON here")
+    parser.add_argument(
+        "--merge", nargs="+", type=Path, metavar="PART", help="render the page from shard parts"
+    )
+    args = parser.parse_args(argv)
+    if args.merge:
+        if args.configs or args.shard or args.python:
+            parser.error("--merge takes parts only: no configs, --shard or --python")
+        try:
+            run = merge([json.loads(p.read_text()) for p in args.merge])
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            parser.error(f"--merge: {error}")
+    else:
+        if not args.configs:
+            parser.error("give the configs to run (or --merge PART ...)")
+        if args.shard and not args.json:
+            parser.error("--shard writes a part: give --json PART (then --merge the parts)")
+        pythons = dict(item.split("=", 1) for item in args.python)
+        run = collect(args.configs, pythons, args.shard or (1, 1))
+        if args.json:
+            _write(args.json, json.dumps(run, indent=1, allow_nan=False) + "\n")
+            print(f"wrote {args.json} ({len(run['rows'])} configs)", file=sys.stderr)
+        if args.shard:
+            return 0
+    _write(args.out, render(run))
+    print(
+        f"wrote {args.out} ({len(run['rows'])} families, {len(run['engines'])} engines)",
+        file=sys.stderr,
+    )
     return 0
 
 
