@@ -244,8 +244,13 @@ def test_nothing_global_changes_after_import():
     ]
     modules.append(sinpe)
 
-    # bounded caches of their own: the conventions' tokens and the keys already warned of
-    caches = {("sinpe.conventions", "_TOKENS"), ("sinpe._rope.rope_types", "_WARNED")}
+    # bounded caches of their own: the conventions' tokens, the keys already warned of and
+    # the table call's resolved arguments
+    caches = {
+        ("sinpe.conventions", "_TOKENS"),
+        ("sinpe._rope.rope_types", "_WARNED"),
+        ("sinpe._tables.tables", "_RESOLVED"),
+    }
 
     def snapshot():
         state = {}

@@ -65,8 +65,9 @@ DEFAULT = BACKENDS[BACKEND]
 
 
 def get(value):
-    """The backend object a ``backend=`` argument names (``"auto"`` is ``BACKEND``)."""
-    if type(value) is str:
+    """The backend object a ``backend=`` argument names (``"auto"`` is ``BACKEND``); any
+    ``str`` (a subclass such as ``numpy.str_`` too) is taken by its value."""
+    if isinstance(value, str):
         if value == "auto":
             return DEFAULT
         if value in BACKENDS:

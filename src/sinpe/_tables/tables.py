@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._exactmath.constants import FREQUENCY_BLOCK
+from .._exactmath.constants import FREQUENCY_BLOCK, GRID_SPAN
 from ..conventions import ColumnMap, Convention
 from ..conventions import get as get_convention
 from . import cache
@@ -15,6 +15,7 @@ from .backends import get as get_backend
 from .checks import F64, MAX_POSITION
 from .frequencies import frequency_block, frequency_vector
 from .plan import Layout, Place, Segment, exact_values, fill_at, fill_run, make_filler, prepare
+from .threads import PARALLEL_MIN_ELEMENTS
 from .types import DTypeLike, Positions
 
 __all__ = [
@@ -32,6 +33,12 @@ __all__ = [
 # evaluator's big-integer path is tested on (``_twin.turns.slow_turns``).
 MAX_FREQUENCY = 2.0**900
 _TABLE_SIZES = ("seq_len", "d_model")  # what sets each dimension of a table, for errors
+_INFINITY = float("inf")
+# The common call's (dtype, backend, convention) arguments, as passed (a str backend and
+# convention), once every check of them has passed: -> (the new table's dtype, the backend
+# object, the Convention). A later call passing equal arguments skips resolving them again.
+_RESOLVED: dict = {}
+_MAX_RESOLVED = 64
 
 
 def frequency_key(
@@ -89,10 +96,21 @@ def _make_table_filler(backend, convention, d_model, base, key):
     return make_filler(backend, w, 1.0, layout, key)
 
 
+def _remember(passed: tuple, resolved: tuple) -> None:
+    """Keep what checked arguments resolved to, for ``_RESOLVED`` (at most ``_MAX_RESOLVED``)."""
+    try:
+        if passed not in _RESOLVED and len(_RESOLVED) >= _MAX_RESOLVED:
+            _RESOLVED.clear()
+        _RESOLVED[passed] = resolved
+    except TypeError:  # an unhashable dtype argument
+        pass
+
+
 def clear_cache() -> None:
     """Free every array sinpe keeps between calls (frequencies, rotation tables), and the
     table of distinct conventions seen."""
     cache.clear()
+    _RESOLVED.clear()
     from .. import conventions
 
     conventions.clear_tokens()
@@ -176,6 +194,33 @@ def sinusoidal_positional_encoding(
     array([[0.        , 1.        , 0.        , 1.        ],
            [0.84147098, 0.54030231, 0.00999983, 0.99995   ]])
     """
+    if (  # the common call: plain ints and float, no out, one thread, arguments seen before
+        type(seq_len) is int
+        and type(d_model) is int
+        and type(offset) is int
+        and type(base) is float
+        and out is None
+        and (threads is None or (type(threads) is int and threads == 1))
+    ):
+        try:
+            resolved = _RESOLVED[dtype, backend, convention]
+        except (KeyError, TypeError):  # not seen yet, or unhashable
+            resolved = None
+        if (  # every check the calls below make, for rows within the first anchor's span
+            resolved is not None
+            and 0 <= offset
+            and 0 < seq_len <= GRID_SPAN - offset
+            and 0 < d_model
+            and seq_len * d_model < PARALLEL_MIN_ELEMENTS  # one thread, no memory check
+            and 0.0 < base < _INFINITY
+        ):
+            table_dtype, module, preset = resolved
+            filler = _table_filler(module, preset, d_model, base)
+            if filler.origin is not None:  # planned whole: rows offset .. from anchor 0
+                table = np.empty((seq_len, d_model), table_dtype)
+                module.fill(filler.plan, table, None, filler.origin, None, None, offset, 0.0, 1)
+                return table
+    passed = (dtype, backend, convention)
     seq_len, d_model, offset = check.table_size(seq_len, d_model, offset)
     check.last_position(offset, seq_len)
     if type(base) is not float or base != 10000.0:  # check the type before comparing values
@@ -183,6 +228,8 @@ def sinusoidal_positional_encoding(
     dtype = check.dtype(dtype)
     backend = get_backend(backend)
     convention = get_convention(convention)
+    if type(passed[1]) is str and type(passed[2]) is str:
+        _remember(passed, (F64 if dtype is None else dtype, backend, convention))
     if threads is not None:
         threads = check.integer("threads", threads, 1)
     if out is None and seq_len == 0:  # answered at once, whatever d_model is
