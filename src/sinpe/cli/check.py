@@ -9,6 +9,7 @@ from .._check.compare import compare as compare_cache
 from .._check.gguf import check_gguf
 from .._check.llama_cpp_types import SCALING_TYPES
 from .._check.onnx import check_onnx
+from .._check.openvino import check_openvino
 from .._files import reading
 from .._files.caches import DEFAULT_MAX_BYTES
 from .._files.caches import load as load_cache
@@ -30,12 +31,14 @@ def add_check_arguments(command: AddCommand) -> None:
         "cache",
         help=".npy, .npz (cos and sin, or one array), .pt, .safetensors; a .gguf model "
         "(its RoPE keys and tensors as llama.cpp reads them); a .onnx model (its cos/sin "
-        "caches); or an MLX model folder (its RoPE modules as mlx_lm loads them) (required)",
+        "caches); an OpenVINO IR's openvino_model.xml (its traced inv_freq, any folded tables); "
+        "or an MLX model folder (its RoPE modules as mlx_lm loads them) (required)",
     )
     check_parser.add_argument(
         "config",
         nargs="?",
-        help="the model's config.json (or --config; one of them is required)",
+        help="the model's config.json, its folder, or a Hugging Face Hub id (or --config; "
+        "one of them is required)",
         metavar="CONFIG",
     )
     check_parser.add_argument(
@@ -107,6 +110,8 @@ def check_command(args):
         raise UsageError("--fix is for a .onnx model")
     if args.cache.lower().endswith(".onnx"):
         return _onnx_command(args)
+    if args.cache.lower().endswith(".xml"):
+        return _onnx_command(args, check_openvino)
     if _is_gguf(args.cache):
         return _gguf_command(args)
     if os.path.isdir(args.cache):
@@ -234,7 +239,7 @@ def _gguf_part_text(part) -> str:
 # --------------------------------------------------------------------------- an ONNX model
 
 
-def _onnx_command(args):
+def _onnx_command(args, check=check_onnx):
     """``sinpe check model.onnx [config.json] [--fix OUT]``: the verdict, each cache's line,
     and (``--fix``) the exact copy written; exit 1 where the model's RoPE is not its
     config's."""
@@ -245,7 +250,7 @@ def _onnx_command(args):
         raise UsageError(f"{flags}: not for a .onnx model")
     given_config = [c for c in (args.config, args.config_flag) if c is not None]
     config = config_argument(args) if given_config else None
-    report = check_onnx(args.cache, config)
+    report = check(args.cache, config)
     fixed = None
     if args.fix is not None:
         from .._check.onnx_fix import fix as fix_onnx
