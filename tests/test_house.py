@@ -35,7 +35,7 @@ LAYERS = [
     {"sinpe._verdict"},  # the verdict core: coverage, bounds, reasons, JSON
     {"sinpe._check"},  # the file adapters (caches, GGUF, ONNX) and the module probe
     # faces and adapters (rope_scaling: re-exports of the records)
-    {"sinpe.torch", "sinpe.compat", "sinpe.rope_scaling"},
+    {"sinpe.torch", "sinpe.compat", "sinpe.rope_scaling", "sinpe.testing"},
     {"sinpe.vllm", "sinpe.mlx", "sinpe.onnx"},  # the engines: each reads the checker
     {"sinpe.sglang"},  # SGLang's rotary classes are vLLM's: read by vLLM's adapter
     {"sinpe._engines"},  # every engine side by side (its readers run in the engines' interpreters)
@@ -106,6 +106,7 @@ def test_imports_follow_the_layer_order():
 CALL_PATH = {
     "_exactmath/dd.py",
     "_files/reading.py",  # config.json, read through the reading room
+    "_files/sources.py",  # which config.json a path names (a file, a folder, a Hub id)
     "_rope/config.py",
     "_rope/rope_types.py",
     "_rope/rotary.py",
