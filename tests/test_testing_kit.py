@@ -473,3 +473,19 @@ def test_sinpe_conformance_prints_a_table_and_exits_1_on_a_mismatch(tmp_path, mo
         conformance_command(_conformance(["no_such_module_here:f"]))
     with pytest.raises(ValueError, match="MODULE:CALLABLE"):
         conformance_command(_conformance(["my_glue"]))
+
+
+def test_transformers_default_configs_are_judged_a_match_or_refused():
+    pytest.importorskip("transformers")
+    entries = configs(form="defaults")
+    assert len(entries) >= 100
+    refused = [e for e in entries if e.refused is not None]
+    assert refused and all(len(e.refused) > 20 for e in refused)
+    odd = 0
+    for e in entries:
+        if e.refused is None:
+            spec = spec_of(e)
+            odd += spec.head_dim % 2
+            report = check_rope(exact_port(spec), e)
+            assert report.verdict == "match", (e.name, report.explanation)
+    assert odd  # an odd rotary width among them: one column per frequency

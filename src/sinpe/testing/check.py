@@ -131,6 +131,11 @@ def _resolve(config, layer_type):
     return name, spec
 
 
+def _pair_count(spec) -> int:
+    """How many frequencies the RoPE has (an odd rotary width ``d``: ``(d + 1) // 2``)."""
+    return int(spec.frequencies()[0].shape[0])
+
+
 def _trained(spec) -> int:
     return int(spec.max_position_embeddings or 4096)
 
@@ -302,7 +307,7 @@ def _arrays(candidate, spec, positions, layout, seq_len) -> tuple:
     cos, sin = _squeeze(cos, "cos"), _squeeze(sin, "sin")
     if cos.shape != sin.shape:
         raise ValueError(f"cos and sin differ in shape: {cos.shape} and {sin.shape}")
-    h = spec.head_dim // 2
+    h = _pair_count(spec)
     pairs = pair_columns(cos.shape[1], h, layout, "cos")
     rows = bounded("the table's rows", cos.shape[0], MAX_POSITION, 1)
     start, _ = _start(positions, rows)
@@ -336,6 +341,11 @@ def _rotation_reader(candidate: Rotates, spec):
             f"Rotates.layout must be 'half' or 'interleaved', got {candidate.layout!r}"
         )
     width = spec.head_dim
+    if width % 2:
+        raise ValueError(
+            f"Rotates: the config's rotary width {width} is odd; give the candidate's cos and "
+            "sin instead (one column per frequency)"
+        )
     h = width // 2
 
     def rotate(q, positions):
@@ -371,7 +381,7 @@ def _rotation_reader(candidate: Rotates, spec):
 def _computed(fn, spec, layout, name: str) -> tuple:
     """A callable ``positions -> (cos, sin)``, judged at the core's probe positions at each
     length of ``judged_lengths``."""
-    h = spec.head_dim // 2
+    h = _pair_count(spec)
     probe = call_table(fn, np.arange(2, dtype=np.int64), _trained(spec), name)
     pairs = pair_columns(probe[0].shape[1] if probe[0].ndim == 2 else -1, h, layout, name)
     dtype = probe[2]
@@ -406,7 +416,7 @@ def _held_callable(fn, spec, positions, layout, seq_len, name: str) -> tuple:
     start, rows = _start(positions, None)
     if rows is None:
         raise ValueError("positions must be a run of consecutive ints for a callable candidate")
-    h = spec.head_dim // 2
+    h = _pair_count(spec)
     first = call_table(
         fn, np.arange(start, start + min(rows, 2), dtype=np.int64), seq_len or 1, name
     )

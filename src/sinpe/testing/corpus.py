@@ -221,24 +221,37 @@ def transformers_defaults() -> list:
         from transformers import CONFIG_MAPPING
     except ImportError:
         return []
+    from transformers.utils import logging as transformers_logging
+
+    verbosity = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()  # default configs' token-id complaints
+    try:
+        found = _defaults(CONFIG_MAPPING, transformers.__version__)
+    finally:
+        transformers_logging.set_verbosity(verbosity)
+    _CACHE["defaults"] = found
+    return list(found)
+
+
+def _defaults(mapping, version: str) -> list:
+    """The entries of each config class of ``mapping`` built with no argument."""
     import warnings
 
     found = []
-    for model_type in sorted(CONFIG_MAPPING.keys()):
+    for model_type in sorted(mapping.keys()):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                cls = CONFIG_MAPPING[model_type]
+                cls = mapping[model_type]
                 config: dict[str, Any] = cls().to_dict()
         except Exception:  # a class that needs arguments or extras: not a default config
             continue
         text = _text_config(config)
         if not any(k in text for k in ("rope_parameters", "rope_theta")):
             continue
-        source = f"transformers {transformers.__version__}: {cls.__name__}() defaults"
+        source = f"transformers {version}: {cls.__name__}() defaults"
         found += _entries(f"defaults:{model_type}", config, source, "defaults")
-    _CACHE["defaults"] = found
-    return list(found)
+    return found
 
 
 def configs(rope_type: str | None = None, family: str | None = None, form: str | None = None):
