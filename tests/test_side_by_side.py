@@ -525,3 +525,17 @@ def test_the_matrix_in_shards_merges_into_the_one_machine_page(tmp_path):
 
 def _base_finding():
     return finding("base", engine=10000.0, config=500000.0)
+
+
+def test_the_engines_help_names_every_engine_and_key(monkeypatch):
+    """``sinpe engines --help`` names each engine sinpe reads and each ``--only`` key (the
+    registry, ENGINES, is the list: an engine added there must be said here)."""
+    monkeypatch.setenv("COLUMNS", "1000")  # argparse wraps "MLX-LM" at its hyphen
+    done = run("engines", "--help")
+    text = " ".join(done.stdout.split())
+    assert done.returncode == 0
+    named = text.split("side by side (", 1)[1].split(")", 1)[0].split(", ")
+    keys = text.split("keys: ", 1)[1].split(";", 1)[0].split(", ")
+    assert named == [e.name for e in ENGINES] and keys == [e.key for e in ENGINES]
+    top = " ".join(run("--help").stdout.split())
+    assert "sinusoidal and rotary" in top and "engine" in top

@@ -11,7 +11,7 @@ import math
 import os
 from collections.abc import Mapping
 
-from .._files import reading
+from .._files import reading, sources
 from .._tables import checks
 from .._tables.types import Config
 from . import rope_types
@@ -52,9 +52,10 @@ def _integer(text: str):
 
 
 def load_config(config) -> dict:
-    """A config as a dict: a path to a JSON file, a mapping, or an object with to_dict()."""
+    """A config as a dict: a path to a JSON file or to the model's folder (its config.json),
+    a Hugging Face Hub id (``sources.config_file``), a mapping, or an object with to_dict()."""
     if isinstance(config, (str, os.PathLike)):
-        path = os.fspath(config)
+        path = sources.config_file(os.fspath(config))
         try:  # through the reading room: a regular file only (a FIFO would block open())
             return reading.read_json(
                 path, what="config", max_bytes=MAX_CONFIG_BYTES, parse_int=_integer

@@ -12,10 +12,14 @@ def add_engines_arguments(command: AddCommand) -> None:
     parser = command(
         "engines",
         "each engine's reading of one model's RoPE, side by side (transformers, vLLM, "
-        "SGLang, ONNX Runtime GenAI, llama.cpp, MLX-LM), from the engine's own code on a tiny "
-        "twin of the config",
+        "SGLang, ONNX Runtime GenAI, llama.cpp, MLX-LM, keras-hub, OpenVINO), from the engine's "
+        "own code on a tiny twin of the config",
     )
-    parser.add_argument("config", help="the model's config.json (required)")
+    parser.add_argument(
+        "config",
+        help="the model's config.json, its folder, or a Hugging Face Hub id (org/name, "
+        "through huggingface_hub's cache; HF_HUB_OFFLINE respected) (required)",
+    )
     parser.add_argument(
         "--length",
         type=int,
@@ -38,7 +42,7 @@ def add_engines_arguments(command: AddCommand) -> None:
         default=None,
         metavar="KEY",
         help="run this engine only (repeat for more; keys: transformers, vllm, sglang, "
-        "onnxruntime-genai, llama.cpp, mlx-lm, keras-hub; default: all)",
+        "onnxruntime-genai, llama.cpp, mlx-lm, keras-hub, openvino; default: all)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 

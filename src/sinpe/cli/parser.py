@@ -61,7 +61,12 @@ class HelpWithDefaults(argparse.HelpFormatter):
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``sinpe`` and its subcommands; ``args.command`` names the one given."""
-    parser = Parser(prog="sinpe", description="Exact, fast sinusoidal positional encodings.")
+    parser = Parser(
+        prog="sinpe",
+        description="Exact positional tables (sinusoidal and rotary, every Hugging Face rope "
+        "type), and whether a cache, a model file or an engine runs a model's RoPE as its "
+        "config says.",
+    )
     parser.add_argument("--version", action="version", version=f"sinpe {__version__}")
     sub = parser.add_subparsers(
         dest="command", parser_class=Parser, required=True, metavar="COMMAND"

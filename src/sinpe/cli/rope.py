@@ -19,7 +19,10 @@ def add_rope_arguments(command: AddCommand) -> None:
     """The ``rope`` subcommand and its arguments."""
     rope = command("rope", "RoPE cos/sin tables from a model's config.json (.npz)")
     rope.add_argument(
-        "config", nargs="?", help="a model's config.json (or --config; one of them is required)"
+        "config",
+        nargs="?",
+        help="a model's config.json, its folder, or a Hugging Face Hub id (or --config; one of "
+        "them is required)",
     )
     rope.add_argument(
         "--config", dest="config_flag", metavar="CONFIG", help="the same (default: the argument)"
