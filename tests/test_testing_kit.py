@@ -102,7 +102,8 @@ def test_the_corpus_copies_tests_configs_byte_for_byte():
 def test_the_corpus_covers_every_rope_type_form_and_feature():
     entries = configs()
     kinds = {e.rope_type for e in entries}
-    assert {"default", "linear", "yarn", "longrope", "llama3", "proportional", "ntk_alpha"} <= kinds
+    assert {"default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional"} <= kinds
+    assert "ntk_alpha" in kinds
     assert {e.form for e in entries} == {"rope_scaling", "rope_parameters", "per_layer", "plain"}
     features = {f for e in entries for f in e.features}
     assert {"partial", "multi_axis", "nested", "moe", "multimodal", "layer_types"} <= features
@@ -332,6 +333,21 @@ def test_a_dropped_yarn_attention_factor_is_caught():
         assert str(caught.value) == (
             "qwen3-8b.yarn-4x: YaRN attention factor 1.0 where the config gives 1.13863"
         )
+
+
+def test_a_dynamic_scaling_ignored_is_caught_past_the_trained_length():
+    e = entry("internvl3-1b-pretrained.llm-config.printed")
+    spec = spec_of(e)
+    assert e.rope_type == "dynamic" and judged_lengths(spec) == [32768, 32769, 65536]
+    inv_freq, factor = spec.frequencies()  # within the trained length: the config's base
+    for candidate in (InvFreq(inv_freq, factor), float32_port(inv_freq, factor)):
+        assert check_rope(candidate, e).explanation == "dynamic NTK scaling not applied"
+
+    def dynamic_port(positions):  # the current length read off the positions asked for
+        grown, _ = spec.frequencies(int(np.max(positions)) + 1)
+        return float32_port(grown)(positions)
+
+    assert check_rope(dynamic_port, e).verdict == "drift"
 
 
 def test_a_float32_port_drifts_and_is_not_a_mismatch():

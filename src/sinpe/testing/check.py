@@ -172,9 +172,10 @@ def judged_lengths(spec) -> list:
 
 
 def _merged(judged: list, spec, explain) -> Verdict:
-    """One verdict of the lengths judged: the first mismatch, said as LongRoPE's regime where
-    another length reads as the config, else explained by ``explain(length)``; else the
-    drift or match with the largest error."""
+    """One verdict of the lengths judged: a mismatch said as LongRoPE's regime where another
+    length reads as the config, else explained by ``explain(length)`` at the longest failing
+    length that explains it (else the first mismatch's own reason); else the drift or match
+    with the largest error."""
     failed = [(length, v) for length, v in judged if v.verdict == MISMATCH]
     if not failed:
         drifts = [v for _, v in judged if v.verdict == DRIFT] or [v for _, v in judged]
@@ -188,7 +189,11 @@ def _merged(judged: list, spec, explain) -> Verdict:
         return explained(verdict, [_regime(spec, passed)])
     if verdict.findings and verdict.findings[0].code == "not_a_number":
         return verdict
-    return explained(verdict, explain(length))
+    for length, failing in reversed(failed):  # the longest tells a length's effect best
+        reasons = explain(length)
+        if reasons:
+            return explained(failing, reasons)
+    return verdict
 
 
 _TRIED = {  # a scaling key a port hard-codes or misreads: the values tried, in order
