@@ -222,9 +222,15 @@ def test_bad_configs_at_the_command_line(tmp_path, text, message):
 def test_files_that_are_not_configs_are_refused_at_once(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)  # open() would block forever
-    for path in ("/dev/zero", fifo, tmp_path):
+    for path in ("/dev/zero", fifo):
         result = sinpe_cli("rope", path)
         assert result.returncode == 2 and "not a regular file" in result.stderr
+    # a folder is a model's: its config.json is read, refused the same way when it is not one
+    result = sinpe_cli("rope", tmp_path)
+    assert result.returncode == 2 and "holds no config.json" in result.stderr
+    os.mkfifo(tmp_path / "config.json")
+    result = sinpe_cli("rope", tmp_path)
+    assert result.returncode == 2 and "not a regular file" in result.stderr
     big = tmp_path / "big.json"
     with open(big, "wb") as handle:
         handle.truncate(17 << 20)
