@@ -179,6 +179,15 @@ def test_one_wrong_entry_anywhere_in_a_table_is_a_mismatch():
     assert "not a value a RoPE can use" in check_rope((cos, sin), e).explanation
 
 
+def test_a_complex_freqs_cis_table_is_read_as_cos_and_sin():
+    e = entry("llama-4-scout-17b-16e-instruct")
+    cos, sin = spec_of(e).rope(4096, layout="compact")
+    freqs_cis = (cos + 1j * sin).astype(np.complex64)
+    report = check_rope(freqs_cis, e)
+    assert report.verdict == "match" and report.judgment.dtype == "float32"
+    assert check_rope(np.conj(freqs_cis), e).verdict == "mismatch"
+
+
 def test_torch_tensors_and_bfloat16_are_read_without_importing_torch_in_the_kit():
     torch = pytest.importorskip("torch")
     e = entry(LLAMA32)

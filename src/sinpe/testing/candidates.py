@@ -10,7 +10,15 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-__all__ = ["InvFreq", "Rotates", "as_array", "call_table", "dtype_name", "pair_columns"]
+__all__ = [
+    "InvFreq",
+    "Rotates",
+    "as_array",
+    "call_table",
+    "complex_pair",
+    "dtype_name",
+    "pair_columns",
+]
 
 _DTYPES = ("float64", "float32", "float16", "bfloat16")
 
@@ -58,6 +66,19 @@ def as_array(value, name: str) -> tuple[np.ndarray, str]:
         raise TypeError(f"{name} must hold real numbers, got dtype {array.dtype}")
     name_ = dtype if dtype in _DTYPES else array.dtype.name
     return np.asarray(array, np.float64), name_
+
+
+def complex_pair(value) -> tuple | None:
+    """``(cos, sin)`` NumPy arrays of a complex table (``freqs_cis``: Llama 4, DeepSeek-V2;
+    its real and imaginary parts, float32 for complex64), else ``None``."""
+    if "complex" not in str(getattr(value, "dtype", "")):
+        return None
+    if hasattr(value, "detach"):
+        value = value.detach()
+    if hasattr(value, "cpu"):
+        value = value.cpu()
+    array = np.asarray(value)
+    return array.real, array.imag
 
 
 def dtype_name(names) -> str:

@@ -39,7 +39,15 @@ from .._verdict.verdict import (
     number,
     strict,
 )
-from .candidates import InvFreq, Rotates, as_array, call_table, dtype_name, pair_columns
+from .candidates import (
+    InvFreq,
+    Rotates,
+    as_array,
+    call_table,
+    complex_pair,
+    dtype_name,
+    pair_columns,
+)
 from .corpus import CorpusConfig, kit_refusal
 
 __all__ = ["Report", "assert_rope", "check_rope", "judged_lengths"]
@@ -444,7 +452,8 @@ def check_rope(candidate, config, *, positions=None, layout=None, layer_type=Non
     candidate
         One of: a ``(cos, sin)`` pair of arrays (NumPy, torch, MLX, JAX), each
         ``(positions, rotary_dim / 2)`` or ``(positions, rotary_dim)`` (each pair twice:
-        ``layout``), leading dimensions of 1 dropped; :class:`InvFreq` (``inv_freq`` and
+        ``layout``), leading dimensions of 1 dropped; a complex table (``freqs_cis``: its
+        real and imaginary parts); :class:`InvFreq` (``inv_freq`` and
         its attention factor); a callable ``positions -> (cos, sin)`` (given int64
         positions, and ``seq_len=`` where it takes one); :class:`Rotates` (a function
         rotating queries, in a stated layout).
@@ -504,6 +513,8 @@ def check_rope(candidate, config, *, positions=None, layout=None, layer_type=Non
             )
     elif isinstance(candidate, (tuple, list)) and len(candidate) == 2:
         verdict, judged = _arrays(candidate, spec, positions, layout, seq_len)
+    elif (parts := complex_pair(candidate)) is not None:
+        verdict, judged = _arrays(parts, spec, positions, layout, seq_len)
     elif callable(candidate):
         if positions is None:
             verdict, judged = _computed(candidate, spec, layout, "the candidate")
