@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -163,6 +164,24 @@ def test_const_values_of_each_float_type_are_read_and_others_refused(tmp_path):
         ir_file.const_values(ir, ir.layers[ids[0]], max_values=3)
 
 
+def test_the_fuzzers_seeds_are_read_beside_the_fuzzers_bin(tmp_path):
+    """tools/fuzz's openvino seeds (tools/fuzz/seeds.py) read as the fuzzer reads them, beside
+    its fixed .bin of float32 0, 1, 2, ...: a seed refused would start it from refusals only."""
+    from sinpe._check.openvino import find_frequencies
+
+    seeds = sorted((Path(__file__).with_name("data") / "fuzz" / "openvino").iterdir())
+    assert [s.name for s in seeds] == ["longrope.openvino", "tables.openvino", "traced.openvino"]
+    for seed in seeds:
+        path = tmp_path / seed.name
+        path.write_bytes(seed.read_bytes())
+        path.with_suffix(".bin").write_bytes(np.arange(1024, dtype=np.float32).tobytes())
+        ir = ir_file.read(path)
+        if seed.name != "tables.openvino":
+            assert [len(f.vectors) for f in find_frequencies(ir)] == [
+                2 if seed.name == "longrope.openvino" else 1
+            ]
+
+
 # ------------------------------------------------------------------- hand-written IRs judged
 
 
@@ -291,3 +310,166 @@ def test_the_command_line_reads_an_ir(tmp_path):
     assert found["parts"][0]["name"] == "inv_freq"
     done = run("check", str(_model(tmp_path, traced(_inv_freq()), name="ok")))
     assert done.returncode == 0 and "verdict: reads as the config" in done.stdout
+
+
+# --------------------------------------------------------------------------- optimum-intel's IRs
+# (the OpenVINO leg: tiny random twins saved by transformers, exported by optimum-intel through
+# the very function sinpe engines' OpenVINO line calls, judged, and run in the runtime)
+
+TWINS = {
+    "llama": None,
+    "yarn": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64},
+    "dynamic": {"rope_type": "dynamic", "factor": 2.0},
+}
+
+
+def _save_llama(folder, rope, sharp: float = 1.0):
+    import torch
+    import transformers
+
+    config = transformers.LlamaConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        rope_theta=10000.0, rope_scaling=rope, bos_token_id=1, eos_token_id=2,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.q_proj.weight.mul_(sharp)
+            layer.self_attn.k_proj.weight.mul_(sharp)
+    model.save_pretrained(folder)
+    return folder
+
+
+def _save_phi3(folder):
+    import torch
+    import transformers
+
+    config = transformers.Phi3Config(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+        original_max_position_embeddings=64, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        rope_scaling={"rope_type": "longrope", "original_max_position_embeddings": 64,
+                      "short_factor": PHI3["rope_scaling"]["short_factor"],
+                      "long_factor": PHI3["rope_scaling"]["long_factor"]},
+    )  # fmt: skip
+    torch.manual_seed(0)
+    transformers.Phi3ForCausalLM(config).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> dict:
+    """name -> (the saved twin's folder, its openvino_model.xml), exported by optimum-intel."""
+    pytest.importorskip("openvino")
+    pytest.importorskip("optimum.exporters.openvino")
+    import shift
+
+    from sinpe._engines.openvino import _export
+
+    root = tmp_path_factory.mktemp("openvino")
+    saved = {name: _save_llama(root / name, rope, 4.0) for name, rope in TWINS.items()}
+    saved["phi3-longrope"] = _save_phi3(root / "phi3-longrope")
+    saved["llama-3.1 (shift)"] = Path(shift.save(root / "shift"))
+    found = {}
+    for name, folder in saved.items():
+        _export(folder, root / f"{name}-ir")
+        found[name] = (folder, root / f"{name}-ir" / "openvino_model.xml")
+    return found
+
+
+@pytest.mark.parametrize("name", [*TWINS, "phi3-longrope", "llama-3.1 (shift)"])
+def test_an_exported_ir_is_judged_against_its_config(exported, name):
+    folder, xml = exported[name]
+    report = check_openvino(xml, folder / "config.json")
+    found = {p.name.split(" (")[-1]: p.judgment for p in report.parts}
+    assert report.notes and report.notes[0].startswith("exported by optimum-intel 2.2.0")
+    if name == "dynamic":  # the export traces the unscaled inv_freq: frozen at every length
+        assert report.verdict == "mismatch"
+        assert found["up to 256)"].verdict == "match"
+        assert [f.text for f in found["past 256, at 512)"].findings] == [
+            "dynamic NTK scaling not applied"
+        ]
+    elif name == "phi3-longrope":  # both factor sets in the IR, switched at the original length
+        assert report.verdict == "match"
+        assert sorted(found) == ["long factors: past 64, at 512)", "short factors: up to 64)"]
+    else:
+        assert report.verdict == "match" and len(report.parts) == 1
+    # and the same IR against another rope type's config is a mismatch, with its reason
+    other = dict(LLAMA, rope_scaling={"rope_type": "linear", "factor": 3.0})
+    if name != "phi3-longrope":
+        assert check_openvino(xml, other).verdict == "mismatch"
+
+
+def _runtime_logprobs(xml, offsets, vocab: int = 256) -> dict:
+    """The IR run by the OpenVINO runtime on the CPU (float32 inference and KV cache), the
+    shift test's tokens at positions ``p .. p + K - 1``: ``{p: log-probabilities}``."""
+    import openvino
+    import shift
+
+    core = openvino.Core()
+    compiled = core.compile_model(
+        str(xml), "CPU", {"INFERENCE_PRECISION_HINT": "f32", "KV_CACHE_PRECISION": "f32"}
+    )
+    request = compiled.create_infer_request()
+    ids = np.asarray([shift.tokens()], np.int64) % vocab
+    found = {}
+    for p in offsets:
+        request.reset_state()
+        inputs = {
+            "input_ids": ids,
+            "attention_mask": np.ones_like(ids),
+            "position_ids": np.arange(p, p + ids.shape[1], dtype=np.int64)[None],
+            "beam_idx": np.zeros(1, np.int32),
+        }
+        logits = request.infer(inputs)["logits"]
+        found[p] = shift.log_softmax(np.asarray(logits)[0])
+    return found
+
+
+def _transformers_logprobs(folder, offsets) -> dict:
+    import shift
+    import torch
+    import transformers
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    ids = torch.tensor([shift.tokens()]) % 256
+    found = {}
+    with torch.no_grad():
+        for p in offsets:
+            positions = torch.arange(p, p + ids.shape[1])[None]
+            logits = model(ids, position_ids=positions).logits[0].double().numpy()
+            found[p] = shift.log_softmax(logits)
+    return found
+
+
+def test_the_shift_model_runs_in_the_runtime_as_exact_at_far_positions(exported):
+    """The shift test's tiny Llama-3.1 in the OpenVINO runtime at positions up to 100,000,
+    against the float64 reference with sinpe's exact table (tests/shift.py)."""
+    import openvino
+    import shift
+
+    folder, xml = exported["llama-3.1 (shift)"]
+    reference = shift.transformers_logprobs(folder, exact=True)
+    ours = _runtime_logprobs(xml, shift.OFFSETS, shift.VOCAB)
+    found = shift.distances(ours, reference)
+    mine = shift.distances(shift.transformers_logprobs(folder), reference)
+    version = f"OpenVINO {openvino.__version__.split('-')[0]} (optimum-intel 2.2.0 export)"
+    shift.record("openvino", version, found)
+    # float32 angles: the distance grows with p, as transformers' own float32 run does
+    assert found[0] < 1e-3, found
+    assert all(found[p] < 20 * mine[p] + 1e-3 for p in shift.OFFSETS), (found, mine)
+
+
+def test_dynamic_ntk_frozen_at_export_is_what_the_runtime_computes(exported):
+    """What the verdict says, run: up to the original length (256) the IR's logits are
+    transformers'; past it transformers' dynamic base grows and the IR's does not."""
+    folder, xml = exported["dynamic"]
+    offsets = (0, 100_000)
+    got = _runtime_logprobs(xml, offsets)
+    want = _transformers_logprobs(folder, offsets)
+    near, far = (float(np.abs(got[p] - want[p]).max()) for p in offsets)
+    assert near < 1e-3 and far > 100 * near, (near, far)
+    plain = _runtime_logprobs(exported["llama"][1], offsets)  # the unscaled twin, same weights
+    assert float(np.abs(got[100_000] - plain[100_000]).max()) < 1e-3

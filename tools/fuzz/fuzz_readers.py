@@ -3,9 +3,11 @@
     python tools/fuzz/fuzz_readers.py FORMAT [libFuzzer options] [corpus folders]
     python tools/fuzz/fuzz_readers.py npz -max_total_time=180 -timeout=10 /tmp/c tests/data/fuzz/npz
 
-FORMAT is one of npy, npz, safetensors, pt, gguf, onnx. Each input is written to a file of
-that suffix and read as ``sinpe check`` reads it (``files.load``, ``gguf_file.read``,
-``onnx_file.read`` and every tensor's values); the only accepted outcome besides a reading is
+FORMAT is one of npy, npz, safetensors, pt, gguf, onnx, openvino. Each input is written to a
+file of that suffix and read as ``sinpe check`` reads it (``files.load``, ``gguf_file.read``,
+``onnx_file.read`` and every tensor's values; an OpenVINO IR's XML beside a fixed ``.bin`` of
+``OPENVINO_BIN`` bytes, ``openvino_file.read``, every float Const's values and the check's
+walks of its graph); the only accepted outcome besides a reading is
 a ``ValueError`` (the refusal). Anything else, and a refusal that says "out of memory" (the
 reader allocated what the file asked for), is a finding: libFuzzer stops, and the input is
 kept in the current folder (``finding-<sha1>.<format>``). The process runs under an
@@ -22,11 +24,13 @@ import os
 import resource
 import sys
 import tempfile
+from array import array
 
 import atheris
 
-FORMATS = ("npy", "npz", "safetensors", "pt", "gguf", "onnx")
+FORMATS = ("npy", "npz", "safetensors", "pt", "gguf", "onnx", "openvino")
 MAX_VALUES = 1 << 12  # values of one ONNX tensor read per input (the check reads rows)
+OPENVINO_BIN = 4096  # the .bin beside each IR: float32 values 0, 1, 2, ...
 
 
 def _limit_address_space(gib: float) -> None:
@@ -39,9 +43,11 @@ def _reader(fmt: str):
     if fmt == "pt":
         import torch  # noqa: F401  (imported before instrumenting: torch is not under test)
     with atheris.instrument_imports(include=["sinpe", "zipfile", "json"]):
+        from sinpe._check import openvino as openvino_check
         from sinpe._files import caches as files
         from sinpe._files import gguf as gguf_file
         from sinpe._files import onnx as onnx_file
+        from sinpe._files import openvino as openvino_file
 
     def read_onnx(path: str) -> None:
         model = onnx_file.read(path)
@@ -51,6 +57,23 @@ def _reader(fmt: str):
             except ValueError:
                 continue
 
+    def read_openvino(path: str) -> None:
+        weights = os.path.splitext(path)[0] + ".bin"
+        if not os.path.exists(weights):
+            with open(weights, "wb") as stream:
+                stream.write(bytes(memoryview(array("f", range(OPENVINO_BIN // 4)))))
+        ir = openvino_file.read(path)
+        for layer in ir.layers.values():
+            if layer.type == "Const" and layer.data.get("element_type") in openvino_file.FLOATS:
+                try:
+                    openvino_file.const_values(ir, layer, MAX_VALUES)
+                except ValueError:
+                    continue
+        openvino_check.find_frequencies(ir)
+        openvino_check.find_tables(ir, 8)
+
+    if fmt == "openvino":
+        return read_openvino
     if fmt == "gguf":
         return lambda path: gguf_file.read(path, tensors=("rope_freqs.weight",))
     if fmt == "onnx":

@@ -1,6 +1,6 @@
 """Write the fuzzers' seed corpora (``tests/data/fuzz/<format>/``): small valid files of each
 format sinpe reads, written by the test suite's own helpers (tests/gguf_files.py,
-tests/onnx_files.py) and by NumPy and torch as users write them.
+tests/onnx_files.py, tests/openvino_files.py) and by NumPy and torch as users write them.
 
     python tools/fuzz/seeds.py            # every format (pt only where torch is installed)
 """
@@ -62,6 +62,19 @@ def _onnx() -> dict:
     }
 
 
+def _openvino() -> dict:
+    """IRs' XML (the fuzzer writes a fixed .bin beside each: offsets within 4096 bytes)."""
+    from openvino_files import tables, traced
+
+    inv_freq = 1e4 ** (-np.arange(0, 16, 2) / 16)
+    cos, sin = sinpe.rope_config(LLAMA).rope(4, layout="compact", dtype="float32")
+    return {
+        "traced.openvino": traced(inv_freq, factor=1.25)[0].encode(),
+        "longrope.openvino": traced(inv_freq, 1.1, second=inv_freq / 2, switch=64)[0].encode(),
+        "tables.openvino": tables(cos, sin)[0].encode(),
+    }
+
+
 def _gguf() -> dict:
     from gguf_files import converted, encode
 
@@ -112,6 +125,7 @@ def seeds() -> dict:
         },
         "gguf": _gguf(),
         "onnx": _onnx(),
+        "openvino": _openvino(),
         "pt": _pt(),
     }
 

@@ -46,7 +46,8 @@ from .onnx import OnnxPart, OnnxReport, _config, _signature
 
 __all__ = ["check_openvino", "find_frequencies", "find_tables"]
 
-MAX_WALK = 4096  # layers visited walking back from one Sin/Cos (a rotary module has ~10)
+MAX_WALK = 1024  # layers visited in one walk of the graph (a rotary module has ~10)
+MAX_TRIG = 1 << 14  # Sin and Cos layers judged (a model has one pair per rotary module)
 # ops a frequency constant passes through on its way to Sin/Cos (never ShapeOf: its output
 # carries no value of its input, and behind it lies the whole model)
 _BACK = {
@@ -92,7 +93,7 @@ def _inputs(ir, at: int) -> list:
     return [source for _, source in ir.inputs.get(at, ())]
 
 
-def _products(ir, start: int) -> list:
+def _products(ir, start: int, fed: dict) -> list:
     """The ``MatMul``/``Multiply`` layers behind a ``Sin``/``Cos`` through ``_BACK`` ops that
     multiply the position ids (a Parameter behind one input) with constants (the other)."""
     found, seen, todo = [], {start}, [start]
@@ -104,9 +105,11 @@ def _products(ir, start: int) -> list:
             seen.add(source)
             sides = _inputs(ir, source)
             if ir.layers[source].type in ("MatMul", "Multiply") and len(sides) == 2:
-                fed = [_fed_by_parameter(ir, side) for side in sides]
-                if fed.count(True) == 1:
-                    found.append((source, sides[fed.index(False)]))
+                if any(side not in fed for side in sides):
+                    fed.update({side: _fed_by_parameter(ir, side) for side in sides})
+                flags = [fed[side] for side in sides]
+                if flags.count(True) == 1:
+                    found.append((source, sides[flags.index(False)]))
                     continue
             todo.append(source)
     return found
@@ -139,26 +142,32 @@ _ARITHMETIC = {
 _SHAPING = ("Convert", "Unsqueeze", "Squeeze", "Reshape", "Transpose")
 
 
-def _evaluate(ir, at: int, choices: dict, depth: int = 0):
+def _evaluate(ir, at: int, choices: dict, memo: dict | None = None, depth: int = 0):
     """The flat float64 values of the constant expression at ``at`` (``choices``: the branch,
-    1 or 2, each ``Select`` takes), or ``None`` where it is not one sinpe evaluates."""
+    1 or 2, each ``Select`` takes), or ``None`` where it is not one sinpe evaluates. Each
+    layer is evaluated once (``memo``), at most ``MAX_WALK`` of them, 32 deep."""
+    memo = {} if memo is None else memo
+    if at in memo:
+        return memo[at]
+    if depth > 32 or len(memo) >= MAX_WALK:
+        return None
+    memo[at] = None  # a cycle evaluates to nothing
     layer = ir.layers[at]
     sources = _inputs(ir, at)
-    if depth > 32:
-        return None
+    found = None
     if _float_const(layer):
-        return ir_file.const_values(ir, layer, max_values=1 << 16).reshape(-1)
-    if layer.type in _SHAPING and sources:
-        return _evaluate(ir, sources[0], choices, depth + 1)
-    if layer.type == "Select" and len(sources) == 3:
-        return _evaluate(ir, sources[choices.get(at, 1)], choices, depth + 1)
-    if layer.type in _ARITHMETIC and len(sources) == 2:
-        a, b = (_evaluate(ir, s, choices, depth + 1) for s in sources)
-        if a is None or b is None or (a.size != b.size and 1 not in (a.size, b.size)):
-            return None
-        with np.errstate(all="ignore"):
-            return _ARITHMETIC[layer.type](a, b)
-    return None
+        found = ir_file.const_values(ir, layer, max_values=1 << 16).reshape(-1)
+    elif layer.type in _SHAPING and sources:
+        found = _evaluate(ir, sources[0], choices, memo, depth + 1)
+    elif layer.type == "Select" and len(sources) == 3:
+        found = _evaluate(ir, sources[choices.get(at, 1)], choices, memo, depth + 1)
+    elif layer.type in _ARITHMETIC and len(sources) == 2:
+        a, b = (_evaluate(ir, source, choices, memo, depth + 1) for source in sources)
+        if a is not None and b is not None and (a.size == b.size or 1 in (a.size, b.size)):
+            with np.errstate(all="ignore"):
+                found = _ARITHMETIC[layer.type](a, b)
+    memo[at] = found
+    return found
 
 
 def _selects(ir, start: int) -> list:
@@ -236,10 +245,12 @@ def _factor(ir, trig: int) -> float | None:
 def find_frequencies(ir) -> list:
     """Every product of the position ids with constant frequencies feeding ``Sin``/``Cos``."""
     groups: dict = {}
-    for layer in ir.layers.values():
-        if layer.type not in ("Sin", "Cos"):
-            continue
-        for product, side in _products(ir, layer.id):
+    fed: dict = {}
+    trig = [layer for layer in ir.layers.values() if layer.type in ("Sin", "Cos")]
+    if len(trig) > MAX_TRIG:
+        raise ValueError(f"{ir.path}: more than {MAX_TRIG} Sin and Cos layers: not judged")
+    for layer in trig:
+        for product, side in _products(ir, layer.id, fed):
             users, factors = groups.get((product, side), ((), ()))
             groups[(product, side)] = (users + (layer.name,), factors + (_factor(ir, layer.id),))
     found = []
@@ -269,13 +280,21 @@ def find_tables(ir, half: int) -> list:
     return list(zip(cos, sin))
 
 
-def _reaches_rotation(ir, start: int, depth: int = 0) -> bool:
-    for user in ir.consumers.get(start, ()):
-        kind = ir.layers[user].type
-        if kind in ("Multiply", "RoPE"):
-            return True
-        if kind in _TO_TABLE and depth < 6 and _reaches_rotation(ir, user, depth + 1):
-            return True
+def _reaches_rotation(ir, start: int) -> bool:
+    """Whether a Const reaches a ``Multiply`` or ``RoPE`` through ``_TO_TABLE`` ops (each
+    layer visited once, 6 steps at most)."""
+    seen, frontier = {start}, [start]
+    for _ in range(6):
+        ahead = []
+        for at in frontier:
+            for user in ir.consumers.get(at, ()):
+                kind = ir.layers[user].type
+                if kind in ("Multiply", "RoPE"):
+                    return True
+                if kind in _TO_TABLE and user not in seen:
+                    seen.add(user)
+                    ahead.append(user)
+        frontier = ahead
     return False
 
 

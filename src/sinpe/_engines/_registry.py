@@ -89,6 +89,18 @@ ENGINES = (
         "absl-py, rich, kagglehub and torch (its tensorflow-text requirement, TensorFlow, is "
         "not needed: docs/engines.md)",
     ),
+    Engine(
+        "openvino",
+        "OpenVINO",
+        ("openvino",),
+        "sinpe._engines.openvino",
+        "optimum-intel's export (main_export, fp32) of a tiny random model of the twin, the IR "
+        "it writes judged by sinpe check openvino_model.xml (its traced inv_freq, attention "
+        "factor and any folded table: what the runtime forms its angles from)",
+        "pip install openvino optimum 'transformers<5.6' 'huggingface-hub<1.22' requests torch, "
+        "then pip install --no-deps optimum-intel (its torchvision requirement pulls a CUDA "
+        "torch and is not needed: .ci/openvino)",
+    ),
 )
 
 
