@@ -136,6 +136,15 @@ def test_every_corpus_config_is_judged_a_match_by_the_exact_reference_or_refused
     assert report.ok and report.judgment.compared > 0
 
 
+def test_a_config_transformers_builds_no_rotary_module_for_is_refused():
+    nemotron_h = [e for e in configs() if e.name.startswith(("nemotron-h", "nvidia-nemotron-3"))]
+    assert len(nemotron_h) == 3
+    for e in nemotron_h:
+        assert "builds no rotary module" in e.refused
+        with pytest.raises(ValueError, match="is not judged: transformers 5.24.0 builds no"):
+            check_rope(lambda p: (p, p), e)
+
+
 def test_a_vision_grid_is_refused_by_the_kit_with_its_reason():
     e = entry("pixtral-12b.vision_config")
     assert e.refused is not None and "vision grid" in e.refused

@@ -106,7 +106,7 @@ def _resolve(config, layer_type):
     """``(name, spec)`` of the config argument, one layer type's where it has several."""
     if isinstance(config, CorpusConfig):
         if config.refused is not None:
-            raise ValueError(f"config {config.name}: sinpe refuses it: {config.refused}")
+            raise ValueError(f"config {config.name} is not judged: {config.refused}")
         name, data = config.name, config.config
         layer_type = config.layer_type if layer_type is None else layer_type
     elif isinstance(config, (str, os.PathLike)):

@@ -158,6 +158,13 @@ def _entries(name: str, config: dict, source: str, form: str, path=None) -> list
 
 
 _CACHE: dict = {}
+# index.json's finding for a file transformers builds no rotary module for (Nemotron-H's
+# attention has none): a RoPE sinpe's common rules would read is not the model's
+_NO_MODULE = (
+    "transformers 5.24.0 builds no rotary module for this config (tools/transformers_rope.py "
+    "--published, 2026-12-07): the model has no RoPE to judge, though sinpe.rope_config reads "
+    "one by its common rules"
+)
 
 
 def kit_refusal(spec) -> str | None:
@@ -180,7 +187,10 @@ def _shipped() -> list:
             path = os.path.join(CORPUS, row["file"])
             config = rope_config_data(path)
             name = row["file"][: -len(".json")]
-            found += _entries(name, config, row["source"], _form(config), path)
+            entries = _entries(name, config, row["source"], _form(config), path)
+            if row.get("transformers_5_24") == "no rotary module":
+                entries = [e if e.refused else e._replace(refused=_NO_MODULE) for e in entries]
+            found += entries
         _CACHE["shipped"] = found
     return list(_CACHE["shipped"])
 
