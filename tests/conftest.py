@@ -18,10 +18,15 @@ def pytest_collection_modifyitems(config, items):
     """The tests of compiled code carry the `compiled` marker: every test that takes the
     `backend` fixture, and the files that say so (`pytestmark = pytest.mark.compiled`).
     The builds CI makes besides the default one (debug, SSE2, plain C, clang, sanitized)
-    run `-m compiled`; the rest of the suite does not depend on how the kernel was built."""
+    run `-m "compiled and not numpy_path"`; the rest of the suite does not depend on how the
+    kernel was built. A test's instance on the NumPy backend carries `numpy_path`: it runs
+    no compiled code, so those builds leave it to the default one (and the NumPy lane)."""
     for item in items:
         if "backend" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.compiled)
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("backend") == "numpy":
+            item.add_marker(pytest.mark.numpy_path)
 
 
 def _undecided() -> int:
