@@ -41,6 +41,7 @@ import numpy as np
 
 from .._rope import rotary as rot
 from .._rope.rope_types import ROPE_TYPES
+from .._rope.rotary import table_block
 from .._tables.checks import F64
 from .verdict import DRIFT, MATCH, MISMATCH, Finding, Verdict, finding, mismatch, number
 
@@ -72,7 +73,7 @@ _ANGLE_EPS = {"float64": 2.0**-53, "float32": 2.0**-24}  # the narrower drift is
 PARAMETER_TOLERANCE = 2.0**-19  # 16 float32 ulps, relative
 FIT_TOLERANCE = 1e-4  # relative: a frequency fitted from a table's float32 angles
 FACTOR_TOLERANCE = 2.0**-7  # a table's attention factor read from its row 0 (bfloat16: 1 ulp)
-BLOCK_ENTRIES = 1 << 20  # float64 entries per array per block: 8 MiB
+BLOCK_ENTRIES = 1 << 16  # float64 entries per array per block: 512 KiB, within a core's L2
 MAX_WIDTH = rot.MAX_HEAD_DIM  # a rotary width a file or an engine gives, at most
 MAX_POSITION = 1 << 40  # a position, a length or a context size, at most
 FIT_TOP = 1 << 20  # frequencies are fitted by doubling the position up to this one
@@ -171,6 +172,10 @@ def _preview_rows(rows: int) -> np.ndarray:
 
 
 def _exact(rotary, positions: np.ndarray, length: int):
+    n = positions.shape[0]
+    if rotary.n_axes == 1 and n and bool((np.diff(positions) == 1).all()):
+        # a run of rows (a held table's block): the filler's run, without a row's anchor each
+        return table_block(rotary, length, int(positions[0]), n, "compact", F64)
     if rotary.n_axes > 1:  # a text run: every axis at the same position
         positions = np.broadcast_to(positions, (rotary.n_axes, positions.shape[0]))
     return rot.table_at(rotary, positions, "compact", F64, None, "auto", length)
@@ -206,6 +211,7 @@ class _Tally:
         self.radial: tuple | None = None  # (position, pair, magnitude) of the first not A
         self.radii = [math.inf, -math.inf]  # the least and largest radius of blocks past match
         self.scaled = True  # each entry, brought to the factor's radius, within float32 drift
+        self.past_match: list = []  # the blocks past match: ``scaled`` is judged on them, later
         self.shifts: dict = {}  # each row's whole shift read off its slowest pair: rows
         self.rows = 0
         self.entries = 0
@@ -213,55 +219,70 @@ class _Tally:
         turning = np.flatnonzero(w > 0)
         self.slow = int(turning[np.argmin(w[turning])]) if turning.size else None
 
-    def add(self, bounds: _Bounds, positions, error, pairs, cos, sin, want) -> None:
-        finite = np.isfinite(error)
+    def add(self, bounds: _Bounds, positions, error, pairs, cos, sin, want, lo: int = 0) -> None:
+        """One block's errors (``lo``: its first row in the table)."""
         self.rows += positions.shape[0]
         self.entries += error.size * (1 if sin is None else 2)
-        if not finite.all() and self.bad is None:
-            row, column = np.argwhere(~finite)[0]
-            values = [v for v in (cos, sin) if v is not None]
-            value = next(v[row, column] for v in values if not np.isfinite(v[row, column]))
-            self.bad = (int(positions[row]), int(column), float(value))
-        excess = np.where(finite, error, np.inf) - bounds.match
-        within = bool((excess <= 0).all())
+        # the largest error is a number where every entry is (_errors marks the others NaN)
+        if math.isfinite(top := float(error.max(initial=0.0))):
+            excess = np.subtract(error, bounds.match)
+            within = top <= bounds.match  # fl(e - m) <= 0 exactly where e <= m
+        else:
+            finite = np.isfinite(error)
+            if self.bad is None:
+                row, column = np.argwhere(~finite)[0]
+                values = [v for v in (cos, sin) if v is not None]
+                value = next(v[row, column] for v in values if not np.isfinite(v[row, column]))
+                self.bad = (int(positions[row]), int(column), float(value))
+            excess = np.where(finite, error, np.inf) - bounds.match
+            within = bool((excess <= 0).all())
         self.within[MATCH] &= within
         p = positions.astype(np.float64)[:, None]
         for kind, rates in bounds.rates.items():
             if kind != "float32" and not self.within[kind]:
                 continue  # a narrower drift already ruled out: nothing more to learn
-            allowed = p * rates[pairs][None, :]
-            past = excess - allowed
-            self.within[kind] &= bool((past <= 0).all())
-            if kind == "float32" and excess.size:
-                row, column = np.unravel_index(int(np.argmax(past)), past.shape)
-                if past[row, column] > self.worst[0]:
-                    entry = (
-                        int(positions[row]),
-                        int(pairs[column]),
-                        float(error[row, column]),
-                        float(allowed[row, column] + bounds.match),
-                    )
-                    self.worst = (float(past[row, column]), entry)
+            if not excess.size:
+                continue
+            rate = rates[pairs]
+            past = np.multiply(p, rate[None, :])  # the allowed drift, then how far past it
+            np.subtract(excess, past, out=past)
+            if kind != "float32":
+                self.within[kind] &= bool(past.max() <= 0)  # no NaN: excess is never one
+                continue
+            row, column = np.unravel_index(int(np.argmax(past)), past.shape)
+            self.within[kind] &= bool(past[row, column] <= 0)
+            if past[row, column] > self.worst[0]:
+                allowed = p[row, 0] * rate[column]
+                entry = (
+                    int(positions[row]),
+                    int(pairs[column]),
+                    float(error[row, column]),
+                    float(allowed + bounds.match),
+                )
+                self.worst = (float(past[row, column]), entry)
         if sin is not None and self.bad is None and error.size:
-            self._angles(bounds, positions, pairs, cos, sin, want, within)
+            self._angles(bounds, positions, pairs, cos, sin, want, within, lo)
 
-    def _angles(self, bounds: _Bounds, positions, pairs, cos, sin, want, within: bool) -> None:
+    def _angles(self, bounds: _Bounds, positions, pairs, cos, sin, want, within, lo) -> None:
         """What only an angle's error does: keep each (cos, sin) at the attention factor's
         radius (within twice the match bound: entries within it are within that), and move
         each pair by its own amount (a shift by k positions moves every pair by k w_i: read
         off the slowest pair, where k w stays below pi)."""
         if not within:
             with np.errstate(invalid="ignore", over="ignore"):
-                radius = cos * cos
-                radius += sin * sin
-                np.sqrt(radius, out=radius)
-                self.radii = [min(self.radii[0], radius.min()), max(self.radii[1], radius.max())]
-                if self.scaled:
-                    self.scaled = _scaled_within(bounds, positions, pairs, cos, sin, want, radius)
-                radius -= bounds.factor
-                off = np.abs(radius, out=radius) > 2 * bounds.match
-            if off.any() and self.radial is None:
-                row, column = np.argwhere(off)[0]
+                square = cos * cos
+                square += sin * sin
+                # sqrt and fl(r - A) are monotone: the block's least and largest radius
+                # tell its radii, and whether any entry is off the factor's radius
+                low, high = np.sqrt(square.min()), np.sqrt(square.max())
+            self.radii = [min(self.radii[0], low), max(self.radii[1], high)]
+            self.past_match.append((lo, positions))
+            off = max(abs(low - bounds.factor), abs(high - bounds.factor)) > 2 * bounds.match
+            if off and self.radial is None:
+                with np.errstate(invalid="ignore", over="ignore"):
+                    radius = np.sqrt(square, out=square)
+                    radius -= bounds.factor
+                    row, column = np.argwhere(np.abs(radius, out=radius) > 2 * bounds.match)[0]
                 found = float(np.hypot(cos[row, column], sin[row, column]))
                 self.radial = (int(positions[row]), int(pairs[column]), found)
         if self.slow is None:
@@ -271,10 +292,28 @@ class _Tally:
         turn = np.arctan2(
             sin[:, j] * want_cos - cos[:, j] * want_sin, cos[:, j] * want_cos + sin[:, j] * want_sin
         )
-        ks, counts = np.unique(np.round(turn / bounds.inv_freq[pair]), return_counts=True)
+        turns = np.round(turn / bounds.inv_freq[pair])
+        turns = turns[turns != 0]  # a shift of 0 is no shift: counted nowhere
+        if not turns.size:
+            return
+        ks, counts = np.unique(turns, return_counts=True)
         for k, count in zip(ks.tolist(), counts.tolist()):
-            if k:
-                self.shifts[int(k)] = self.shifts.get(int(k), 0) + count
+            self.shifts[int(k)] = self.shifts.get(int(k), 0) + count
+
+    def rescale(self, bounds: _Bounds, rotary, read, pairs, length: int) -> None:
+        """``scaled``, judged (only a verdict on the radius asks it) on the blocks past
+        match, read again: whether every entry, brought to the factor's radius, drifts at
+        most."""
+        for _, chunk in self.past_match:
+            if not self.scaled:
+                return
+            cos, sin = _read_block(read, chunk, pairs.shape[0])
+            want = _exact(rotary, chunk, length)
+            with np.errstate(invalid="ignore", over="ignore"):
+                radius = cos * cos
+                radius += sin * sin
+                np.sqrt(radius, out=radius)
+            self.scaled = _scaled_within(bounds, chunk, pairs, cos, sin, want, radius)
 
     def shift(self) -> int | None:
         """The whole shift most rows show, where more than half of them show the same one."""
@@ -304,8 +343,9 @@ def _blocks(rows: int, columns: int, start: int):
 
 def _read_block(read: Callable, chunk: np.ndarray, columns: int) -> tuple:
     cos, sin = read(chunk)
-    cos = np.asarray(cos, np.float64)
-    sin = None if sin is None else np.asarray(sin, np.float64)
+    # contiguous: every pass over a block after this one runs at memory speed
+    cos = np.ascontiguousarray(cos, np.float64)
+    sin = None if sin is None else np.ascontiguousarray(sin, np.float64)
     for name, values in (("cos", cos), ("sin", sin)):
         if values is not None and values.shape != (chunk.shape[0], columns):
             raise ValueError(
@@ -323,7 +363,10 @@ def _errors(cos, sin, want_cos, want_sin, pairs) -> np.ndarray:
         np.abs(error, out=error)
         if sin is not None:
             other = np.subtract(sin, want_sin)
-            np.fmax(error, np.abs(other, out=other), out=error)
+            np.maximum(error, np.abs(other, out=other), out=error)
+        if math.isfinite(error.max(initial=0.0)):  # every entry a number: nothing to mark
+            return error
+        if sin is not None:
             error[~np.isfinite(sin)] = np.nan
         error[~np.isfinite(cos)] = np.nan
     return error
@@ -375,8 +418,11 @@ def _judge(rotary, read, rows, pairs, dtype: str, length: int, start: int, held:
         cos, sin = _read_block(read, chunk, pairs.shape[0])
         want = _exact(rotary, chunk, length)
         error = _errors(cos, sin, want[0], want[1], pairs)
-        tally.add(bounds, chunk, error, pairs, cos, sin, want)
+        tally.add(bounds, chunk, error, pairs, cos, sin, want, lo)
         errors[lo : lo + chunk.shape[0]] = error.max(axis=1, initial=0.0) if error.shape[1] else 0.0
+    low, high = tally.radii
+    if tally.radial is not None and tally.bad is None and high - low <= 4 * bounds.match:
+        tally.rescale(bounds, rotary, read, pairs, length)  # only the radius verdict asks
     held_entries = tally.entries if held else None
     positions = (start + np.arange(count)) if held else rows
     verdict = _table_verdict(tally, bounds, positions, errors, dtype, held_entries, rotary)

@@ -160,8 +160,9 @@ def _reader(tensor, first: int, h: int):
         else:
             index = torch.as_tensor(first + positions, dtype=torch.long, device=tensor.device)
             rows = tensor.index_select(0, index).to(wide)
-        values = rows.cpu().numpy().astype(np.float64)
-        return values[:, :h], values[:, h : 2 * h]
+        values = rows.cpu().numpy()
+        # each half widened into an array of its own (contiguous: the core's passes run fast)
+        return values[:, :h].astype(np.float64), values[:, h : 2 * h].astype(np.float64)
 
     return read
 
@@ -359,15 +360,35 @@ def fill_exact(layer, spec, report: LayerReport) -> LayerReport:
     first = int(rest.split(":")[0]) if rest else 0
     target = getattr(layer, buffer)[first : first + report.rows]
     dtype = _numpy_dtype(target.dtype, torch)
-    made = torch.empty(target.shape, dtype=target.dtype, device=target.device)
     step = max(1, (1 << 20) // max(int(target.shape[1]), 1))
     start, length = report.start, report.start + report.rows  # the positions of the rows
+    if target.device.type == "cpu":  # made on the host, then one copy of its bytes
+        made = np.empty(tuple(target.shape), dtype)
+        for lo in range(0, report.rows, step):
+            n = min(step, report.rows - lo)
+            (block,) = rot.table_block(spec._one(), length, start + lo, n, "vllm", dtype)
+            made[lo : lo + n] = block
+        np.copyto(_host_view(target, torch), _bits(made))
+        return report._replace(outcome="replaced")
+    made = torch.empty(target.shape, dtype=target.dtype, device=target.device)
     for lo in range(0, report.rows, step):
         n = min(step, report.rows - lo)
         (block,) = rot.table_block(spec._one(), length, start + lo, n, "vllm", dtype)
         made[lo : lo + n].copy_(_tensor(block, target.dtype, torch))
     target.copy_(made)
     return report._replace(outcome="replaced")
+
+
+def _host_view(tensor, torch) -> np.ndarray:
+    """A CPU tensor's memory as a NumPy array (bfloat16's bits as int16: NumPy has no
+    bfloat16 of its own)."""
+    if tensor.dtype == torch.bfloat16:
+        return tensor.detach().view(torch.int16).numpy()
+    return tensor.detach().numpy()
+
+
+def _bits(block: np.ndarray) -> np.ndarray:
+    return block.view(np.int16) if block.dtype.name == "bfloat16" else block
 
 
 def _numpy_dtype(dtype, torch):
