@@ -119,6 +119,15 @@ def test_a_spent_budget_fails_every_step_not_started(tmp_path):
         assert "not started: the budget was spent" in step["output_tail"]
 
 
+def test_a_step_whose_interpreter_cannot_start_fails_and_says_why(tmp_path):
+    missing = str(tmp_path / "no-venv" / "bin" / "python")
+    done, data = _run(tmp_path, "--dry-run", "--steps", "build", "--python", missing)
+    assert done.returncode == 1 and data["failed"] == ["build"], done.stdout + done.stderr
+    build = data["steps"]["build"]
+    assert build["summary"] == "the step's process exited 127 without a result"
+    assert build["output_tail"].startswith(f"could not start {missing}")
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is here")
 def test_without_a_gpu_it_says_so_in_one_line_and_exits_77(tmp_path):
     done, data = _run(tmp_path, "--steps", "build")

@@ -18,7 +18,7 @@ in the venv it needs, on ``device`` ("cuda"; "cpu" in a dry run):
   torch   a patched transformers model (sinpe.torch.patch) under torch.compile, and (CUDA)
           compile's mode="reduce-overhead" and a torch.cuda.CUDAGraph replayed at new
           positions: its outputs eager's
-  vllm    SINPE_VLLM=exact on the caches of tests/vllm_models.py's tiny random twins: each
+  vllm    tools/vllm_gpu.py: SINPE_VLLM=exact on tests/vllm_models.py's tiny random twins: each
           cache filled, judged again after generate (match) and sinpe's table bit for bit;
           a sliding-window Mistral's log-probabilities at positions 1-64 and past 100,000
           against the float64 reference (exact and off)
@@ -63,10 +63,6 @@ def _planted(step: str) -> bool:
 
 def _result(status: str, summary: str, figures: dict | None = None, **versions) -> dict:
     return {"status": status, "summary": summary, "figures": figures or {}, "versions": versions}
-
-
-def _skipped(why: str) -> dict:
-    return _result("skipped", why)
 
 
 def _held(checks: dict) -> str:
@@ -363,10 +359,13 @@ def _run(command: list, budget: Budget, env: dict | None = None) -> tuple:
     group is ended when the budget is (vLLM and SGLang start processes of their own)."""
     if budget.left() <= 0:
         return None, "not started: the budget was spent"
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-        start_new_session=True,
-    )  # fmt: skip
+    try:
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+            start_new_session=True,
+        )  # fmt: skip
+    except OSError as exc:  # an interpreter --setup could not make, say
+        return 127, f"could not start {command[0]}: {exc}"
     try:
         output, _ = process.communicate(timeout=budget.left())
         return process.returncode, output
