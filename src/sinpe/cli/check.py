@@ -109,7 +109,7 @@ def check_command(args):
     if args.fix is not None and not args.cache.lower().endswith(".onnx"):
         raise UsageError("--fix is for a .onnx model")
     if args.cache.lower().endswith(".onnx"):
-        return _onnx_command(args)
+        return _onnx_command(args, check_onnx)
     if args.cache.lower().endswith(".xml"):
         return _onnx_command(args, check_openvino)
     if _is_gguf(args.cache):
@@ -239,10 +239,11 @@ def _gguf_part_text(part) -> str:
 # --------------------------------------------------------------------------- an ONNX model
 
 
-def _onnx_command(args, check=check_onnx):
-    """``sinpe check model.onnx [config.json] [--fix OUT]``: the verdict, each cache's line,
-    and (``--fix``) the exact copy written; exit 1 where the model's RoPE is not its
-    config's."""
+def _onnx_command(args, check):
+    """``sinpe check model.onnx [config.json] [--fix OUT]`` (``check``: check_onnx; an
+    OpenVINO IR's openvino_model.xml with check_openvino, no --fix): the verdict, each
+    part's line, and (``--fix``) the exact copy written; exit 1 where the model's RoPE is
+    not its config's."""
     given = [name for name, unset in _NOT_FOR_GGUF.items() if getattr(args, name) != unset]
     if given or args.n_ctx is not None:
         names = given + ["n_ctx"] * (args.n_ctx is not None)
