@@ -222,6 +222,19 @@ def test_an_inv_freq_is_judged_at_every_length_and_a_callable_at_the_core_positi
     assert held.verdict == "match" and held.judgment.compared == 2 * 4096 * 32
 
 
+def test_a_cache_of_the_trained_length_is_judged_up_to_it_and_says_so():
+    e = entry(LLAMA32)
+    cos, sin = spec_of(e).rope(131072, layout="compact", dtype=np.float32)
+    report = check_rope(lambda p: (cos[p], sin[p]), e)  # IndexError past the cache
+    assert report.verdict == "match" and report.lengths == (131072,)
+    (note,) = report.notes
+    assert note.startswith("not judged at length 262,144 (past the trained 131,072): IndexError")
+    assert report.explanation.endswith(note)
+    short = cos[:1000], sin[:1000]
+    with pytest.raises(IndexError):  # within the trained length, a failure is the port's
+        check_rope(lambda p: (short[0][p], short[1][p]), e)
+
+
 def test_a_length_switch_is_judged_on_both_sides():
     phi = spec_of(entry("phi-3.5-vision-instruct"))
     assert judged_lengths(phi) == [4096, 4097, 131072, 262144]
@@ -245,7 +258,7 @@ def test_rotates_derives_cos_and_sin_from_unit_queries_in_either_layout():
             return out
 
         report = check_rope(Rotates(rotate, layout), e)
-        assert report.ok, report.explanation
+        assert report.ok and report.notes == (), report.explanation
         wrong = "interleaved" if layout == "half" else "half"
         assert not check_rope(Rotates(rotate, wrong), e).ok
 

@@ -56,6 +56,8 @@ _OK = (MATCH, DRIFT)
 
 
 class _ReportFields(NamedTuple):
+    """A report's fields: the verdict, the config's name, the lengths judged, the notes."""
+
     judgment: Verdict
     config: str
     lengths: tuple
@@ -66,12 +68,10 @@ class Report(_ReportFields, Judged):
     """What ``check_rope`` found: the core's ``Verdict`` (``judgment``) and what it was
     judged on. ``verdict`` is ``"match"``, ``"drift"`` (float32 angles' error, growing with
     the position as the core's bound allows) or ``"mismatch"``; ``explanation`` says why in
-    the core's words; ``ok``: a match or a drift."""
+    the core's words (and the notes: what was not judged, and why); ``ok``: a match or a
+    drift."""
 
-    judgment: Verdict
-    config: str
-    lengths: tuple
-    notes: tuple = ()
+    __slots__ = ()
 
     @property
     def ok(self) -> bool:
@@ -80,11 +80,11 @@ class Report(_ReportFields, Judged):
 
     @property
     def explanation(self) -> str:
-        """The verdict in words: its reasons for a mismatch, else what it claims."""
+        """The verdict in words: its reasons for a mismatch, else what it claims; the notes
+        (what was not judged, and why) after it."""
         judgment = self.judgment
-        if judgment.verdict == MISMATCH:
-            return judgment.reason or judgment.text
-        return judgment.text
+        words = judgment.reason or judgment.text if judgment.verdict == MISMATCH else judgment.text
+        return "; ".join([words, *self.notes])
 
     def as_json(self) -> dict:
         """Strict JSON-ready data: the config, the lengths judged, the verdict's fields."""
@@ -391,9 +391,15 @@ def _rotation_reader(candidate: Rotates, spec):
     return table, shown
 
 
+class _PastTrained(Exception):
+    """The candidate failed at a length past the config's trained one."""
+
+
 def _computed(fn, spec, layout, name: str) -> tuple:
     """A callable ``positions -> (cos, sin)``, judged at the core's probe positions at each
-    length of ``judged_lengths``."""
+    length of ``judged_lengths``: ``(verdict, lengths judged, notes)``; a length past the
+    trained one where the candidate raises (a cache sized to the trained length) is noted
+    and left out."""
     h = _pair_count(spec)
     probe = call_table(fn, np.arange(2, dtype=np.int64), _trained(spec), name)
     pairs = pair_columns(probe[0].shape[1] if probe[0].ndim == 2 else -1, h, layout, name)
@@ -402,9 +408,16 @@ def _computed(fn, spec, layout, name: str) -> tuple:
         np.arange(h) if layout != "interleaved" or pairs.shape[0] == h else np.arange(0, 2 * h, 2)
     )
 
+    trained = _trained(spec)
+
     def reader(length: int, only_pairs: bool = False):
         def read(chunk):
-            cos, sin, _ = call_table(fn, np.asarray(chunk, np.int64), length, name)
+            try:
+                cos, sin, _ = call_table(fn, np.asarray(chunk, np.int64), length, name)
+            except (IndexError, ValueError, RuntimeError) as exc:
+                if length <= trained:
+                    raise
+                raise _PastTrained(f"{type(exc).__name__}: {exc}") from exc
             cos, sin = (
                 _squeeze(cos, f"the cos {name} returned"),
                 _squeeze(sin, f"the sin {name} returned"),
@@ -413,15 +426,20 @@ def _computed(fn, spec, layout, name: str) -> tuple:
 
         return read
 
-    judged = []
+    judged, notes = [], []
     for length in judged_lengths(spec):
-        table = judge_computed(spec._one(), reader(length), pairs, dtype, length)
+        try:
+            table = judge_computed(spec._one(), reader(length), pairs, dtype, length)
+        except _PastTrained as exc:  # a cache of the trained length: said, not a crash
+            text = " ".join(str(exc).split())[:200]
+            notes.append(f"not judged at length {length:,} (past the trained {trained:,}): {text}")
+            continue
         judged.append((length, table.verdict))
 
     def explain(length: int):
         return _explain_rows(spec, reader(length, True), length)(length)
 
-    return _merged(judged, spec, explain), tuple(n for n, _ in judged)
+    return _merged(judged, spec, explain), tuple(n for n, _ in judged), tuple(notes)
 
 
 def _held_callable(fn, spec, positions, layout, seq_len, name: str) -> tuple:
@@ -498,12 +516,14 @@ def check_rope(candidate, config, *, positions=None, layout=None, layer_type=Non
         table, shown = _rotation_reader(candidate, spec)
         stated = "halves" if candidate.layout == "half" else "pairs"
         structural, _ = judge_parameters(spec, Held(rotation=shown or stated), None)
+        said = []
         if shown is not None and shown != stated:
-            notes = (f"Rotates states layout {candidate.layout!r} but rotates {shown}",)
+            said.append(f"Rotates states layout {candidate.layout!r} but rotates {shown}")
         if positions is None:
-            verdict, judged = _computed(table, spec, None, "Rotates.fn")
+            verdict, judged, notes = _computed(table, spec, None, "Rotates.fn")
         else:
             verdict, judged = _held_callable(table, spec, positions, None, seq_len, "Rotates.fn")
+        notes = tuple(said) + tuple(notes)
         if structural:
             verdict = verdict._replace(
                 verdict=MISMATCH,
@@ -517,7 +537,7 @@ def check_rope(candidate, config, *, positions=None, layout=None, layer_type=Non
         verdict, judged = _arrays(parts, spec, positions, layout, seq_len)
     elif callable(candidate):
         if positions is None:
-            verdict, judged = _computed(candidate, spec, layout, "the candidate")
+            verdict, judged, notes = _computed(candidate, spec, layout, "the candidate")
         else:
             verdict, judged = _held_callable(
                 candidate, spec, positions, layout, seq_len, "the candidate"
