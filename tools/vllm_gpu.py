@@ -4,9 +4,10 @@ SGLang's. Alone:
 
     python tools/vllm_gpu.py [--device cpu]     # prints the step's JSON; exit 0 when it held
 
-On ``device`` (bfloat16 caches on CUDA, float32 on the CPU), each tiny random twin of
-tests/vllm_models.py is loaded by ``vllm.LLM`` with ``SINPE_VLLM=exact`` (in-process, so
-that the plugin's reports are this process's), generates, and then every cache is judged
+On ``device`` (bfloat16 caches on CUDA, float16 below compute capability 8.0; float32 on
+the CPU), each tiny random twin of tests/vllm_models.py is loaded by ``vllm.LLM`` with
+``SINPE_VLLM=exact`` (in-process, so that the plugin's reports are this process's, one LLM
+at a time), generates, and then every cache is judged
 again by ``sinpe.vllm.check`` (a filled cache: match) and compared with sinpe's table in the
 cache's dtype bit for bit; llama-partial (a mismatch) must be left as vLLM made it. Then
 tests/test_vllm.py's long prompt: a sliding-window Mistral's log-probabilities of tokens
@@ -36,7 +37,7 @@ def _vllm(folder, device: str, dtype: str, **keywords):
     import vllm
 
     if device == "cuda":
-        keywords.setdefault("gpu_memory_utilization", 0.25)
+        keywords.setdefault("gpu_memory_utilization", 0.15)  # tiny models, one at a time
     keywords = {"max_model_len": 4096, "seed": 0, **keywords}
     return vllm.LLM(model=str(folder), skip_tokenizer_init=True, dtype=dtype,
                     enforce_eager=True, **keywords)  # fmt: skip
@@ -143,7 +144,11 @@ def step(device: str, planted: bool = False) -> dict:
     import vllm
     import vllm_models
 
-    dtype = "bfloat16" if device == "cuda" else "float32"
+    dtype = "float32"
+    if device == "cuda":  # vLLM refuses bfloat16 below compute capability 8.0
+        import torch
+
+        dtype = "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
     figures: dict = {"cache_dtype_asked": dtype}
     checks = {}
     with tempfile.TemporaryDirectory(prefix="sinpe-gpu-vllm-") as folder:
