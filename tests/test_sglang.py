@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,6 +92,45 @@ def test_a_rule_changed_in_sglang_changes_its_line(tmp_path):
     report, line = _line("llama-3.1-8b", pythons={"sglang": changed})
     assert line.verdict == "mismatch" and report.exit_code == 1, line.text
     assert any("Llama-3 scaling not applied" in reason for reason in line.reasons), line.reasons
+    # a mismatch is read again: the same bytes from a second build, each cache's hash said
+    assert "SGLang's second build of the model made the same bytes" in line.notes, line.notes
+    assert any("(cos_sin_cache) has SHA-256 " in note for note in line.notes), line.notes
+    assert not any("sinpe judged the same bytes twice" in note for note in line.notes)
+
+
+def test_a_cache_sglang_builds_differently_once_is_said_with_both_readings(tmp_path):
+    """Issue 67: once, gpt-oss's line said "frequencies differ ... by up to 0.000148
+    (relative, pair 26)" and 45 reruns did not. Here SGLang's YaRN rule is made to err so
+    only on its first call (its pair 26 off by 1.48e-4): the line stays a mismatch (that build
+    held it) and says that a second build made other bytes, where (the rows, pair 26), each
+    hash, and the second build's verdict (drift: no reason of its own)."""
+    changed = changed_interpreter(
+        tmp_path,
+        """
+        from sglang.srt.layers.rotary_embedding import yarn
+        rule = yarn.YaRNScalingRotaryEmbedding._compute_inv_freq
+        calls = []
+        def first_call_off(self, scaling_factor):
+            inv_freq = rule(self, scaling_factor)
+            calls.append(scaling_factor)
+            if len(calls) == 1:
+                inv_freq[26] *= 1 + 1.48e-4
+            return inv_freq
+        yarn.YaRNScalingRotaryEmbedding._compute_inv_freq = first_call_off
+        """,
+    )
+    report, line = _line("gpt-oss-20b", pythons={"sglang": changed})
+    assert line.verdict == "mismatch" and report.exit_code == 1, line.text
+    (reason,) = line.reasons  # the first build's; the second drifts (no reason)
+    assert "(relative, pair 26)" in reason and "(second build)" not in reason, reason
+    (rebuilt,) = [n for n in line.notes if "differently on a second build" in n]
+    assert re.match(
+        r"SGLang built model\.layers\.0\.self_attn\.rotary_emb differently on a second build "
+        r"of the same config \(SHA-256 [0-9a-f]{16}\): 131,071 rows differ ",
+        rebuilt,
+    ), rebuilt
+    assert "pairs 26, by up to" in rebuilt and "(the first at position 1" in rebuilt, rebuilt
+    assert not any("same bytes" in n for n in line.notes), line.notes
 
 
 # --------------------------------------------------------------------------- the plugin
