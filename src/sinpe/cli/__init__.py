@@ -1,5 +1,5 @@
-"""The ``sinpe`` command: ``table``, ``rope``, ``check``, ``engines``, ``plot``, ``bench``,
-``info``.
+"""The ``sinpe`` command: ``table``, ``rope``, ``check``, ``engines``, ``conformance``, ``plot``,
+``bench``, ``info``.
 
 ``main`` is the entry point; ``parser.py`` reads the arguments, and each subcommand is the
 module of its name. A command given ``--json`` returns its one object, which ``main`` alone
@@ -16,7 +16,7 @@ import traceback
 from .. import _environment
 from .._files import writing
 from .._verdict.verdict import dumps, refusal
-from . import bench, check, engines, info, plot, rope, table
+from . import bench, check, conformance, engines, info, plot, rope, table
 from .parser import asks_for_json, build_parser
 
 __all__ = ["main"]
@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
             "rope": rope.rope_command,
             "check": check.check_command,
             "engines": engines.engines_command,
+            "conformance": conformance.conformance_command,
             "plot": plot.plot_command,
             "bench": bench.bench_command,
             "info": info.info_command,

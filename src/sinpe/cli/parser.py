@@ -9,6 +9,7 @@ from .._version import __version__
 from .arguments import UsageError
 from .bench import add_bench_arguments
 from .check import add_check_arguments
+from .conformance import add_conformance_arguments
 from .engines import add_engines_arguments
 from .info import add_info_arguments
 from .plot import add_plot_arguments
@@ -21,6 +22,7 @@ _SUBCOMMANDS = (
     add_rope_arguments,
     add_check_arguments,
     add_engines_arguments,
+    add_conformance_arguments,
     add_plot_arguments,
     add_bench_arguments,
     add_info_arguments,
