@@ -215,3 +215,68 @@ def test_docs_matrix_holds_for_sglangs_column():
             "qwen3-next-80b-a3b-thinking",
         ],
     )
+
+
+def _stand_in_model(values):
+    import torch
+
+    class RotaryEmbedding(torch.nn.Module):  # named as SGLang's (and vLLM's) class
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("cos_sin_cache", torch.tensor(values, dtype=torch.float32))
+            self.rotary_dim = 2
+
+    model = torch.nn.Module()
+    model.rotary_emb = RotaryEmbedding()
+    return model
+
+
+def _stand_in_reports(*verdicts):
+    from types import SimpleNamespace
+
+    def report(verdict):
+        judgment = SimpleNamespace(verdict=verdict, as_json=lambda: {"verdict": verdict})
+        return SimpleNamespace(
+            cls="RotaryEmbedding", names=("rotary_emb",), notes=(), judgment=judgment
+        )
+
+    return [report(v) for v in verdicts]
+
+
+def test_a_mismatch_sinpe_judges_otherwise_the_second_time_is_said_to_be_sinpe_s():
+    """The second judgment of the same bytes differing is a defect in sinpe, said so; a
+    second build that hands back the same module is not taken as a second reading."""
+    from sinpe.sglang import _engine
+
+    model = _stand_in_model([[1.0, 0.0], [0.5, 0.8]])
+    said = iter([_stand_in_reports("drift")])
+    layers, notes = _engine._read_again(
+        model, _stand_in_reports("mismatch"), lambda: model, lambda m: next(said)
+    )
+    assert layers == [] and notes[0].startswith("SGLang's rotary_emb (cos_sin_cache) has SHA-256 ")
+    assert notes[1:] == [
+        "sinpe judged the same bytes twice and its verdicts differ (a defect in sinpe, not "
+        "SGLang's): the second judgment says RotaryEmbedding: drift",
+        "SGLang's second build reused its rotary modules: not compared",
+    ]
+
+
+def test_two_builds_bytes_compared_where_they_differ():
+    from sinpe.sglang import _engine
+
+    first, second = (
+        _stand_in_model([[1.0, 0.0], [0.5, 0.8]]),
+        _stand_in_model([[1.0, 0.0], [0.5, 0.9]]),
+    )
+    assert _engine.digest(first.rotary_emb.cos_sin_cache) != _engine.digest(
+        second.rotary_emb.cos_sin_cache
+    )
+    where = _engine.differing(first.rotary_emb.cos_sin_cache, second.rotary_emb.cos_sin_cache)
+    assert where == "1 rows differ (the first at position 1), pairs 0, by up to 0.1", where
+    same = _engine._read_again(
+        first,
+        _stand_in_reports("mismatch"),
+        lambda: _stand_in_model([[1.0, 0.0], [0.5, 0.8]]),
+        lambda m: _stand_in_reports("mismatch"),
+    )
+    assert same[0] == [] and same[1][-1] == "SGLang's second build of the model made the same bytes"
