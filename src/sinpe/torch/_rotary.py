@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+from torch.compiler import is_compiling
 
 from .._rope.config import rope_config
 from .._rope.rope_types import ROPE_TYPES, frequency_count
@@ -281,6 +282,8 @@ class RotaryEmbedding(nn.Module):
     buffers, as transformers'. ``clear()`` frees the tables (remade on the next eager call).
     """
 
+    _compiled_path: str | None = None  # (a module pickled by sinpe 0.4.0 has none)
+
     def __init__(
         self,
         config: Any,
@@ -338,6 +341,17 @@ class RotaryEmbedding(nn.Module):
         )
         self._static = [name for name, layer in self._layers.items() if layer.lengths]
         self._table_names: frozenset = frozenset()  # the table buffers held now
+        # A compiled forward guards on every Python value it reads: the common module (one
+        # RoPE, one set of frequencies, one position axis) reads this one string there
+        # ("<layout>" or "<layout>/<fixed dtype>"; None: another module, the general path)
+        if (
+            spec.layer_types is None
+            and first.lengths == (None,)
+            and first.n_axes == 1
+            and chosen != "complex"  # (torch.complex: a guard of its own)
+        ):
+            fixed = self._fixed_dtype()
+            self._compiled_path = chosen if fixed is None else f"{chosen}/{fixed}"
         if not getattr(_CANDIDATES, "on", False):  # patch() makes them once it has chosen
             self._make_tables(self._fixed_dtype() or "float32", device)
 
@@ -456,6 +470,11 @@ class RotaryEmbedding(nn.Module):
             ``(cos, sin)`` each ``position_ids.shape + (width,)`` in the model's layout and
             dtype, on ``x``'s device; a complex ``freqs_cis`` for complex-layout models.
         """
+        path = self._compiled_path
+        if path is not None and layer_type is None and is_compiling():
+            found = self._compiled_lookup(path, x, position_ids)
+            if found is not None:
+                return found
         layer = self._layer(layer_type)
         dtype = self._dtype(x)
         if not layer.lengths or position_ids.is_floating_point():
@@ -463,6 +482,33 @@ class RotaryEmbedding(nn.Module):
         else:
             cos, sin = self._lookup(layer, layer_type, position_ids, dtype, x.device)
         return _layout(cos, sin, self.layout)
+
+    def _compiled_lookup(self, path: str, x: torch.Tensor, position_ids: torch.Tensor):
+        """The common module's compiled forward (None: the general one decides): what
+        ``_lookup`` and ``_layout`` do, read through tensor methods and one attribute, so
+        that Dynamo guards on little besides the tensors (``torch.<name>`` costs a guard)."""
+        layout, _, fixed = path.partition("/")
+        kind = str(position_ids.dtype)  # "torch.int64": a constant while compiling
+        if kind in ("torch.bool", "torch.complex64", "torch.complex128") or (
+            position_ids.is_floating_point()
+        ):
+            return None
+        dtype = fixed or str(x.dtype).rpartition(".")[2]
+        table_cos = self._buffers.get(f"cos_{dtype}")
+        table_sin = self._buffers.get(f"sin_{dtype}")
+        if table_cos is None or table_sin is None:
+            return None
+        index = position_ids.long().to(table_cos.device)
+        # an id at or past the end raises in the gather's bounds check; a negative one is
+        # sent past the end, where the gather would wrap it
+        index = index.masked_fill(index < 0, table_cos.shape[0])
+        cos, sin = table_cos[index].to(x.device), table_sin[index].to(x.device)
+        if layout == "half":
+            repeats = (1,) * (cos.dim() - 1) + (2,)
+            return cos.repeat(repeats), sin.repeat(repeats)
+        if layout == "interleaved":
+            return cos.repeat_interleave(2, dim=-1), sin.repeat_interleave(2, dim=-1)
+        return cos, sin  # compact
 
     @torch.compiler.disable  # reads the ids' values, as transformers' dynamic modules do
     def _exact(self, layer: _Layer, position_ids, dtype: str, device):
