@@ -430,6 +430,22 @@ def test_the_plugin_leaves_other_tests_alone(pytester):
         result.assert_outcomes(passed=1)
 
 
+def test_the_installed_plugin_imports_nothing_of_sinpe_in_another_suite(pytester):
+    """pytest loads the entry point in every run of every project where sinpe is installed:
+    a suite that does not ask for the corpus runs without sinpe imported."""
+    pytester.makepyfile(
+        test_alone="""
+import sys
+
+def test_sinpe_not_imported(pytestconfig):
+    assert pytestconfig.pluginmanager.has_plugin("sinpe")  # the entry point was loaded
+    assert "sinpe" not in sys.modules
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
 def test_a_test_taking_rope_config_runs_once_per_corpus_config(pytester):
     pytester.makepyfile(test_port=CONFORMANCE.format(body="assert rope_config.rope_type"))
     result = pytester.runpytest_inprocess("-q")

@@ -1,7 +1,7 @@
 """sinpe's RoPE conformance kit, for other implementations' test suites: a corpus of published
 configs (:func:`configs`), assertions in the ``numpy.testing`` style (:func:`check_rope`,
 :func:`assert_rope`) judged by sinpe's verdict core, a pytest plugin (``rope_config``
-fixture, opt-in: ``sinpe.testing.plugin``) and ``sinpe conformance MODULE:CALLABLE``.
+fixture, opt-in: the top-level module ``sinpe_pytest``) and ``sinpe conformance MODULE:CALLABLE``.
 See docs/testing.md."""
 
 from .candidates import InvFreq, Rotates

@@ -1,5 +1,9 @@
 """The pytest plugin of sinpe's conformance kit (entry point ``pytest11``: ``sinpe``).
 
+A module of its own, outside the ``sinpe`` package: pytest loads every installed plugin in
+every run, and this one imports nothing of sinpe until a test asks for
+``rope_config``, so that installing sinpe costs another project's test run nothing.
+
 Opt-in: it changes nothing unless a test asks for the ``rope_config`` fixture, is marked
 ``@pytest.mark.sinpe_corpus``, or ``--sinpe-corpus`` is given. A test taking ``rope_config``
 runs once per corpus config (its id the config's name); a config sinpe refuses is skipped
@@ -9,8 +13,6 @@ with its reason. ``--sinpe-corpus=all`` (default), a rope type (``yarn``, ``long
 from __future__ import annotations
 
 import pytest
-
-from .corpus import select_corpus
 
 __all__ = ["pytest_addoption", "pytest_configure", "pytest_generate_tests", "selected"]
 
@@ -39,6 +41,8 @@ def pytest_configure(config) -> None:
 
 def selected(which: str | None, **select) -> list:
     """The corpus entries ``--sinpe-corpus=which`` names, narrowed by a marker's selection."""
+    from sinpe.testing.corpus import select_corpus  # only now: a test asked for the corpus
+
     try:
         return select_corpus(which, **select)
     except ValueError as exc:
