@@ -54,10 +54,11 @@ class Net:
         return "\n".join(rows)
 
 
-def traced(inv_freq, factor=None, second=None, switch=None) -> tuple:
+def traced(inv_freq, factor=None, second=None, switch=None, more=()) -> tuple:
     """A traced rotary module: ``inv_freq`` (float32) times the position ids, Sin and Cos
     (each times ``factor`` where given); with ``second``, a ``Select`` between the two by
-    ``seq_len > switch`` (LongRoPE's short and long factors)."""
+    ``seq_len > switch`` (LongRoPE's short and long factors); ``more``: ``(inv_freq,
+    factor)`` of other rotary modules beside it (one per layer type)."""
     net = Net()
     positions = net.layer("Parameter", name="position_ids", data='shape="?,?" element_type="i64"')
     freq = net.const(np.asarray(inv_freq, np.float32).reshape(1, -1, 1), "inv_freq")
@@ -67,14 +68,19 @@ def traced(inv_freq, factor=None, second=None, switch=None) -> tuple:
         limit = net.const(np.asarray([switch], np.int64), "switch", shape=())
         condition = net.layer("Greater", (shape, limit))
         freq = net.layer("Select", (condition, other, freq))
-    ids = net.layer("Convert", (positions,), data='destination_type="f32"')
-    angles = net.layer("MatMul", (freq, ids))
-    both = net.layer("Concat", (angles, angles), data='axis="-1"')
-    for trig in ("Sin", "Cos"):
-        out = net.layer(trig, (both,))
-        if factor is not None:
-            out = net.layer("Multiply", (out, net.const(np.float32([factor]), shape=(1, 1, 1))))
-        net.layer("Result", (out,))
+    modules = [(freq, factor)]
+    for k, (values, scale) in enumerate(more, 1):
+        const = net.const(np.asarray(values, np.float32).reshape(1, -1, 1), f"inv_freq_{k}")
+        modules.append((const, scale))
+    for freq, scale in modules:
+        ids = net.layer("Convert", (positions,), data='destination_type="f32"')
+        angles = net.layer("MatMul", (freq, ids))
+        both = net.layer("Concat", (angles, angles), data='axis="-1"')
+        for trig in ("Sin", "Cos"):
+            out = net.layer(trig, (both,))
+            if scale is not None:
+                out = net.layer("Multiply", (out, net.const(np.float32([scale]), shape=(1, 1, 1))))
+            net.layer("Result", (out,))
     return net.xml(), bytes(net.data)
 
 

@@ -289,6 +289,31 @@ def test_longrope_switched_by_a_select_is_judged_in_each_regime(tmp_path):
     assert report.verdict == "mismatch" and codes == ["original_length"] * 2
 
 
+GEMMA3 = {
+    "model_type": "gemma3_text",
+    "head_dim": 16,
+    "max_position_embeddings": 1024,
+    "layer_types": ["sliding_attention", "full_attention"],
+    "rope_parameters": {
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+    },
+}
+
+
+def test_each_layer_types_module_is_judged_against_the_rope_it_matches(tmp_path):
+    local, full = _inv_freq(), _inv_freq(1e6) / 8
+    report, codes = _verdict(_model(tmp_path, traced(local, more=[(full, None)]), GEMMA3))
+    assert report.verdict == "match", codes
+    assert sorted(p.layer_type for p in report.parts) == ["full_attention", "sliding_attention"]
+    # the global module without its linear x8: neither layer type's RoPE, so not judged, and
+    # the full-attention layers' RoPE is then found nowhere
+    report, codes = _verdict(_model(tmp_path, traced(local, more=[(_inv_freq(1e6), None)]),
+                                    GEMMA3, "unscaled"))  # fmt: skip
+    assert report.verdict == "unchecked" and sorted(codes) == ["layer_of", "missing_attribute"]
+    assert "the IR has no RoPE for the full_attention layers" in report.parts[-1].judgment.text
+
+
 def test_tables_folded_into_consts_are_judged_row_by_row(tmp_path):
     import sinpe
 

@@ -41,7 +41,7 @@ from .._verdict.judge import (
     parameters_verdict,
     title,
 )
-from .._verdict.verdict import finding, mismatch, not_judged, overall
+from .._verdict.verdict import MISMATCH, finding, mismatch, not_judged, overall
 from .onnx import OnnxPart, OnnxReport, _config, _signature
 
 __all__ = ["check_openvino", "find_frequencies", "find_tables"]
@@ -319,8 +319,13 @@ def check_openvino(path, config=None) -> OnnxReport:
     spec = rope_config(data)
     half = (spec.head_dim or 0) // 2
     parts: list = []
+    served: set = set()
     for group in find_frequencies(ir):
-        parts += _judge_frequencies(ir, spec, data, group, half)
+        judged, layer_type = _judge_frequencies(ir, spec, group)
+        parts += judged
+        served.add(layer_type)
+    if parts:
+        parts += _unserved(spec, served)
     for cos, sin in find_tables(ir, half):
         parts.append(_judge_table(ir, spec, cos, sin, half))
     if not parts:
@@ -336,21 +341,50 @@ def check_openvino(path, config=None) -> OnnxReport:
     return OnnxReport(path, overall(p.judgment for p in parts), tuple(parts), notes, None)
 
 
-def _layer_spec(spec, data: dict, group: Frequencies):
-    """The spec the group is judged against, or a ``not_judged`` verdict: a config whose
-    layer types hold different RoPEs does not say which one a traced module serves."""
+def _layer_specs(spec) -> list:
+    """The specs a traced module may serve: the config's, or one per distinct RoPE of its
+    layer types (a layer type without RoPE left out)."""
     if spec.layer_types is None:
-        return spec, None
-    if len({_signature(spec, t) for t in spec.layer_types}) == 1:
-        return spec.layer(spec.layer_types[0]), None
+        return [spec]
+    found: dict = {}
+    for layer_type in dict.fromkeys(spec.layer_types):
+        signature = _signature(spec, layer_type)
+        if len(signature) > 1:  # a layer type with RoPE
+            found.setdefault(signature, spec.layer(layer_type))
+    return list(found.values())
+
+
+def _judge_frequencies(ir, spec, group: Frequencies) -> tuple:
+    """``(parts, layer type)``: a group judged against the config's one RoPE, or against
+    each of its layer types' RoPEs, the one it matches kept (``None`` where none: the
+    layers it serves are not known, and it is not judged)."""
+    specs = _layer_specs(spec)
+    for one in specs:
+        parts = _judge_against(one, group)
+        if len(specs) == 1 or all(p.judgment.verdict != MISMATCH for p in parts):
+            return parts, one.layer_type
     reason = finding("layer_of", engine=", ".join(map(repr, group.users[:2])))
-    return None, not_judged(reason)
+    return [
+        OnnxPart(name, None, 0, "float32", not_judged(reason)) for name, _ in group.vectors
+    ], None
 
 
-def _judge_frequencies(ir, spec, data: dict, group: Frequencies, half: int) -> list:
-    one, refused = _layer_spec(spec, data, group)
-    if refused is not None:
-        return [OnnxPart(name, None, 0, "float32", refused) for name, _ in group.vectors]
+def _unserved(spec, served: set) -> list:
+    """A part for each of the config's layer types' RoPEs no group matched: not in the IR
+    as sinpe reads it, so never a match."""
+    parts = []
+    for one in _layer_specs(spec) if spec.layer_types is not None else []:
+        if one.layer_type not in served:
+            what = f"RoPE for the {one.layer_type} layers"
+            reason = finding("missing_attribute", engine="the IR", config=what)
+            parts.append(
+                OnnxPart(f"({one.layer_type})", one.layer_type, 0, "-", not_judged(reason))
+            )
+    return parts
+
+
+def _judge_against(one, group: Frequencies) -> list:
+    half = (one.head_dim or 0) // 2
     held_factor = _worst_factor(one, group.factors, _lengths(one)[-1][1])
     lengths = _lengths(one)
     parts = []
