@@ -21,18 +21,21 @@ tests/test_undecided.py searches that structured part of the domain.
 
 Prints one JSON line per (ISA, dtype): values swept, seconds, values per second, the count
 and the ring; ``--out FILE`` also writes them all as a JSON list. An undecided value is
-to be decided with mpmath (tools/hard_cases.py's ``halfway_distance``) and kept in
-tests/data/undecided_cases.json with tests/test_undecided.py.
+added to FOUND below: ``--write-cases`` decides each with mpmath and writes
+tests/data/undecided_cases.json, which tests/test_undecided.py reads (``--check-cases``:
+exit 1 if the file is not what it would write).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -96,6 +99,75 @@ def child(isa: str, dtype_name: str, values: int, seed: int) -> dict:
     }
 
 
+# The undecided values found (the inputs the ring names), each kept in CASES_FILE decided by
+# mpmath: (p, w, factor, dtype, where it came from). correct.h's tiny path (|p w| < 2^-40)
+# bounds its error by |y| 2^-96, so an exact halfway point of factor * p * w (sin) or of
+# the factor (cos) with |p w| below about 2^-47 is undecided; below 2^-537 (cos) the
+# double-double loses the correction entirely and the kernel's own rounding is a tie.
+FOUND = [
+    (-(2.0**-149), 0.5, 1.0, "float32", "test_backends.py's encode test, 2026-12-05"),
+    (2.0**-149, 0.5, 1.0, "float32", "the same, positive"),
+    (1.0, 2.0**-60, 1 + 2.0**-24, "float32", "cos: a halfway factor"),
+    (3.0, 2.0**-60, 1 + 2.0**-11, "float16", "cos: a halfway factor"),
+    (2.0, 2.0**-60, 1 + 2.0**-8, "bfloat16", "cos: a halfway factor"),
+    (1.0, 257 * 2.0**-70, 1.0, "bfloat16", "sin: p w a halfway point"),
+    (1.0, (2**24 + 1) * 2.0**-80, 1.0, "float32", "sin: p w a halfway point"),
+    (1.0, 1e-200, 1 + 3 * 2.0**-24, "float32", "cos: a halfway factor, x^2 underflows"),
+    (1.0, 1e-200, 1 + 3 * 2.0**-11, "float16", "cos: a halfway factor, x^2 underflows"),
+    (1.0, 1e-200, 1 + 3 * 2.0**-8, "bfloat16", "cos: a halfway factor, x^2 underflows"),
+]
+CASES_FILE = Path(__file__).resolve().parent.parent / "tests" / "data" / "undecided_cases.json"
+_FORMATS = {"float32": (23, -126, 127), "float16": (10, -14, 15), "bfloat16": (7, -126, 127)}
+
+
+def decide(p: float, w: float, factor: float, dtype_name: str) -> tuple[float, float]:
+    """factor cos(p w) and factor sin(p w) rounded once to the type by mpmath, at a precision
+    that holds the deviation from the halfway point (x^2 relative, x = |p w| tiny), checked."""
+    import mpmath
+
+    mantissa, min_exponent, max_exponent = _FORMATS[dtype_name]
+    x = abs(p * w) if p * w else 1.0
+    prec = 200 + 3 * max(0, -math.frexp(x)[1])  # x^2 / 2 resolved with 100+ bits to spare
+    ctx = mpmath.MPContext()
+    ctx.prec = prec
+    arg = ctx.mpf(p) * ctx.mpf(w)
+    out = []
+    for v in (ctx.mpf(factor) * ctx.cos(arg), ctx.mpf(factor) * ctx.sin(arg)):
+        if v == 0:
+            out.append(math.copysign(0.0, p * w * factor))
+            continue
+        _, e = ctx.frexp(v)
+        step = ctx.ldexp(ctx.mpf(1), max(e - 1, min_exponent) - mantissa)
+        scaled = abs(v) / step
+        below = ctx.floor(scaled)
+        # no tie: the value is transcendental; its distance to the halfway point is seen
+        assert abs(scaled - below - ctx.mpf(0.5)) > ctx.ldexp(1, 40 - prec), (p, w, factor)
+        n = below + (1 if scaled - below > 0.5 else 0)
+        value = float(n * step)
+        value = math.inf if value >= 2.0 ** (max_exponent + 1) else value
+        out.append(value if v > 0 else -value)
+    return out[0], out[1]
+
+
+def cases() -> dict:
+    """The contents of CASES_FILE."""
+    rows = []
+    for p, w, factor, dtype_name, source in FOUND:
+        c, s = decide(p, w, factor, dtype_name)
+        rows.append(
+            {
+                "p": p,
+                "w": w,
+                "factor": factor,
+                "dtype": dtype_name,
+                "cos": c,
+                "sin": s,
+                "source": source,
+            }
+        )
+    return {"tool": "tools/sweep_undecided.py --write-cases", "cases": rows}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--values", type=float, default=1e9, help="per dtype and ISA")
@@ -103,8 +175,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--isa", nargs="+", default=None, help="default: every one this CPU runs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="also write the reports here (JSON list)")
+    parser.add_argument("--write-cases", action="store_true", help=f"rewrite {CASES_FILE.name}")
+    parser.add_argument("--check-cases", action="store_true", help="exit 1 if it is stale")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.write_cases or args.check_cases:
+        text = json.dumps(cases(), indent=1) + "\n"
+        if args.write_cases:
+            CASES_FILE.write_text(text)
+            return 0
+        return 0 if CASES_FILE.exists() and CASES_FILE.read_text() == text else 1
     if args.child:
         print(json.dumps(child(args.isa[0], args.dtype[0], int(args.values), args.seed)))
         return 0
