@@ -29,21 +29,37 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.numpy_path)
 
 
-def _undecided() -> int:
+def _undecided() -> tuple[int, int]:
+    """How many narrow values each backend (the twin, the kernel) rounded undecided."""
     kernel = backends.kernel
-    return _twin.undecided() + (kernel.undecided() if kernel is not None else 0)
+    return _twin.undecided(), (kernel.undecided() if kernel is not None else 0)
+
+
+def _undecided_inputs(made: tuple[int, int]) -> str:
+    """The inputs of the undecided values just made (each backend's ring keeps its last 64),
+    one line each: to decide with mpmath (tools/hard_cases.py) and keep as hard cases."""
+    kernel = backends.kernel
+    logs = (_twin.undecided_log(), kernel.undecided_log() if kernel is not None else [])
+    return "\n".join(
+        f"  p={e['p']!r} w={e['w']!r} factor={e['factor']!r} dtype={e['dtype']} isa={e['isa']}"
+        for log, n in zip(logs, made)
+        for e in (log[-n:] if n else [])
+    )
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     """A narrow value rounded without being decided (correct.h, _twin/correct.py: each one's
-    chance is about 2^-70, none is expected) fails the test during which it was made, named:
-    the counts are process-wide, so a test reading them at its end would blame itself for
-    another test's inputs, and only in some orders."""
+    chance is about 2^-70, none is expected) fails the test during which it was made, named
+    with its inputs: the counts are process-wide, so a test reading them at its end would
+    blame itself for another test's inputs, and only in some orders."""
     before = _undecided()
     result = yield
-    made = _undecided() - before
-    assert made == 0, f"{made} narrow values rounded without being decided during this test"
+    made = tuple(now - then for now, then in zip(_undecided(), before))
+    assert made == (0, 0), (
+        f"{sum(made)} narrow values rounded without being decided during this test; their "
+        f"inputs (the last 64 of each backend at most):\n{_undecided_inputs(made)}"
+    )
     return result
 
 

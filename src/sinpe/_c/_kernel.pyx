@@ -13,8 +13,9 @@ the work in the C headers beside this file. Glue only:
   ``fill(plan, out0, out1, anchors, values, codes, start, origin, threads)``: the one filler (``fill.h``,
   whose header has the scheme and its error bound; the rotation is ``rotate.h``);
 - ``round_half(values, out)``: the float16/bfloat16 converter of the filler's stores.
-- ``correctly_rounded(p, w, factor, dtype)``, ``undecided()``: the correctly rounding
-  evaluator of narrow values (``correct.h``) and how many it could not decide.
+- ``correctly_rounded(p, w, factor, dtype)``, ``undecided()``, ``undecided_log()``: the
+  correctly rounding evaluator of narrow values (``correct.h``), how many the filler could
+  not decide and the inputs of the last of them.
 
 Arguments are trusted: ``sinpe._tables`` builds the plans and checks every array (shape,
 dtype, C order, writable). Everything is read and written through raw pointers (acquiring a
@@ -123,6 +124,14 @@ cdef extern from "fill.h":
     int correct_cos_sin_c "sinpe_correct_cos_sin"(double p, double w, double factor, int kind,
                                                   double* c, double* s) noexcept nogil
     long long undecided_c "sinpe__undecided"
+    int UNDECIDED_RING "SINPE_UNDECIDED_RING"
+    ctypedef struct undecided_entry "sinpe_undecided_entry":
+        double p
+        double w
+        double factor
+        int kind
+        int isa
+    undecided_entry* undecided_ring_c "sinpe__undecided_ring"
 
 
 NAME = "cython"
@@ -551,3 +560,19 @@ def undecided():
     """How many narrow values this process rounded without deciding them (``correct.h``:
     within about 2**-96 of a halfway point; none has been seen)."""
     return undecided_c
+
+
+def undecided_log():
+    """The inputs of the last (up to 64) values ``undecided`` counts, most recent last: one
+    dict per value, ``p``, ``w``, ``factor``, ``dtype`` and ``isa`` (the instruction set the
+    fill ran at), so that an undecided value is never lost (tests/conftest.py names them)."""
+    cdef long long n = undecided_c
+    cdef long long first = n - UNDECIDED_RING if n > UNDECIDED_RING else 0
+    cdef long long i
+    cdef undecided_entry e
+    log = []
+    for i in range(first, n):
+        e = undecided_ring_c[i % UNDECIDED_RING]
+        log.append({"p": e.p, "w": e.w, "factor": e.factor,
+                    "dtype": _TABLE_DTYPES[e.kind], "isa": ISA_NAMES[e.isa]})
+    return log

@@ -72,7 +72,7 @@ typedef struct {
     int clamp, scale;
     sinpe_place cos, sin;
     /* narrow kinds: what the values that may round the wrong way are recomputed from */
-    int kind;
+    int kind, isa;                /* isa: the job's level (SINPE_ISA_*), for the undecided ring */
     size_t itemsize;
     double p0;                    /* the position of row 0 of the run */
     const double *w;              /* the frequency of lane 0 */
@@ -156,6 +156,28 @@ static inline double sinpe__near(double acc, double c, double s, double keep, do
 /* values correctly rounded though not decided (correct.h): none is expected */
 static long long sinpe__undecided = 0;
 
+/* The inputs of the last SINPE_UNDECIDED_RING undecided values, so that one is never lost:
+   entry n % SINPE_UNDECIDED_RING holds the n-th (n counted from 0 by sinpe__undecided, whose
+   atomic increment hands each thread its own slot). Written only on the undecided path; an
+   entry is complete once the fill that wrote it has returned (the kernel reads it then). */
+#define SINPE_UNDECIDED_RING 64
+typedef struct {
+    double p, w, factor;
+    int kind, isa;
+} sinpe_undecided_entry;
+static sinpe_undecided_entry sinpe__undecided_ring[SINPE_UNDECIDED_RING];
+
+static void sinpe__record_undecided(double p, double w, double factor, int kind, int isa)
+{
+    long long n = SINPE__FETCH_ADD(&sinpe__undecided, 1);
+    sinpe_undecided_entry *e = &sinpe__undecided_ring[n % SINPE_UNDECIDED_RING];
+    e->p = p;
+    e->w = w;
+    e->factor = factor;
+    e->kind = kind;
+    e->isa = isa;
+}
+
 #if defined(_MSC_VER)
 #define SINPE__NOINLINE __declspec(noinline)
 #else
@@ -206,7 +228,7 @@ SINPE__NOINLINE static void sinpe__fix(const sinpe_rows *a, ptrdiff_t t, ptrdiff
         if (p == 0.0 || w == 0.0)
             continue;
         if (sinpe_correct_cos_sin(p, w, a->factor, a->kind, &c, &s) != 2)
-            SINPE__FETCH_ADD(&sinpe__undecided, 1);
+            sinpe__record_undecided(p, w, a->factor, a->kind, a->isa);
         sinpe__put_placed(a, &a->cos, t, lane, c);
         sinpe__put_placed(a, &a->sin, t, lane, s);
     }
@@ -431,6 +453,7 @@ static void sinpe__fill_segment(const sinpe_fill_job *job, ptrdiff_t s, ptrdiff_
        the same float32/float16/bfloat16 as its clamped value, so the clamp is skipped. */
     rows.clamp = job->kind == SINPE_KIND_F64 || rows.scale;
     rows.kind = job->kind;
+    rows.isa = job->isa;
     rows.itemsize = job->itemsize;
     rows.w = plan->table + SINPE_ROW_W * h + first;
     if (job->kind != SINPE_KIND_F64)

@@ -6,8 +6,9 @@ kernel (``sinpe._c._kernel``), module by module with the C headers of the same s
 - ``log_dd``, ``power_vector`` (``frequencies.py`` <-> ``frequencies.h``): the frequency rule;
 - ``Plan``, ``fill`` (``fill.py`` <-> ``fill.h`` and ``rotate.h``): the one filler;
 - ``round_half`` (``half.py`` <-> ``half.h``): float16/bfloat16 rounded once;
-- ``correctly_rounded``, ``undecided`` (``correct.py`` <-> ``correct.h``): narrow values
-  correctly rounded (the same bits by other operations: both are correct);
+- ``correctly_rounded``, ``undecided``, ``undecided_log`` (``correct.py`` <-> ``correct.h``
+  and ``fill.h``): narrow values correctly rounded (the same bits by other operations: both
+  are correct), how many were not decided and the inputs of the last of them;
 - ``dd.py`` <-> ``dd.h``: the error-free transformations they share.
 
 ``turns.exact_columns`` and ``exact.slow_columns`` (big integers) have no compiled twin:
@@ -15,7 +16,7 @@ both backends call them.
 """
 
 from .correct import _set_checked as _set_checked
-from .correct import correctly_rounded, undecided
+from .correct import correctly_rounded, undecided, undecided_log
 from .exact import exact_cos_sin
 from .fill import Plan, fill
 from .frequencies import log_dd, power_vector
@@ -37,4 +38,5 @@ __all__ = [
     "prepare_frequency_table",
     "round_half",
     "undecided",
+    "undecided_log",
 ]

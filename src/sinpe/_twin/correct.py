@@ -14,6 +14,7 @@ of float32 values (fewer in the half types).
 from __future__ import annotations
 
 import math
+from collections import deque
 from fractions import Fraction
 
 import numpy as np
@@ -30,7 +31,7 @@ from .._exactmath.correct_constants import (
 from .._exactmath.exact_constants import INV_2PI, INV_2PI_BITS
 from .half import _FORMATS as _HALF_FORMATS
 
-__all__ = ["correctly_rounded", "guard", "undecided", "unsure"]
+__all__ = ["correctly_rounded", "guard", "undecided", "undecided_log", "unsure"]
 
 CHECKED = True  # the kernel's: narrow values correctly rounded; _set_checked(False): not
 
@@ -40,6 +41,9 @@ _MAX_BITS = 1024
 # the bits a float64 mantissa has beyond each type's (fill.h's D; generated, as the guard's)
 _DROP_BITS = {"float32": GUARD_DROP_F32, "float16": GUARD_DROP_F16, "bfloat16": GUARD_DROP_BF16}
 _undecided = 0
+# the inputs of the last undecided values, most recent last (the kernel's ring, fill.h)
+_UNDECIDED_RING = 64
+_undecided_log: deque[dict[str, float | str]] = deque(maxlen=_UNDECIDED_RING)
 
 
 def guard(dtype_name: str, factor: float) -> tuple[int, int, float, float, float]:
@@ -158,6 +162,9 @@ def correctly_rounded(p: float, w: float, factor: float, dtype: str) -> tuple[fl
             decided = all(_same(lo, hi) for lo, hi in out)
             if not decided:
                 _undecided += 1
+                _undecided_log.append(
+                    {"p": p, "w": w, "factor": factor, "dtype": dtype, "isa": "numpy"}
+                )
             return out[0][0], out[1][0], decided
         bits *= 2
 
@@ -165,6 +172,12 @@ def correctly_rounded(p: float, w: float, factor: float, dtype: str) -> tuple[fl
 def undecided() -> int:
     """How many narrow values this process rounded without deciding them (none expected)."""
     return _undecided
+
+
+def undecided_log() -> list[dict[str, float | str]]:
+    """The inputs of the last (up to 64) values ``undecided`` counts, most recent last: one
+    dict per value, ``p``, ``w``, ``factor``, ``dtype`` and ``isa`` ("numpy"): the kernel's."""
+    return list(_undecided_log)
 
 
 def _set_checked(checked: bool) -> bool:
