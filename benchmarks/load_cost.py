@@ -78,7 +78,10 @@ if engine == "vllm":
     _plugin._after_load = timed(_plugin._after_load, "seconds")
     variable, version = "SINPE_VLLM", vllm.__version__
 
+    from vllm.model_executor.layers import rotary_embedding
+
     def one_load():
+        rotary_embedding._ROPE_DICT.clear()  # each load builds its own cache, as a new process
         llm = load(folder, seed=0)
         del llm
         gc.collect()
@@ -101,7 +104,10 @@ else:
     after = timed(_plugin.after_load_model, "seconds")
     variable, version = "SINPE_SGLANG", sglang.__version__
 
+    from sglang.srt.layers.rotary_embedding import factory
+
     def one_load():
+        factory._ROPE_DICT.clear()  # each load builds its own cache, as a new process
         config = ModelConfig(model_path=folder, dtype="float32", trust_remote_code=False)
         model = _initialize_model(config, LoadConfig(load_format="dummy"))
         runner.reserve_rope_cache_for_long_sequences(model, config, _logging.getLogger("load"))
