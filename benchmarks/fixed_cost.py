@@ -4,8 +4,10 @@ functions (its ``_tables/tables.py``, loaded beside today's) in the same rounds.
 
     taskset -c 0 python benchmarks/fixed_cost.py [--rounds N] [--against COMMIT]
 
-Each round times every contender once (calls repeated for ~2 ms), interleaved, so machine
-noise hits them alike; each ratio is the median of per-round ratios (quartiles in brackets).
+Each round times every contender once (calls repeated for ``--sample-ms`` of this thread's
+CPU time, ``time.thread_time``: a shared or overloaded machine's preemptions are not counted,
+as wall-clock samples of a few microseconds' calls would), interleaved, so what noise is left
+hits them alike; each ratio is the median of per-round ratios (quartiles in brackets).
 Two spellings of the call: the defaults (``sinusoidal_positional_encoding(1, 128)``, against
 ``np.ones((1, 128))``) and ratios.py's (``dtype="float64", backend="cython"``, against
 ``np.ones((1, 128), dtype="float64")``). Target: at most 2.0 for 1 x 128.
@@ -18,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +30,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ratios import cpu_name, exit_without_kernel, quartiles, rounds_parser  # noqa: E402
 
 import sinpe  # noqa: E402
-from sinpe.cli.bench import timed  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 2.0
@@ -53,7 +55,20 @@ def tables_at(commit):
     return module
 
 
-def contenders(n, d, then):
+def cpu_timed(fn, seconds):
+    """This thread's CPU seconds per call of ``fn``, calling it for at least ``seconds``."""
+    calls = 16
+    while True:
+        start = time.thread_time()
+        for _ in range(calls):
+            fn()
+        elapsed = time.thread_time() - start
+        if elapsed >= seconds:
+            return elapsed / calls
+        calls *= 2 if elapsed > seconds / 4 else 8
+
+
+def contenders(n, d, then, seconds):
     """{name: timer} for one shape: np.ones and sinpe in both spellings (and ``then``'s)."""
     calls = {
         "np.ones": functools.partial(np.ones, (n, d)),
@@ -67,12 +82,13 @@ def contenders(n, d, then):
         calls[f"{label} dtype=, backend="] = functools.partial(
             table, n, d, dtype="float64", backend="cython"
         )
-    return {name: functools.partial(timed, call) for name, call in calls.items()}
+    return {name: functools.partial(cpu_timed, call, seconds) for name, call in calls.items()}
 
 
 def main(argv=None):
     parser = rounds_parser(__doc__)
     parser.add_argument("--against", default=None, help="a commit to compare with")
+    parser.add_argument("--sample-ms", type=float, default=20.0, help="CPU ms per sample")
     args = parser.parse_args(argv)
     exit_without_kernel("fixed_cost.py")
     then = tables_at(args.against) if args.against else None
@@ -82,14 +98,14 @@ def main(argv=None):
         f"sinpe {sinpe.__version__} at {head}{dirty}"
         + (f", against {args.against}'s tables.py" if then else "")
         + f"; {datetime.date.today()}, {cpu_name()}, numpy {np.__version__}, "
-        f"{args.rounds} interleaved rounds: medians, and ratios as the median of per-round "
-        "ratios (quartiles in brackets)\n"
+        f"{args.rounds} interleaved rounds of {args.sample_ms:g} CPU ms (thread time) per "
+        "sample: medians, and ratios as the median of per-round ratios (quartiles in brackets)\n"
     )
     print("| table | call | time | / np.ones | target |")
     print("|---|---|---|---|---|")
     failed = 0
     for n, d in SHAPES:
-        timers = contenders(n, d, then)
+        timers = contenders(n, d, then, args.sample_ms / 1000)
         for fn in timers.values():
             fn()  # warm caches and allocator
         samples = {name: [] for name in timers}
