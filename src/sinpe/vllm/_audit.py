@@ -363,12 +363,12 @@ def fill_exact(layer, spec, report: LayerReport) -> LayerReport:
     step = max(1, (1 << 20) // max(int(target.shape[1]), 1))
     start, length = report.start, report.start + report.rows  # the positions of the rows
     if target.device.type == "cpu":  # made on the host, then one copy of its bytes
-        made = np.empty(tuple(target.shape), dtype)
+        host = np.empty(tuple(target.shape), dtype)
         for lo in range(0, report.rows, step):
             n = min(step, report.rows - lo)
             (block,) = rot.table_block(spec._one(), length, start + lo, n, "vllm", dtype)
-            made[lo : lo + n] = block
-        np.copyto(_host_view(target, torch), _bits(made))
+            host[lo : lo + n] = block
+        np.copyto(_host_view(target, torch), _bits(host))
         return report._replace(outcome="replaced")
     made = torch.empty(target.shape, dtype=target.dtype, device=target.device)
     for lo in range(0, report.rows, step):
