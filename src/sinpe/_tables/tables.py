@@ -195,9 +195,7 @@ def sinusoidal_positional_encoding(
            [0.84147098, 0.54030231, 0.00999983, 0.99995   ]])
     """
     if (  # the common call: plain ints and float, no out, one thread, arguments seen before
-        type(seq_len) is int
-        and type(d_model) is int
-        and type(offset) is int
+        type(seq_len) is type(d_model) is type(offset) is int
         and type(base) is float
         and out is None
         and (threads is None or (type(threads) is int and threads == 1))
@@ -206,12 +204,10 @@ def sinusoidal_positional_encoding(
             resolved = _RESOLVED[dtype, backend, convention]
         except (KeyError, TypeError):  # not seen yet, or unhashable
             resolved = None
-        if (  # every check the calls below make, for rows within the first anchor's span
+        if (  # every check of the general path, for rows within the first anchor's span
             resolved is not None
-            and 0 <= offset
-            and 0 < seq_len <= GRID_SPAN - offset
-            and 0 < d_model
-            and seq_len * d_model < PARALLEL_MIN_ELEMENTS  # one thread, no memory check
+            and 0 <= offset < offset + seq_len <= GRID_SPAN
+            and 0 < seq_len * d_model < PARALLEL_MIN_ELEMENTS  # one thread, no memory check
             and 0.0 < base < _INFINITY
         ):
             table_dtype, module, preset = resolved
@@ -220,6 +216,12 @@ def sinusoidal_positional_encoding(
                 table = np.empty((seq_len, d_model), table_dtype)
                 module.fill(filler.plan, table, None, filler.origin, None, None, offset, 0.0, 1)
                 return table
+    return _general_table(seq_len, d_model, base, offset, dtype, out, backend, threads, convention)
+
+
+def _general_table(seq_len, d_model, base, offset, dtype, out, backend, threads, convention):
+    """``sinusoidal_positional_encoding`` of any arguments: each checked, in the documented
+    order, then the table; what the arguments resolved to kept for the common call."""
     passed = (dtype, backend, convention)
     seq_len, d_model, offset = check.table_size(seq_len, d_model, offset)
     check.last_position(offset, seq_len)
