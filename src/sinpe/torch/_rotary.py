@@ -341,19 +341,22 @@ class RotaryEmbedding(nn.Module):
         )
         self._static = [name for name, layer in self._layers.items() if layer.lengths]
         self._table_names: frozenset = frozenset()  # the table buffers held now
-        # A compiled forward guards on every Python value it reads: the common module (one
-        # RoPE, one set of frequencies, one position axis) reads this one string there
-        # ("<layout>" or "<layout>/<fixed dtype>"; None: another module, the general path)
-        if (
-            spec.layer_types is None
-            and first.lengths == (None,)
-            and first.n_axes == 1
-            and chosen != "complex"  # (torch.complex: a guard of its own)
-        ):
-            fixed = self._fixed_dtype()
-            self._compiled_path = chosen if fixed is None else f"{chosen}/{fixed}"
+        self._compiled_path = self._common_path()
         if not getattr(_CANDIDATES, "on", False):  # patch() makes them once it has chosen
             self._make_tables(self._fixed_dtype() or "float32", device)
+
+    def _common_path(self) -> str | None:
+        """What the compiled forward of the common module (one RoPE, one set of frequencies,
+        one position axis, not complex) reads of it, as one string (Dynamo guards on every
+        Python value a compiled forward reads): ``"<layout>"`` or ``"<layout>/<fixed
+        dtype>"``; None for any other module (the general path)."""
+        layer = next(iter(self._layers.values()))
+        if self.layer_types is not None or layer.lengths != (None,) or layer.n_axes != 1:
+            return None
+        if self.layout == "complex":  # (torch.complex: a guard of its own)
+            return None
+        fixed = self._fixed_dtype()
+        return self.layout if fixed is None else f"{self.layout}/{fixed}"
 
     # ------------------------------------------------------------------ tables
 
