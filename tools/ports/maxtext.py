@@ -2,7 +2,8 @@
 (maxtext/layers/attentions.py) from MaxText's config keys, set from a Hugging Face config as its
 model configs set them: rope_max_timescale = rope_theta, rope_type "llama3.1" for llama3 scaling
 (LLaMARotaryEmbedding, maxtext/layers/embeddings.py), "yarn" with rope_factor,
-original_max_position_embeddings, beta_fast/slow, rope_truncate; rope_linear_scaling_factor for
+original_max_position_embeddings, beta_fast/slow, rope_truncate, rope_interleave false,
+rope_attention_scaling as its gpt-oss/OLMo-3 configs set it; rope_linear_scaling_factor for
 linear; the rotary width from partial_rotary_factor (PartialRotaryEmbedding rotates that many)."""
 
 import jax.numpy as jnp
@@ -53,8 +54,12 @@ def candidate(config: dict):
                 beta_fast=rp.get("beta_fast", 32),
                 beta_slow=rp.get("beta_slow", 1),
                 truncate=rp.get("truncate", True),
+                # rope_interleave: false (its interleaved mode takes pairs in, gives halves out);
+                # the factor multiplied in where no mscale_all_dim folds it into the softmax scale
+                interleave=False,
+                attention_scaling="mscale_all_dim" not in rp,
             ),
-            "interleaved",
+            "half",
         )
     elif kind in ("default", "linear"):
         rope, layout = (
