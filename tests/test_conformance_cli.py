@@ -36,3 +36,14 @@ def test_the_command_runs_a_port_on_the_corpus(tmp_path, monkeypatch):
     done = run("conformance", "port_glue", "--json")  # a usage error: still one JSON object
     assert done.returncode == 2 and json.loads(done.stdout)["verdict"] == "refused"
     assert "MODULE:CALLABLE" in done.stdout
+
+
+def test_a_glue_file_is_named_by_its_path(tmp_path):
+    """A glue file whose name no import could take (a hyphen) or that would shadow the port's
+    own package is given by its path."""
+    glue = tmp_path / "megatron-core.py"
+    glue.write_text(GLUE)
+    done = run("conformance", f"{glue}:exact", "--corpus", "llama3")
+    assert done.returncode == 0, done.stderr
+    done = run("conformance", f"{tmp_path / 'absent.py'}:exact")
+    assert done.returncode == 2 and "is not a file" in done.stderr

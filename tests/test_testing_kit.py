@@ -284,7 +284,6 @@ def test_a_rotation_of_the_wrong_elements_is_named():
     [
         ("not a table", LLAMA32, "candidate must be"),
         (InvFreq(np.ones(32), "1.0"), LLAMA32, "attention_factor must be a number"),
-        ((np.ones((4, 3)), np.ones((4, 3))), LLAMA32, "3 columns"),
         ((np.ones((4, 32)), np.ones((5, 32))), LLAMA32, "differ in shape"),
         (lambda p: 1.0, LLAMA32, "must return \\(cos, sin\\)"),
         (Rotates(lambda q, p: q, "pairs"), LLAMA32, "Rotates.layout"),
@@ -554,3 +553,25 @@ def test_transformers_default_configs_are_judged_a_match_or_refused():
             report = check_rope(exact_port(spec), e)
             assert report.verdict == "match", (e.name, report.explanation)
     assert odd  # an odd rotary width among them: one column per frequency
+
+
+def test_a_port_rotating_another_width_is_a_mismatch_naming_both():
+    """A port that ignores ``partial_rotary_factor`` (Phi-2: 32 of 80) rotates the whole
+    head: its table has 40 columns where the config's width takes 16 or 32. That is the
+    finding (a mismatch naming both widths), from arrays and from a callable alike, never an
+    error the port's test cannot tell from a broken test."""
+    (phi2,) = [c for c in configs() if c.name == "phi-2"]
+    inv = 10000.0 ** (-np.arange(0, 80, 2) / 80)
+
+    def full_head(positions):
+        angles = np.asarray(positions, dtype=np.float64)[:, None] * inv
+        return np.cos(angles), np.sin(angles)
+
+    three = check_rope((np.ones((4, 3)), np.ones((4, 3))), entry(LLAMA32))
+    assert three.explanation == "the cache's width 3 does not fit the config's rotary dim 64"
+    for candidate in (full_head(np.arange(2048)), full_head):
+        report = check_rope(candidate, phi2)
+        assert report.verdict == "mismatch" and not report.ok
+        assert report.explanation == "the cache's width 40 does not fit the config's rotary dim 32"
+        with pytest.raises(AssertionError, match="phi-2: the cache's width 40"):
+            assert_rope(candidate, phi2)

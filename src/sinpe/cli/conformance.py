@@ -20,7 +20,12 @@ def add_conformance_arguments(command: AddCommand) -> None:
         "judge a port's RoPE on every config of sinpe's corpus: MODULE:CALLABLE takes a "
         "config dict and returns a candidate (cos/sin arrays, InvFreq, a callable, Rotates)",
     )
-    parser.add_argument("target", metavar="MODULE:CALLABLE", help="the port's glue (required)")
+    parser.add_argument(
+        "target",
+        metavar="MODULE:CALLABLE",
+        help="the port's glue: an importable module, or a file's path (glue.py:CALLABLE) "
+        "(required)",
+    )
     parser.add_argument(
         "--corpus",
         default="all",
@@ -31,22 +36,43 @@ def add_conformance_arguments(command: AddCommand) -> None:
 
 
 def _target(text: str):
-    module_name, sep, name = text.partition(":")
+    module_name, sep, name = text.rpartition(":")
     if not sep or not module_name or not name:
         raise UsageError(f"MODULE:CALLABLE must name a module and a callable, got {text!r}")
-    sys.path.insert(0, os.getcwd())  # as python -m does: the glue may sit beside the caller
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"cannot import {module_name!r}: {exc}") from None
-    finally:
-        sys.path.pop(0)
+    if module_name.endswith(".py"):  # a glue file by its path (a name no import could take)
+        module = _from_file(module_name)
+    else:
+        sys.path.insert(0, os.getcwd())  # as python -m does: the glue may sit beside the caller
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ValueError(f"cannot import {module_name!r}: {exc}") from None
+        finally:
+            sys.path.pop(0)
     found: object = module
     for part in name.split("."):
         found = getattr(found, part, None)
     if not callable(found):
         raise ValueError(f"{text!r} is not a callable")
     return found
+
+
+def _from_file(path: str):
+    """The glue file at ``path`` run as a module of its own (``torchtune.py`` beside the
+    port would shadow it as a module name; ``megatron-core.py`` is none)."""
+    import importlib.util
+
+    if not os.path.isfile(path):
+        raise ValueError(f"glue file {path!r} is not a file")
+    spec = importlib.util.spec_from_file_location("_sinpe_conformance_glue", path)
+    if spec is None or spec.loader is None:
+        raise ValueError(f"cannot import {path!r} as a module")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except ImportError as exc:
+        raise ValueError(f"cannot import {path!r}: {exc}") from None
+    return module
 
 
 def _one(make, entry) -> dict:

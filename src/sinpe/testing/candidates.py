@@ -18,6 +18,7 @@ __all__ = [
     "complex_pair",
     "dtype_name",
     "pair_columns",
+    "WidthError",
 ]
 
 _DTYPES = ("float64", "float32", "float16", "bfloat16")
@@ -101,10 +102,20 @@ def pair_columns(columns: int, h: int, layout: str | None, name: str) -> np.ndar
         if layout == "interleaved":
             return np.repeat(np.arange(h), 2)
         raise ValueError(f"layout must be 'half' or 'interleaved', got {layout!r}")
-    raise ValueError(
-        f"{name} has {columns} columns: the config's rotary width {2 * h} takes {h} (one per "
-        f"pair) or {2 * h} (each pair twice)"
-    )
+    raise WidthError(columns, h, name)
+
+
+class WidthError(ValueError):
+    """A table whose column count fits neither reading of the config's rotary width: a port
+    that rotates another width (a partial rotary factor ignored, say). ``check_rope`` makes
+    it a mismatch naming both widths; elsewhere it is the ``ValueError`` it says."""
+
+    def __init__(self, columns: int, h: int, name: str):
+        self.columns, self.h = columns, h
+        super().__init__(
+            f"{name} has {columns} columns: the config's rotary width {2 * h} takes {h} (one "
+            f"per pair) or {2 * h} (each pair twice)"
+        )
 
 
 def call_table(fn: Callable, positions: np.ndarray, length: int, name: str) -> tuple:

@@ -36,12 +36,14 @@ from .._verdict.verdict import (
     Verdict,
     explained,
     finding,
+    mismatch,
     number,
     strict,
 )
 from .candidates import (
     InvFreq,
     Rotates,
+    WidthError,
     as_array,
     call_table,
     complex_pair,
@@ -509,6 +511,16 @@ def check_rope(candidate, config, *, positions=None, layout=None, layer_type=Non
         raise ValueError(f"layout must be 'half' or 'interleaved', got {layout!r}")
     if seq_len is not None:
         seq_len = bounded("seq_len", seq_len, MAX_POSITION, 1)
+    try:
+        verdict, judged, notes = _judge(candidate, spec, positions, layout, seq_len)
+    except WidthError as error:  # another width rotated: the config's RoPE it is not
+        verdict = mismatch([finding("cache_width", engine=error.columns, config=2 * error.h)])
+        judged, notes = (), ()
+    return Report(verdict, name, tuple(judged), notes)
+
+
+def _judge(candidate, spec, positions, layout, seq_len) -> tuple:
+    """check_rope's candidate judged by its kind: (verdict, lengths judged, notes)."""
     notes: tuple = ()
     if isinstance(candidate, InvFreq):
         verdict, judged = _inv_freq(candidate, spec)
@@ -547,7 +559,7 @@ def check_rope(candidate, config, *, positions=None, layout=None, layer_type=Non
             "candidate must be a (cos, sin) pair of arrays, sinpe.testing.InvFreq, a callable "
             f"positions -> (cos, sin) or sinpe.testing.Rotates, got {type(candidate).__name__}"
         )
-    return Report(verdict, name, tuple(judged), notes)
+    return verdict, judged, notes
 
 
 def assert_rope(
