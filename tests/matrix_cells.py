@@ -22,7 +22,13 @@ def _cells(row: str) -> list:
 
 def page() -> tuple:
     """``({engine key: version in the header}, {(family, engine key): verdict})``."""
-    rows = [r for r in MATRIX.read_text(encoding="utf-8").splitlines() if r.startswith("| ")]
+    lines = MATRIX.read_text(encoding="utf-8").splitlines()
+    first = next(i for i, r in enumerate(lines) if r.startswith("| "))
+    rows = []  # the families x engines table: the page's first (the ports' follows)
+    for row in lines[first:]:
+        if not row.startswith("| "):
+            break
+        rows.append(row)
     header = _cells(rows[0])
     assert header[:2] == ["family", "length"], header
     keys, versions = [], {}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import sys
 import time
@@ -267,7 +268,33 @@ def render(run: dict) -> str:
     for family, length, cells in rows:
         text.append(f"| {family} | {length:,} | " + " | ".join(cells) + " |")
     text += ["", *[f"{i}. {note}" for i, note in enumerate(notes, 1)], ""]
-    return "\n".join(text)
+    return "\n".join(text + ports_section())
+
+
+def ports_section() -> list:
+    """The ports table (tools/ports/table.py, from docs/ports/*.json: implementations
+    ``sinpe engines`` does not read, judged by the conformance kit), after the engines'."""
+    path = Path(__file__).resolve().parent / "ports" / "table.py"
+    spec = importlib.util.spec_from_file_location("_ports_table", path)
+    if spec is None or spec.loader is None or not path.exists():
+        return []
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    lines = module.table()
+    if not lines:
+        return []
+    return [
+        "## Ports",
+        "",
+        "Implementations `sinpe engines` does not read, each in a venv of its own "
+        "(`tools/ports/setup.sh`), judged on the conformance kit's corpus by `tools/ports/run.py` "
+        "(docs/testing.md): each cell the verdicts of the family's configs, `·` where the port "
+        "takes none. The findings, with the port's file and function, the footnotes and each "
+        "port's glue: [ports.md](ports.md).",
+        "",
+        *lines,
+        "",
+    ]
 
 
 def _write(path: Path, text: str) -> None:

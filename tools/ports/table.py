@@ -42,26 +42,37 @@ def cell(rows: list) -> str:
     return ", ".join(word if n == 1 else f"{word} ×{n}" for word, n in counts.items())
 
 
-def main(ports: list) -> int:
+def table(ports: list | None = None) -> list:
+    """The ports table's Markdown lines, from the ports' JSON files present."""
     found = {}
     for port in ports or ORDER:
         path = os.path.join(DOCS, f"{port}.json")
         if os.path.exists(path):
             with open(path, encoding="utf-8") as f:
                 found[port] = json.load(f)
+    if not found:
+        return []
     families: dict = {}
     for port, data in found.items():
         for row in data["results"]:
             if row["outcome"] != "sinpe refuses":
                 families.setdefault(row["family"] or "(none)", {}).setdefault(port, []).append(row)
-    print(
-        "| family (configs) | " + " | ".join(f"{p} {d['version']}" for p, d in found.items()) + " |"
-    )
-    print("|---|" + "---|" * len(found))
+    names = " | ".join(f"{p} {d['version']}" for p, d in found.items())
+    lines = [
+        f"| family (configs) | {names} |",
+        "|---|" + "---|" * len(found),
+    ]
     for family in sorted(families):
         by_port = families[family]
         n = max(len(rows) for rows in by_port.values())
-        print(f"| {family} ({n}) | " + " | ".join(cell(by_port.get(p, [])) for p in found) + " |")
+        lines.append(
+            f"| {family} ({n}) | " + " | ".join(cell(by_port.get(p, [])) for p in found) + " |"
+        )
+    return lines
+
+
+def main(ports: list) -> int:
+    print("\n".join(table(ports)))
     return 0
 
 
