@@ -2,22 +2,29 @@
 rounding; fill.h counts them and keeps their inputs in a ring, ``undecided_log``).
 
 - The cases found (tools/sweep_undecided.py's FOUND, decided by mpmath in
-  tests/data/undecided_cases.json): the NumPy twin decides each and holds mpmath's bits;
-  the kernel does not yet (correct.h's tiny path, |p w| < 2^-40, bounds its error by
-  |y| 2^-96, so an exact halfway point of the factor or of factor * p * w with |p w| below
-  about 2^-47 stays undecided, and below 2^-537 the kernel's own rounding of the tie is
-  wrong): strict xfails, which fail once correct.h decides them.
+  tests/data/undecided_cases.json): both backends decide each and hold mpmath's bits.
+  correct.h's tiny path (|p w| < 2^-40) bounds its error by |y| 2^-96, so an exact
+  halfway point of the factor (cos) or of factor * p * w (sin), or a product of three
+  doubles within about x^2 of one, used to stay undecided, and below |p w| ~ 2^-537 the
+  kernel's own rounding of the apparent tie was wrong (1e-200 cases): its step 5 now
+  decides them exactly (the factor against the halfway point; factor * p * w as an exact
+  integer, its distance against x^2/6).
+- The same through the public API (``sinpe.rope``), kernel == twin == mpmath, and
+  Hypothesis's search of exact halfway points at tiny arguments.
 - A bounded, derandomized search of the public domain (``rope_at`` with ``inv_freq`` and
   ``attention_factor``: positions to 2**53 and fractions, frequencies 2^-60 .. 2^6 with
   full mantissas, factors) finds no undecided value, both backends equal.
-- The ring names the inputs of the last 64, most recent last, on both backends.
+- The ring names the inputs of the last 64, most recent last, on both backends (the
+  kernel's with step 5 off, ``_kernel._set_exact_tiny``, in a child process).
 """
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
 
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -36,10 +43,6 @@ BF16 = bfloat16()
 NARROW = ["float32", "float16"] + (["bfloat16"] if BF16 is not None else [])
 kernel = backends.kernel
 needs_kernel = pytest.mark.skipif(kernel is None, reason="compiled kernel not built")
-NOT_DECIDED = (
-    "correct.h's tiny path cannot decide an exact halfway point of the factor or of "
-    "factor * p * w (issue 67): the kernel counts it undecided (conftest fails the test)"
-)
 
 
 def _dtype(name):
@@ -49,6 +52,33 @@ def _dtype(name):
 def _bits(values, name):
     """The stored bits of narrow values (float32: 4 bytes, the half types: 2)."""
     return np.asarray(values).astype(_dtype(name)).tobytes()
+
+
+def _mpmath(p, w, factor, name):
+    """factor cos(p w) and factor sin(p w) rounded once to the type by mpmath, at a precision
+    that holds their distance from a halfway point (x^2 relative, x = |p w| tiny; the
+    oracle's 320 bits do not hold it at 1e-200), ties impossible but at p w = 0 (checked)."""
+    mantissa, min_exponent, max_exponent = {
+        "float32": (23, -126, 127),
+        "float16": (10, -14, 15),
+        "bfloat16": (7, -126, 127),
+    }[name]
+    ctx = mpmath.MPContext()
+    ctx.prec = 300 + 3 * max(0, -math.frexp(abs(p * w) or 1.0)[1])
+    arg = ctx.mpf(p) * ctx.mpf(w)
+    out = []
+    for v in (ctx.mpf(factor) * ctx.cos(arg), ctx.mpf(factor) * ctx.sin(arg)):
+        if v == 0:
+            out.append(math.copysign(0.0, p * w * factor))
+            continue
+        step = ctx.ldexp(ctx.mpf(1), max(ctx.frexp(v)[1] - 1, min_exponent) - mantissa)
+        scaled = abs(v) / step
+        tie_gap = abs(scaled - ctx.floor(scaled) - ctx.mpf(0.5))
+        assert arg == 0 or tie_gap > ctx.ldexp(1, 40 - ctx.prec)  # p w = 0: the factor
+        value = float(ctx.nint(scaled) * step)  # ties (p w = 0 only) to even
+        value = math.inf if value >= 2.0 ** (max_exponent + 1) else value
+        out.append(value if v > 0 else -value)
+    return out[0], out[1]
 
 
 def _case_id(case):
@@ -77,13 +107,73 @@ def test_the_twin_decides_each_case_as_mpmath(case):
     assert _bits([cos, sin], case["dtype"]) == _bits(want, case["dtype"]), (cos, sin, want)
 
 
+@needs_kernel
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
-def test_tables_hold_mpmaths_value_of_each_case(backend, case, request):
+def test_the_kernel_decides_each_case_as_mpmath(case):
+    if case["dtype"] == "bfloat16" and BF16 is None:
+        pytest.skip("bfloat16 needs ml_dtypes")
+    before = kernel.undecided()
+    cos, sin, decided = kernel.correctly_rounded(
+        case["p"], case["w"], case["factor"], case["dtype"]
+    )
+    assert decided and kernel.undecided() == before
+    want = (case["cos"], case["sin"])
+    assert _bits([cos, sin], case["dtype"]) == _bits(want, case["dtype"]), (cos, sin, want)
+
+
+# sinpe.rope(2, 2, inv_freq=[1e-200], attention_factor=1 + 3 * 2**-m): row 1's cos is the
+# factor times 1 - 1e-400 / 2, just below the halfway point the factor is; the kernel used
+# to round the apparent tie to even (1 + 2^-(m-2) for float32 at m = 24), mpmath's value
+# is the one below (1 + 2^-(m-1)). Row 0 is the factor itself, rounded to even.
+PUBLIC_TIES = [("float32", 24), ("float16", 11), ("bfloat16", 8)]
+
+
+@pytest.mark.parametrize(("dtype", "m"), PUBLIC_TIES, ids=[d for d, _ in PUBLIC_TIES])
+def test_rope_at_a_tiny_frequency_and_a_halfway_factor(backend, dtype, m):
+    """kernel == twin == mpmath through sinpe.rope (1e-200: x^2/2 below any double-double)."""
+    if dtype == "bfloat16" and BF16 is None:
+        pytest.skip("bfloat16 needs ml_dtypes")
+    factor = 1 + 3 * 2.0**-m
+    cos, sin = sinpe.rope(
+        2, 2, inv_freq=[1e-200], attention_factor=factor, dtype=_dtype(dtype), backend=backend
+    )
+    want_cos = [_mpmath(float(p), 1e-200, factor, dtype)[0] for p in (0, 1)]
+    assert want_cos == [1 + 2.0 ** -(m - 2), 1 + 2.0 ** -(m - 1)]  # mpmath: the one below
+    assert _bits(cos[:, 0], dtype) == _bits(want_cos, dtype), (cos, want_cos)
+    assert _bits(cos[:, 1], dtype) == _bits(want_cos, dtype)
+    assert not np.asarray(sin, dtype=np.float64).any()
+
+
+# A B = 2^104 + 4 (A, B below 2^53): factor * p * w = H (1 + 2^-102) for p = A,
+# w = B 2^-(104 + k), factor = H 2^k, H = 1 + 3 * 2^-24 a float32 halfway point, |p w| ~ 2^-k.
+# The exact quantity is not H yet within far less than x^2/6 of it for k < 50: the sine
+# falls below H (1 + 2^-23), above it for k >= 50 (1 + 2^-22, the even one). k = 45..53
+# straddle correct.h's bracket (the kernel used to leave them undecided).
+_A, _B = 4503599761588226, 4503599493152770
+
+
+@pytest.mark.parametrize("k", [41, 45, 48, 49, 50, 51, 53, 60])
+def test_a_product_of_three_doubles_just_above_a_halfway_point(backend, k):
+    assert _A * _B == 2**104 + 4
+    p, w, factor = float(_A), _B * 2.0 ** -(104 + k), (1 + 3 * 2.0**-24) * 2.0**k
+    want = _mpmath(p, w, factor, "float32")
+    assert want[1] == (1 + 2.0**-23 if k < 50 else 1 + 2.0**-22)
+    if backend == "cython":
+        got = kernel.correctly_rounded(p, w, factor, "float32")
+    else:
+        got = _twin.correctly_rounded(p, w, factor, "float32")
+    assert got[2] and (got[0], got[1]) == want, (got, want)
+    cos, sin = sinpe.rope_at(
+        [p], 2, inv_freq=[w], attention_factor=factor, dtype=np.float32, backend=backend
+    )
+    assert (float(cos[0, 0]), float(sin[0, 0])) == want
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+def test_tables_hold_mpmaths_value_of_each_case(backend, case):
     """A table through the public API at the case's position, frequency and factor."""
     if case["dtype"] == "bfloat16" and BF16 is None:
         pytest.skip("bfloat16 needs ml_dtypes")
-    if backend == "cython":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=NOT_DECIDED))
     cos, sin = sinpe.rope_at(
         [case["p"]],
         2,
@@ -102,6 +192,7 @@ RING_SCRIPT = """
 import json, numpy as np, sinpe
 from sinpe._tables import backends
 kernel = backends.kernel
+kernel._set_exact_tiny(False)  # correct.h's step 5 off: these stay undecided, as before it
 # 70 positions (2k + 1) 2^-151, factor 2: each value a float32 halfway point to 2^-280
 positions = [(2 * k + 1) * 2.0**-151 for k in range(70)]
 sinpe.rope_at(positions, 2, inv_freq=[1.0], attention_factor=2.0, dtype=np.float32,
@@ -112,7 +203,8 @@ print(json.dumps({"count": kernel.undecided(), "log": kernel.undecided_log(), "i
 
 @needs_kernel
 def test_the_ring_names_the_last_64_undecided_inputs():
-    """In a child process (conftest.py would fail a test that makes them here): 70
+    """In a child process (conftest.py would fail a test that makes them here), with
+    correct.h's step 5 off (nothing else makes an undecided value on purpose): 70
     undecided values, and the kernel's ring holds the inputs of the last 64, p, w, factor,
     dtype and ISA, most recent last (fill.h)."""
     result = subprocess.run(
@@ -194,7 +286,6 @@ def test_a_search_of_the_domain_finds_no_undecided_value(seed, dtype):
 
 
 @needs_kernel
-@pytest.mark.xfail(strict=True, reason=NOT_DECIDED)
 @settings(max_examples=20, derandomize=True, deadline=None, database=None)
 @given(
     dtype=st.sampled_from(NARROW),

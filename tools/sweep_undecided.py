@@ -102,8 +102,10 @@ def child(isa: str, dtype_name: str, values: int, seed: int) -> dict:
 # The undecided values found (the inputs the ring names), each kept in CASES_FILE decided by
 # mpmath: (p, w, factor, dtype, where it came from). correct.h's tiny path (|p w| < 2^-40)
 # bounds its error by |y| 2^-96, so an exact halfway point of factor * p * w (sin) or of
-# the factor (cos) with |p w| below about 2^-47 is undecided; below 2^-537 (cos) the
-# double-double loses the correction entirely and the kernel's own rounding is a tie.
+# the factor (cos) with |p w| below about 2^-47 was undecided, and below 2^-537 (cos) the
+# double-double loses the correction entirely and the kernel's own rounding was the tie's
+# (wrong for the 1e-200 cases). Its step 5 decides them all exactly since commit 90c52d2;
+# tests/test_undecided.py checks that the kernel, the twin and mpmath agree on each.
 FOUND = [
     (-(2.0**-149), 0.5, 1.0, "float32", "test_backends.py's encode test, 2026-12-05"),
     (2.0**-149, 0.5, 1.0, "float32", "the same, positive"),

@@ -124,6 +124,7 @@ cdef extern from "fill.h":
     int correct_cos_sin_c "sinpe_correct_cos_sin"(double p, double w, double factor, int kind,
                                                   double* c, double* s) noexcept nogil
     long long undecided_c "sinpe__undecided"
+    int exact_tiny_c "sinpe__cr_exact_tiny"
     int UNDECIDED_RING "SINPE_UNDECIDED_RING"
     ctypedef struct undecided_entry "sinpe_undecided_entry":
         double p
@@ -542,6 +543,17 @@ def _set_checked(checked):
     global CHECKED, UNCHECKED
     before, CHECKED = CHECKED, bool(checked)
     UNCHECKED = 0 if CHECKED else 1
+    return before
+
+
+def _set_exact_tiny(exact):
+    """Tests only: ``False`` leaves the tiny path's values whose bracket straddles a halfway
+    point undecided (correct.h's step 5 off: the kernel's behaviour before it, the one way
+    to make undecided values on purpose); returns the previous setting. Not thread-safe:
+    set it before any fill."""
+    global exact_tiny_c
+    before = exact_tiny_c != 0
+    exact_tiny_c = 1 if exact else 0
     return before
 
 

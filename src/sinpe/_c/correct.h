@@ -31,9 +31,33 @@
       or |y| 2^-50 below 2^-900). y +- e are both rounded to
       the type (through round-to-odd to 53 bits, which then rounds to nearest exactly for
       types of at most 51 bits: Boldo and Melquiond); equal bits are the exact value's. If
-      they differ (y within e of a halfway point: probability about 2^-70 per value), y's
-      own rounding is returned and the call says "undecided" (fill.h counts them; none
-      has been seen). */
+      they differ (y within e of a halfway point: probability about 2^-70 per value), the
+      tiny path decides by step 5; otherwise y's own rounding is returned and the call says
+      "undecided" (fill.h counts them; none has been seen).
+   5. Tiny x, y +- e straddling the halfway point H (the midpoint of the two roundings,
+      exact in a double; a float32 infinity counts as 2^128, the half types' as the 2^16
+      and 2^128 their rounding returns): the bracket cannot decide an exact quantity
+      Q = |factor| (cos) or |factor p w| (sin) on H, nor one within Q x^2 of it, and below
+      x ~ 2^-537 x^2 vanishes from the double-double (the tie then went to even, sometimes
+      the wrong way). The exact value is |t| = Q (1 - s) with s = 1 - cos x in
+      (0, x^2/2) (cos), s = 1 - sin(x)/x in (x^2/6 (1 - x^2/20), x^2/6) (sin), s > 0 as
+      x != 0. So |t| > H iff Q - H > Q s:
+      - Q <= H: |t| < H (then Q s > 0 >= Q - H).
+      - cos, Q > H: Q and H are doubles (H >= 2^-150, normal), so Q - H >= ulp(H) >=
+        2^-52 H, while Q s < Q 2^-81 and Q < H (1 + 2^-47) (y, so Q, is within 2^-48 of
+        H): |t| > H.
+      - sin, Q > H: Q = mf M 2^(ef + E) exactly (mf the factor's mantissa, M = mp mw: at
+        most 159 bits) and H = mh 2^eh, so D = Q - H is an exact integer in units of
+        2^min(ef + E, eh) (both shifted to that unit, below 2^256: Q and H are within
+        2^-47 of each other). Q - H can be far smaller than H x^2/6 without being zero (a
+        product of three doubles comes within 2^-150 of a 25-bit H), so its size is
+        compared: rho = 6 (D / Q) / x^2 in doubles, each of the few operands within
+        2^-50 (relative 2^-46 in all), with exponents kept apart so nothing under- or
+        overflows. rho > 1 + 2^-40: D/Q > x^2/6 > s, |t| > H. rho < 1 - 2^-40: D/Q <
+        x^2/6 (1 - 2^-41) < s (x^2/20 < 2^-84), |t| < H. Between: undecided (D/Q equal
+        to x^2/6 to 40 bits, on top of Q within 2^-80 of H: never seen, and counted).
+      |t| > H returns the rounding of larger magnitude, |t| < H the smaller. Twin: the
+      twin's exact rationals (_twin/correct.py) decide the same values. */
 #ifndef SINPE_CORRECT_H
 #define SINPE_CORRECT_H
 #include <math.h>
@@ -43,6 +67,10 @@
 #include "correct_constants.h"
 #include "dd.h"
 #include "half.h"
+
+/* step 5 on; tests only (_kernel._set_exact_tiny): 0 leaves those values undecided as
+   before it, the one way to make undecided values on purpose (the ring's test) */
+static int sinpe__cr_exact_tiny = 1;
 
 #define SINPE__CR_L 320   /* bits of 1/(2 pi) multiplied */
 #define SINPE__CR_LIMBS 8 /* the product's limbs (2 + 5, and one of zeros) */
@@ -128,9 +156,9 @@ static inline void sinpe__cr_series(sinpe__dd z, sinpe__dd *c, sinpe__dd *s)
 }
 
 /* cos(p w) and sin(p w) as double-doubles, and the absolute error of the reduction in
-   radians (0 for the tiny path): steps 1-3 above. */
-static void sinpe__cr_cos_sin(double p, double w, sinpe__dd *cos_out, sinpe__dd *sin_out,
-                              double *reduction_error, double *relative_error)
+   radians (0 for the tiny path): steps 1-3 above. Returns 1 for the tiny path. */
+static int sinpe__cr_cos_sin(double p, double w, sinpe__dd *cos_out, sinpe__dd *sin_out,
+                             double *reduction_error, double *relative_error)
 {
     uint64_t mp, mw, m[2], wn[5], q[SINPE__CR_LIMBS], hi, lo, carry, top, low;
     int ep, ew, e, k0, fp, s, i, j, quadrant, negative, b, bits_m;
@@ -161,7 +189,7 @@ static void sinpe__cr_cos_sin(double p, double w, sinpe__dd *cos_out, sinpe__dd 
         sin_out->lo *= sign;
         if (bits_m + e <= -900) /* the product's tail may underflow: 2^-53 relative */
             *relative_error = 0x1p-50;
-        return;
+        return 1;
     }
     /* 2. the window of 1/(2 pi) and the product */
     k0 = (e > 0 ? e : 0) + 1;
@@ -238,6 +266,7 @@ static void sinpe__cr_cos_sin(double p, double w, sinpe__dd *cos_out, sinpe__dd 
     }
     sin_out->hi *= sign;
     sin_out->lo *= sign;
+    return 0;
 }
 
 /* x rounded once to the kind (SINPE_KIND_F32/F16/BF16), as the double it is (2^16 or 2^128
@@ -264,9 +293,10 @@ static inline double sinpe__cr_round(sinpe__dd y, int kind)
     return sinpe__cr_narrow(h, kind);
 }
 
-/* y scaled by the factor, rounded to the kind with the bracket of step 4: 1 when decided */
+/* y scaled by the factor, rounded to the kind with the bracket of step 4: 1 when decided;
+   ends: the bracket's two roundings */
 static inline int sinpe__cr_finish(sinpe__dd y, double factor, double reduction_error,
-                                   double relative_error, int kind, double *out)
+                                   double relative_error, int kind, double *out, double *ends)
 {
     sinpe__dd v = sinpe__two_prod_split(y.hi, factor), lo_end, hi_end, d;
     double e, a, b;
@@ -279,12 +309,116 @@ static inline int sinpe__cr_finish(sinpe__dd y, double factor, double reduction_
     hi_end = sinpe__dd_add(v, d);
     a = sinpe__cr_round(lo_end, kind);
     b = sinpe__cr_round(hi_end, kind);
+    ends[0] = a;
+    ends[1] = b;
     if (memcmp(&a, &b, 8) == 0) {
         *out = a;
         return 1;
     }
     *out = sinpe__cr_round(v, kind);
     return 0;
+}
+
+/* n[0..3] += a << shift (little-endian 64-bit limbs, a < 2^128 as a[0..1], shift >= 0; the
+   caller keeps the sum below 2^256): exact */
+static inline void sinpe__cr_shift_in(uint64_t *n, const uint64_t *a, int na, int shift)
+{
+    int j, li = shift >> 6, off = shift & 63;
+    uint64_t v[5] = {0, 0, 0, 0, 0};
+    for (j = 0; j < na && j + li < 5; j++) {
+        v[j + li] |= a[j] << off;
+        if (off && j + li + 1 < 5)
+            v[j + li + 1] |= a[j] >> (64 - off);
+    }
+    for (j = 0; j < 4; j++)
+        n[j] = v[j];
+}
+
+/* n (4 limbs of SINPE__CR_LIMBS, the rest zero) as a double, within relative 2^-52 (its
+   top 64 bits, rounded once) */
+static inline double sinpe__cr_to_double(const uint64_t *n)
+{
+    int j, b;
+    for (j = 3; j >= 0 && !n[j]; j--)
+        ;
+    if (j < 0)
+        return 0.0;
+    for (b = 63; !((n[j] >> b) & 1); b--)
+        ;
+    b += 64 * j; /* the top bit */
+    return ldexp((double)sinpe__cr_bits(n, b - 63), b - 63);
+}
+
+/* Step 5 for sin: the sign of |factor sin(p w)| - h (1 above, -1 below, 0 undecided), with
+   h > 0 within 2^-47 of |factor p w| and |p w| < 2^-40. */
+static int sinpe__cr_tiny_sin_side(double p, double w, double factor, double h)
+{
+    uint64_t mp, mw, mf, mh, m[2], fm[3], hi, lo, borrow;
+    uint64_t qn[SINPE__CR_LIMBS] = {0}, hn[SINPE__CR_LIMBS] = {0}, dn[SINPE__CR_LIMBS] = {0};
+    int ep, ew, ef, eh, e, base, j, k, less;
+    double r, xm, rho, g;
+    sinpe__cr_mantissa(p, &mp, &ep);
+    sinpe__cr_mantissa(w, &mw, &ew);
+    sinpe__cr_mantissa(factor, &mf, &ef);
+    sinpe__cr_mantissa(h, &mh, &eh);
+    e = ep + ew;
+    sinpe__cr_mul64(mp, mw, &m[1], &m[0]); /* M = mp mw, x = M 2^e */
+    sinpe__cr_mul64(mf, m[0], &hi, &fm[0]); /* mf M: 3 limbs */
+    sinpe__cr_mul64(mf, m[1], &fm[2], &lo);
+    fm[1] = hi + lo;
+    fm[2] += fm[1] < lo;
+    base = ef + e < eh ? ef + e : eh;
+    if (ef + e - base > 60 || eh - base > 200) /* not within 2^-47 of each other */
+        return 0;
+    sinpe__cr_shift_in(qn, fm, 3, ef + e - base); /* Q / 2^base */
+    sinpe__cr_shift_in(hn, &mh, 1, eh - base);    /* H / 2^base */
+    for (j = 3, less = 0; j >= 0; j--)
+        if (qn[j] != hn[j]) {
+            less = qn[j] < hn[j];
+            break;
+        }
+    if (j < 0 || less) /* Q <= H: |t| < Q <= H */
+        return -1;
+    for (j = 0, borrow = 0; j < 4; j++) { /* D = Q - H > 0 */
+        uint64_t d = qn[j] - hn[j];
+        uint64_t b2 = qn[j] < hn[j];
+        dn[j] = d - borrow;
+        borrow = b2 | (d < borrow);
+    }
+    r = sinpe__cr_to_double(dn) / sinpe__cr_to_double(qn); /* D/Q, within 2^-50 */
+    xm = ldexp((double)m[1], 64) + (double)m[0];            /* M, within 2^-52 */
+    rho = 6.0 * r / (xm * xm);                              /* (D/Q) 6 / M^2: 2^-431 .. 2^-44 */
+    g = frexp(rho, &k);                                     /* rho 2^-2e = g 2^(k - 2e) */
+    if (k - 2 * e > 2)
+        return 1;
+    if (k - 2 * e < -2)
+        return -1;
+    g = ldexp(g, k - 2 * e);
+    return g > 1.0 + 0x1p-40 ? 1 : g < 1.0 - 0x1p-40 ? -1 : 0;
+}
+
+/* Step 5: the tiny path's value whose bracket rounded to ends[0] != ends[1] (cos: is_sin 0,
+   the value factor cos(p w)), decided exactly; 1 when decided (*out set), 0 otherwise */
+static int sinpe__cr_tiny_decide(double p, double w, double factor, int is_sin,
+                                 const double *ends, double *out)
+{
+    double a = ends[0], b = ends[1], ma, mb, h, q;
+    int side;
+    ma = isinf(a) ? 0x1p128 : fabs(a);
+    mb = isinf(b) ? 0x1p128 : fabs(b);
+    if (a != a || b != b || ma == mb)
+        return 0;
+    h = (ma + mb) * 0.5; /* adjacent values of at most 25 bits: exact */
+    if (!is_sin) {
+        q = fabs(factor);
+        side = q > h ? 1 : -1;
+    } else {
+        side = sinpe__cr_tiny_sin_side(p, w, factor, h);
+        if (!side)
+            return 0;
+    }
+    *out = (side > 0) == (ma > mb) ? a : b;
+    return 1;
 }
 
 /* factor cos(p w) and factor sin(p w) correctly rounded to the kind, as doubles (|p| <
@@ -300,14 +434,19 @@ static int sinpe_correct_cos_sin(double p, double w, double factor, int kind, do
         *s = sinpe__cr_narrow(p * w * factor, kind);
         return 2;
     }
-    int decided;
-    sinpe__cr_cos_sin(p, w, &cd, &sd, &err, &rel);
-    decided = sinpe__cr_finish(cd, factor, err, rel, kind, c) +
-              sinpe__cr_finish(sd, factor, err, rel, kind, s);
+    int tiny, dc, ds;
+    double ends[2];
+    tiny = sinpe__cr_cos_sin(p, w, &cd, &sd, &err, &rel);
+    dc = sinpe__cr_finish(cd, factor, err, rel, kind, c, ends);
+    if (!dc && tiny && sinpe__cr_exact_tiny) /* step 5 */
+        dc = sinpe__cr_tiny_decide(p, w, factor, 0, ends, c);
+    ds = sinpe__cr_finish(sd, factor, err, rel, kind, s, ends);
+    if (!ds && tiny && sinpe__cr_exact_tiny)
+        ds = sinpe__cr_tiny_decide(p, w, factor, 1, ends, s);
     if (*s == 0.0 && fabs(p * w) < 1.0) /* sin x has the sign of x for |x| < 1; a product
         below the least double loses it in the tail's arithmetic (+0 + -0) */
         *s = copysign(0.0, p) * copysign(1.0, w) * copysign(1.0, factor);
-    return decided;
+    return dc + ds;
 }
 
 #endif /* SINPE_CORRECT_H */
