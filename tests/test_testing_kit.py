@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 import pytest
+from command import run
 
 import sinpe
 from sinpe.testing import (
@@ -575,3 +576,30 @@ def test_a_port_rotating_another_width_is_a_mismatch_naming_both():
         assert report.explanation == "the cache's width 40 does not fit the config's rotary dim 32"
         with pytest.raises(AssertionError, match="phi-2: the cache's width 40"):
             assert_rope(candidate, phi2)
+
+
+def test_the_command_runs_a_port_on_the_corpus(tmp_path, monkeypatch):
+    (tmp_path / "port_glue.py").write_text(GLUE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    done = run("conformance", "port_glue:exact", "--corpus", "llama3")
+    assert done.returncode == 0, done.stderr
+    assert " match " in done.stdout
+    done = run("conformance", "port_glue:unscaled", "--corpus", "llama3", "--json")
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert report["exit_code"] == 1 and report["counts"]["mismatch"] >= 1
+    done = run("conformance", "port_glue", "--json")  # a usage error: still one JSON object
+    assert done.returncode == 2 and json.loads(done.stdout)["verdict"] == "refused"
+    assert "MODULE:CALLABLE" in done.stdout
+
+
+def test_a_glue_file_is_named_by_its_path(tmp_path):
+    """A glue file whose name no import could take (a hyphen) or that would shadow the port's
+    own package is given by its path."""
+    glue = tmp_path / "megatron-core.py"
+    glue.write_text(GLUE)
+    done = run("conformance", f"{glue}:exact", "--corpus", "llama3")
+    assert done.returncode == 0, done.stderr
+    done = run("conformance", f"{tmp_path / 'absent.py'}:exact")
+    assert done.returncode == 2 and "is not a file" in done.stderr

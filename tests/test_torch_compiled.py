@@ -7,6 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from test_torch import LLAMA3  # noqa: E402
+
 import sinpe.torch as st  # noqa: E402
 from sinpe._tables.checks import bfloat16  # noqa: E402
 
@@ -15,20 +17,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Torchinductor does not support code generation for comp"),
 ]
 
-LLAMA3 = {
-    "model_type": "llama",
-    "hidden_size": 64,
-    "num_attention_heads": 4,
-    "max_position_embeddings": 131072,
-    "rope_theta": 500000.0,
-    "rope_scaling": {
-        "rope_type": "llama3",
-        "factor": 8.0,
-        "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0,
-        "original_max_position_embeddings": 8192,
-    },
-}
 ERNIE = {  # a family whose module returns float32 whatever x's dtype
     "model_type": "ernie4_5",
     "hidden_size": 64,
