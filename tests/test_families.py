@@ -572,8 +572,10 @@ def test_bad_configs_name_the_key(config, message, file):
 
 
 def test_config_files_are_read_with_care(tmp_path):
+    with pytest.raises(ValueError, match="holds no config.json"):
+        sinpe.rope_config(tmp_path)  # a folder is the model's: its config.json is read
     with pytest.raises(ValueError, match="not a regular file"):
-        sinpe.rope_config(tmp_path)
+        sinpe.rope_config("/dev/zero")
     with pytest.raises(ValueError, match="cannot read"):
         sinpe.rope_config(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_bytes(b"\xff{")

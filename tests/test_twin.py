@@ -80,6 +80,8 @@ KERNEL_ONLY = {
     "C_ASSERTS": "C assert() live (NDEBUG undefined) in that build",
     "CHECKED": "the correct-rounding switch; the twin keeps it as _twin.correct.CHECKED",
     "_set_isa": "switches the kernel's instruction set; the twin has only NumPy's",
+    "_set_exact_tiny": "tests only: correct.h's exact decision of tiny arguments off (step 5), "
+    "so that the undecided ring can be filled on purpose; the twin decides them in Python",
     "threadpool_threads": "the limit threadpoolctl set on the kernel's thread pool",
     "helpers": "how many helper threads the kernel's pool has made",
 }
