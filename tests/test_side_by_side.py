@@ -22,7 +22,7 @@ import sinpe
 from sinpe._check.probe import judge_module
 from sinpe._check.steps import EngineFailed, step
 from sinpe._engines import ABSENT, ENGINES, FAILED, _side, engines, probe
-from sinpe._engines._shrink import HEADS, VOCAB, shrink
+from sinpe._engines._shrink import HEADS, MOE_ALIGNMENT, VOCAB, shrink
 from sinpe._verdict.layers import layer_spec
 from sinpe._verdict.verdict import finding, mismatch
 
@@ -51,7 +51,9 @@ def test_the_twin_keeps_every_rope_of_the_config(path):
     for layer_type in spec.layer_types or ():
         assert kept.layer(layer_type) == spec.layer(layer_type)
     text = twin.get("text_config", twin)
-    assert text.get("num_attention_heads", HEADS) <= HEADS
+    heads = text.get("num_attention_heads", HEADS)
+    # more heads only where a mixture of experts' hidden size must be a multiple of 32
+    assert heads <= HEADS or (heads <= MOE_ALIGNMENT and text["hidden_size"] % MOE_ALIGNMENT == 0)
     assert text.get("vocab_size", VOCAB) <= VOCAB
     assert text.get("num_hidden_layers", 1) <= max(8, len(set(text.get("layer_types") or [])))
     assert data == json.loads(path.read_text())  # the config given is left as it was
@@ -71,6 +73,49 @@ def test_the_twin_keeps_a_layer_of_each_kind(path):
     kept = [layer_spec(spec, twin, i) for i in range(small["num_hidden_layers"])]
     assert set(kept) == every and len(every) > 1
     assert kept == [layer_spec(spec, data, i) for i in range(len(kept))]
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.json")), ids=lambda p: p.stem)
+def test_a_mixture_of_experts_twin_keeps_the_sizes_its_kernels_take(path):
+    """vLLM's CPU experts take hidden and intermediate sizes that are multiples of 32 only
+    (tests/test_matrix_where.py reads the number in vLLM): a twin with experts keeps them so,
+    and its head dim ``hidden_size / num_attention_heads`` where the config's is whole."""
+    data = json.loads(path.read_text())
+    text, twin = data.get("text_config", data), shrink(data)
+    small = twin.get("text_config", twin)
+    experts = [
+        text[k] for k in ("n_routed_experts", "num_experts", "num_local_experts") if k in text
+    ]
+    if not any(isinstance(n, int) and n > 1 for n in experts) or "hidden_size" not in text:
+        pytest.skip("no mixture of experts")
+    assert small["hidden_size"] % MOE_ALIGNMENT == 0
+    for key in ("intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size"):
+        if key in small:
+            assert small[key] % MOE_ALIGNMENT == 0, key
+    heads = text["num_attention_heads"]
+    if text["hidden_size"] % heads == 0:
+        ratio = text["hidden_size"] // heads
+        assert small["hidden_size"] == small["num_attention_heads"] * ratio
+        assert small["num_attention_heads"] <= MOE_ALIGNMENT
+
+
+def test_the_moe_twins_take_the_fewest_heads_that_align():
+    """gpt-oss's head dim ratio 45 (2880 / 64) takes 32 heads, DeepSeek-V3's 56 four,
+    Kimi-K2's 112 two; Laguna's 2048 / 48 is not whole, and its twin is rounded up to 96."""
+    sizes = {}
+    for name in ("gpt-oss-20b", "deepseek-v3", "kimi-k2-instruct", "laguna-xs.2-fp8"):
+        twin = shrink(json.loads((CONFIGS / f"{name}.json").read_text()))
+        sizes[name] = (
+            twin["hidden_size"],
+            twin["num_attention_heads"],
+            twin["num_key_value_heads"],
+        )
+    assert sizes == {
+        "gpt-oss-20b": (1440, 32, 1),
+        "deepseek-v3": (224, 4, 4),
+        "kimi-k2-instruct": (224, 2, 2),
+        "laguna-xs.2-fp8": (96, 2, 1),
+    }
 
 
 def test_the_twin_keeps_the_head_dim_where_an_engine_derives_it():

@@ -7,6 +7,11 @@ small MLPs and vocabularies, and only as many layers as it takes to hold one of 
 The ratio ``hidden_size / num_attention_heads`` is kept (an engine that takes the head dim from
 it, ignoring ``head_dim``, reads the twin as it reads the model), and so is every per-layer
 list's pattern, cut to the layers kept. Token ids past the small vocabulary are set inside it.
+
+A twin keeps the shapes an engine's kernels constrain too, so that an engine that builds the
+model builds the twin: a mixture of experts' hidden and intermediate sizes are multiples of
+``MOE_ALIGNMENT`` (more heads where the head dim alone does not make one: gpt-oss's 45 takes
+32 heads, DeepSeek-V3's 56 four).
 """
 
 from __future__ import annotations
@@ -16,10 +21,14 @@ import math
 
 from .._verdict.layers import DEFAULT_PATTERN
 
-__all__ = ["HEADS", "VOCAB", "shrink"]
+__all__ = ["HEADS", "MOE_ALIGNMENT", "VOCAB", "shrink"]
 
 HEADS = 2
 VOCAB = 512
+# vLLM's CPU experts (model_executor/layers/fused_moe/experts/cpu_moe.py,
+# CPUUnquantizedExperts._supports_grouped_gemm) take no hidden or intermediate size that is
+# not a multiple of their output_alignment, 32 on x86, Arm and the portable path alike
+MOE_ALIGNMENT = 32
 # size keys and what they become (where the config has them)
 _SMALL = {
     "intermediate_size": 64,
@@ -40,6 +49,7 @@ _SMALL = {
 }
 # expert counts: at most 4, and no more chosen per token than there are
 _EXPERTS = ("n_routed_experts", "num_experts", "num_local_experts")
+_INTERMEDIATE = ("intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size")
 _PER_TOKEN = ("num_experts_per_tok", "moe_topk", "top_k")
 _GROUPS = ("n_group", "topk_group")
 # a layer pattern's period: the twin keeps at least one whole period
@@ -71,11 +81,15 @@ def _shrink_text(config: dict, vocabulary: bool) -> None:
     # a quantized checkpoint's scheme says nothing of the rotation, and ties the twin to
     # kernels and dtypes an engine may not have on this machine (gpt-oss's MXFP4)
     config.pop("quantization_config", None)
+    alignment = MOE_ALIGNMENT if _has_experts(config) else 1
     _shrink_layers(config)
-    _shrink_heads(config)
+    _shrink_heads(config, alignment)
     for key, small in _SMALL.items():
         if isinstance(config.get(key), int) and config[key] > small:
             config[key] = small
+    for key in _INTERMEDIATE:
+        if isinstance(config.get(key), int) and config[key] > 0:
+            config[key] = _round_up(config[key], alignment)
     _shrink_experts(config)
     if vocabulary or isinstance(config.get("vocab_size"), int):
         config["vocab_size"] = VOCAB
@@ -96,6 +110,14 @@ def _shrink_layers(config: dict) -> None:
     for key in ("first_k_dense_replace", "max_window_layers"):
         if isinstance(config.get(key), int):
             config[key] = min(config[key], kept - 1 if kept > 1 else kept)
+
+
+def _has_experts(config: dict) -> bool:
+    return any(isinstance(config.get(k), int) and config[k] > 1 for k in _EXPERTS)
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
 
 
 def _shrink_experts(config: dict) -> None:
@@ -130,21 +152,27 @@ def _layers_kept(config: dict, layers: int) -> int:
     return min(layers, needed)
 
 
-def _shrink_heads(config: dict) -> None:
+def _shrink_heads(config: dict, alignment: int = 1) -> None:
     """Two heads, ``hidden_size / num_attention_heads`` as the config has it; one key-value
-    head where the model groups them (two where it does not)."""
+    head where the model groups them (as many as the heads where it does not). Where the
+    hidden size must be a multiple of ``alignment``, as many more heads as that takes (the
+    fewest, and never more than the config's); a ratio that is not whole is not kept, and the
+    hidden size is rounded up to the multiple."""
     heads, hidden = config.get("num_attention_heads"), config.get("hidden_size")
     if not (isinstance(heads, int) and heads > HEADS):
         return
+    kept = HEADS
     if isinstance(hidden, int) and hidden % heads == 0:
-        config["hidden_size"] = HEADS * (hidden // heads)
+        ratio = hidden // heads
+        kept = min(heads, math.lcm(HEADS, alignment // math.gcd(ratio, alignment)))
+        config["hidden_size"] = kept * ratio
     elif isinstance(hidden, int):  # the ratio is not whole: keep the head dim the config gives
         config.setdefault("head_dim", hidden // heads)
-        config["hidden_size"] = HEADS * math.ceil(hidden / heads)
+        config["hidden_size"] = _round_up(HEADS * math.ceil(hidden / heads), alignment)
     kv = config.get("num_key_value_heads")
-    config["num_attention_heads"] = HEADS
+    config["num_attention_heads"] = kept
     if isinstance(kv, int):
-        config["num_key_value_heads"] = HEADS if kv >= heads else 1
+        config["num_key_value_heads"] = kept if kv >= heads else 1
 
 
 def _inside(value):
