@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from .._check.steps import EngineFailed
-from .._files import writing
+from .._files import reading, writing
 from ._shrink import VOCAB
 
 __all__ = [
@@ -124,16 +124,44 @@ def tokenizer(folder) -> None:
 
 def save_twin(twin, out) -> Path:
     """The twin's model (the folder ``twin`` holds its config.json), randomly initialised
-    (seed 0) in float32, saved by transformers in ``out`` with ``tokenizer``'s tokenizer."""
+    (seed 0) in float32, saved by transformers in ``out`` with ``tokenizer``'s tokenizer.
+
+    Its class is the config's own (``architectures``, as the model's checkpoint was saved:
+    converters and builders dispatch on that name, ONNX Runtime GenAI's builder on
+    ``Qwen3_5ForConditionalGeneration``, not the ``Qwen3_5ForCausalLM`` the auto class
+    picks), unless the file leaves out a part that class builds (a vision-language class
+    without a ``vision_config``: the part would be the class default's, not the model's);
+    then, and where the config names no class transformers has, the auto class's."""
     import torch
     import transformers
 
     config = transformers.AutoConfig.from_pretrained(twin)
+    given = reading.read_json(Path(twin, "config.json"), what="the twin's config")
+    own = _own_class(transformers, config, given)
     torch.manual_seed(0)
-    try:
-        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    except ValueError:  # a vision-language model (Mistral 3, ...): its whole class
-        model = transformers.AutoModelForImageTextToText.from_config(config, dtype=torch.float32)
+    if own is not None:
+        model = own._from_config(config, dtype=torch.float32)
+    else:
+        try:
+            model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        except ValueError:  # a vision-language model (Mistral 3, ...): its whole class
+            model = transformers.AutoModelForImageTextToText.from_config(
+                config, dtype=torch.float32
+            )
     model.save_pretrained(out)
     tokenizer(out)
     return Path(out)
+
+
+def _own_class(transformers, config, given: dict):
+    """The class the config's ``architectures`` names first, where transformers has it and
+    the config file gives every sub-config it builds (``None`` otherwise)."""
+    names = given.get("architectures")
+    if not (isinstance(names, list) and names and isinstance(names[0], str)):
+        return None
+    own = getattr(transformers, names[0], None)
+    if not (isinstance(own, type) and hasattr(own, "_from_config")):
+        return None
+    if any(part not in given for part in getattr(type(config), "sub_configs", {})):
+        return None
+    return own
