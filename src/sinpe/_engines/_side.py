@@ -23,12 +23,37 @@ from .._version import __version__
 from ._registry import ENGINES, by_key
 from ._shrink import shrink
 
-__all__ = ["ABSENT", "FAILED", "EngineLine", "EnginesReport", "engines"]
+__all__ = ["ABSENT", "FAILED", "EngineLine", "EnginesReport", "RunLine", "engines"]
 
 ABSENT, FAILED = "not installed", "failed"
 MARK = "SINPE-ENGINE "  # the probe's one line of output, among the engine's own logs
 TIMEOUT = 1800  # seconds an engine may take on the twin
 _ORDER = {MISMATCH: 0, FAILED: 1, UNCHECKED: 2, DRIFT: 3, MATCH: 4}
+
+
+class RunLine(NamedTuple):
+    """What one engine computes on the run model (``--run``): ``verdict`` is the core's
+    (``_verdict/run.py``), or ``failed``/``not installed`` as for a table line;
+    ``distances`` ``((p, distance, allowed), ...)`` for each ``p`` run."""
+
+    verdict: str
+    reasons: tuple = ()
+    distances: tuple = ()
+    notes: tuple = ()
+    how: str = ""
+
+    @property
+    def text(self) -> str:
+        shown = ", ".join(f"p={p:,} {d:.2g}" for p, d, _ in self.distances)
+        shown = f" ({shown})" if shown else ""
+        reasons = f": {'; '.join(self.reasons)}" if self.reasons else ""
+        notes = f" ({'; '.join(self.notes)})" if self.notes else ""
+        return f"run: {self.verdict}{shown}{reasons}{notes}"
+
+    def as_dict(self) -> dict:
+        data = self._asdict()
+        data["distances"] = [dict(zip(("p", "distance", "allowed"), row)) for row in self.distances]
+        return strict(data)
 
 
 class EngineLine(NamedTuple):
@@ -46,6 +71,7 @@ class EngineLine(NamedTuple):
     largest: float | None = None
     python: str = ""
     notes: tuple = ()
+    run: RunLine | None = None
 
     @property
     def text(self) -> str:
@@ -57,7 +83,9 @@ class EngineLine(NamedTuple):
         return f"{self.name}{version}: {self.verdict}{largest}{reasons}{notes}"
 
     def as_dict(self) -> dict:
-        return strict(self._asdict())
+        data = self._asdict()
+        data["run"] = None if self.run is None else self.run.as_dict()
+        return strict(data)
 
 
 class EnginesReport(NamedTuple):
@@ -72,7 +100,13 @@ class EnginesReport(NamedTuple):
     def exit_code(self) -> int:
         """1 where an installed engine does not run the config's RoPE (a mismatch, or a
         failure on the twin), else 0."""
-        return int(any(line.verdict in (MISMATCH, FAILED) for line in self.lines))
+        bad = (MISMATCH, FAILED)
+        return int(
+            any(
+                line.verdict in bad or (line.run is not None and line.run.verdict in bad)
+                for line in self.lines
+            )
+        )
 
     def as_dict(self) -> dict:
         return strict(
@@ -87,7 +121,7 @@ class EnginesReport(NamedTuple):
 
 
 def engines(
-    config, *, length: int | None = None, pythons: dict | None = None, only=None
+    config, *, length: int | None = None, pythons: dict | None = None, only=None, run=False
 ) -> EnginesReport:
     """Each engine's reading of ``config`` (a config.json path or mapping), side by side.
 
@@ -106,6 +140,11 @@ def engines(
         the engine.
     only : iterable of str, optional
         The engine keys to run (default: all).
+    run : bool, optional
+        Also each engine's run line (``EngineLine.run``): the twin with random weights run by
+        the engine at positions ``p .. p + K - 1`` for p = 0, 100,000 and the trained length,
+        judged against the twin in float64 with sinpe's exact tables (made in the
+        transformers interpreter, which needs torch and transformers).
 
     Returns
     -------
@@ -129,6 +168,11 @@ def engines(
         lines = tuple(
             _line(key, pythons.get(key, sys.executable), Path(folder), length) for key in keys
         )
+        if run:
+            ref = _reference(_reference_python(pythons), Path(folder))
+            lines = tuple(
+                line._replace(run=_run_line(line, Path(folder), length, ref)) for line in lines
+            )
     name = os.fspath(config) if isinstance(config, (str, os.PathLike)) else "<mapping>"
     return EnginesReport(name, length, lines, notes)
 
@@ -167,11 +211,9 @@ def _pythons(pythons) -> dict:
     return pythons
 
 
-def _line(key: str, python: str, folder: Path, length: int) -> EngineLine:
-    engine = by_key(key)
-    base = EngineLine(key, engine.name, None, engine.how, FAILED, python=python)
+def _answer(command: list, folder: Path, python: str) -> dict | str:
+    """The probe's one line of JSON, else why there is none (words)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    command = [python, "-m", "sinpe._engines.probe", key, str(folder), str(length)]
     try:
         done = subprocess.run(
             command,
@@ -183,12 +225,92 @@ def _line(key: str, python: str, folder: Path, length: int) -> EngineLine:
             stdin=subprocess.DEVNULL,  # an engine's prompt (remote code?) gets no answer
         )
     except subprocess.TimeoutExpired:
-        return base._replace(reasons=(f"sinpe's reading did not finish in {TIMEOUT} s",))
+        return f"sinpe's reading did not finish in {TIMEOUT} s"
     # the mark may follow an engine's own unfinished line (a prompt): the last one counts
     found = [line.rpartition(MARK)[2] for line in done.stdout.splitlines() if MARK in line]
     if not found:
-        return base._replace(reasons=(_no_answer(done, python),))
-    return _from_probe(base, json.loads(found[-1]), engine)
+        return _no_answer(done, python)
+    return json.loads(found[-1], parse_constant=_no_constant)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"the probe's answer holds {name}: not strict JSON")
+
+
+def _line(key: str, python: str, folder: Path, length: int) -> EngineLine:
+    engine = by_key(key)
+    base = EngineLine(key, engine.name, None, engine.how, FAILED, python=python)
+    command = [python, "-m", "sinpe._engines.probe", key, str(folder), str(length)]
+    answer = _answer(command, folder, python)
+    if isinstance(answer, str):
+        return base._replace(reasons=(answer,))
+    return _from_probe(base, answer, engine)
+
+
+def _reference_python(pythons: dict) -> str:
+    """Where the reference runs: this interpreter where it has torch and transformers (so
+    that an engine's interpreter, transformers' included, is never its own judge), else the
+    transformers interpreter given."""
+    import importlib.util
+
+    if all(importlib.util.find_spec(name) for name in ("torch", "transformers")):
+        return sys.executable
+    return pythons.get("transformers", sys.executable)
+
+
+def _reference(python: str, folder: Path) -> dict | str:
+    """The run model's reference (``_run.main`` in ``python``), arrays decoded; words where it
+    could not be made."""
+    from ._run import decode
+
+    answer = _answer([python, "-m", "sinpe._engines._run", str(folder)], folder, python)
+    if isinstance(answer, str):
+        return answer
+    if answer.get("sinpe") != __version__:
+        return f"sinpe {answer.get('sinpe')} in {python}, {__version__} here"
+    if answer.get("failed"):
+        return answer["failed"]
+    return {
+        "logprobs": {int(p): decode(a) for p, a in answer["logprobs"].items()},
+        "hidden": {int(p): [decode(h) for h in hs] for p, hs in answer["hidden"].items()},
+        "drift": {int(p): float(d) for p, d in answer["drift"].items()},
+        "signal": float(answer["signal"]),
+    }
+
+
+def _run_line(line: EngineLine, folder: Path, length: int, ref) -> RunLine:
+    """One engine's run line: not installed or failed as its table line is; else its run
+    (the probe's ``run`` mode) judged by the core against ``ref``."""
+    from .._verdict.run import allowances, distances, judge_run
+    from ._run import decode
+
+    if line.verdict == ABSENT:
+        return RunLine(ABSENT)
+    if isinstance(ref, str):
+        return RunLine(UNCHECKED, (f"no reference: the twin in float64 could not be run ({ref})",))
+    command = [line.python, "-m", "sinpe._engines.probe", line.engine, str(folder), str(length)]
+    answer = _answer(command + ["run"], folder, line.python)
+    if isinstance(answer, str):
+        return RunLine(FAILED, (answer,))
+    if answer.get("failed"):
+        return RunLine(FAILED, (answer["failed"],), notes=tuple(answer.get("notes", ())))
+    found = {int(p): decode(a) for p, a in answer.get("logprobs", {}).items()}
+    hidden = {int(p): [decode(h) for h in hs] for p, hs in (answer.get("hidden") or {}).items()}
+    try:
+        verdict = judge_run(
+            found, ref["logprobs"], ref["drift"], ref["signal"], hidden, ref["hidden"]
+        )
+    except ValueError as exc:
+        return RunLine(FAILED, (str(exc),))
+    allowed = allowances(ref["drift"])
+    rows = tuple((p, d, allowed[p]) for p, d in sorted(distances(found, ref["logprobs"]).items()))
+    return RunLine(
+        verdict.verdict,
+        verdict.reasons,
+        rows,
+        tuple(answer.get("notes", ())),
+        answer.get("how", ""),
+    )
 
 
 def _no_answer(done, python: str) -> str:

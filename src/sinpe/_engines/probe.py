@@ -6,6 +6,10 @@ KEY FOLDER LENGTH``, ``FOLDER`` holding ``twin/config.json`` (the twin) and
 - ``layers``: each distinct rotary layer's verdict (the core's JSON, with ``what`` it is);
 - ``failed``: the engine's own error on the twin (``EngineFailed``), where it stopped.
 
+With a fourth argument ``run``, the engine runs the run model (``FOLDER/run-model``, made by
+``python -m sinpe._engines._run``) instead (its reader's ``run``): ``logprobs`` ``{p: array}``
+(``_run.encode``), ``hidden`` where the engine gives each layer's output, and ``notes``.
+
 An error in sinpe's own reading is not caught: the parent says the reading stopped, with the
 last line of the traceback.
 """
@@ -37,7 +41,9 @@ def version_of(distributions) -> str | None:
 
 
 def main(argv=None) -> int:
-    key, folder, length = argv if argv is not None else sys.argv[1:]
+    argv = list(argv if argv is not None else sys.argv[1:])
+    key, folder, length = argv[:3]
+    mode = argv[3] if len(argv) > 3 else "table"
     engine = by_key(key)
     folder = Path(folder)
     answer: dict = {"engine": key, "sinpe": __version__, "python": sys.executable}
@@ -54,6 +60,10 @@ def main(argv=None) -> int:
     if reader is not None and version is not None:
         answer["version"] = version
         original = reading.read_json(folder / "original.json", what="the twin's original config")
+        if mode == "run":
+            answer.update(_run_answer(reader, folder, original))
+            print(MARK + dumps(answer), flush=True)
+            return 0
         try:
             layers, notes, how = reader.read(folder / "twin", original, int(length))
             answer["layers"] = [{"what": what, **judgment.as_json()} for what, judgment in layers]
@@ -64,6 +74,28 @@ def main(argv=None) -> int:
             answer["failed"] = str(exc)
     print(MARK + dumps(answer), flush=True)
     return 0
+
+
+def _run_answer(reader, folder: Path, original: dict) -> dict:
+    """The engine's run of the run model, as the probe's answer says it."""
+    from .._rope.config import rope_config
+    from ._run import MODEL, encode, offsets
+
+    run = getattr(reader, "run", None)
+    if run is None:
+        return {"failed": "sinpe has no run line for this engine"}
+    try:
+        result = run(folder / MODEL, original, offsets(rope_config(original)))
+    except EngineFailed as exc:
+        return {"failed": str(exc)}
+    answer = {
+        "logprobs": {str(p): encode(a) for p, a in result.logprobs.items()},
+        "notes": list(result.notes),
+        "how": result.how,
+    }
+    if result.hidden:
+        answer["hidden"] = {str(p): [encode(h) for h in hs] for p, hs in result.hidden.items()}
+    return answer
 
 
 if __name__ == "__main__":

@@ -122,6 +122,12 @@ REASONS = {
     "remote_code": "{engine} is the model's own code (auto_map), which a config alone does "
     "not carry: not judged",
     "layer_of": "the config says no layer type for {engine} (layer_types)",
+    # a run line (run.py): the engine's log-probabilities against the exact float64 twin's
+    "run_breaks": "at p = {position:,} its log-probabilities are {engine:.3g} from the exact "
+    "twin's, where float32 angles allow {config:.3g}: not the config's model{detail}",
+    "run_missing": "the engine did not run p = {engine}",
+    "run_no_signal": "the twin's positions move its log-probabilities by {engine:.3g} only "
+    "(at least {config:.3g} is needed to tell a RoPE from another)",
 }
 _EVIDENCE = {  # the causes said beside a reason, in parentheses
     "attn_factor_key": "rope.scaling.attn_factor {engine}",
@@ -292,6 +298,16 @@ class Verdict(NamedTuple):
             return (
                 "reads as the config: frequencies and factors within "
                 f"{self.bound:.2g} (relative: 16 float32 ulps)"
+            )
+        if self.verdict == MATCH and self.kind == "logprobs":
+            return (
+                f"runs the config's model: log-probabilities within {self.bound:.2g} of the exact "
+                "float64 twin's at every p (float32 arithmetic)"
+            )
+        if self.verdict == DRIFT and self.kind == "logprobs":
+            return (
+                "runs the config's model, drifting with the position: log-probabilities within "
+                "what float32 angles move them by at each p"
             )
         if self.verdict == MATCH:
             return (

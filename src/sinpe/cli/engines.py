@@ -44,6 +44,14 @@ def add_engines_arguments(command: AddCommand) -> None:
         help="run this engine only (repeat for more; keys: transformers, vllm, sglang, "
         "onnxruntime-genai, llama.cpp, mlx-lm, keras-hub, openvino; default: all)",
     )
+    parser.add_argument(
+        "--run",
+        action="store_true",
+        help="also each engine's run line: the twin with random weights run by the engine at "
+        "positions p .. p + 31 for p = 0, 100,000 and the trained length, its log-probabilities "
+        "judged against the twin in float64 with sinpe's exact tables (needs torch and "
+        "transformers in the transformers interpreter)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -66,7 +74,13 @@ def engines_command(args: argparse.Namespace):
     wrong argument raises: ``main`` says it, exit 2 (with ``--json``, one refusal object)."""
     from .._engines import ABSENT, engines
 
-    report = engines(args.config, length=args.length, pythons=_pythons(args.python), only=args.only)
+    report = engines(
+        args.config,
+        length=args.length,
+        pythons=_pythons(args.python),
+        only=args.only,
+        run=args.run,
+    )
     if args.json:
         return report.as_dict()
     print(
@@ -78,4 +92,6 @@ def engines_command(args: argparse.Namespace):
         print(f"  {line.text}")
         if line.how and line.verdict != ABSENT:
             print(f"      read: {line.how}" + (f" (python: {line.python})" if line.python else ""))
+        if line.run is not None and line.run.verdict != ABSENT:
+            print(f"    {line.run.text}")
     return report.exit_code

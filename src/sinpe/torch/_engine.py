@@ -144,3 +144,31 @@ def read(folder, original: dict, length: int):
                 judgment = unchecked("unreadable", engine=what, config=str(exc))
             layers.append((what, judgment))
     return layers, (), None
+
+
+def run(model, original: dict, offsets):
+    """transformers' run line: the run model (``_engines/_run.py``) loaded by the installed
+    release in float32 (eager attention, as it runs on a CPU by default), its causal LM's
+    forward on the run's tokens at ``position_ids`` ``p .. p + K - 1`` for each ``p``; the
+    hidden states of every layer kept."""
+    import transformers
+
+    from .._engines import _run
+
+    spec = rope_config(original)
+    with step("AutoConfig.from_pretrained (the run model)"):
+        config = transformers.AutoConfig.from_pretrained(model)
+    with step("from_pretrained (the run model, float32)"):
+        loaded = _run._load(transformers, model, config, torch.float32, attn_implementation=None)
+    ids = _run.tokens(loaded.get_output_embeddings().weight.shape[0])
+    logprobs, hidden = {}, {}
+    for p in offsets:
+        with step(f"its forward at positions {p:,}.."):
+            logprobs[p], hidden[p] = _run.forward(
+                loaded, ids, np.arange(p, p + _run.K), _run.n_axes(spec)
+            )
+    how = (
+        "the run model loaded by transformers (float32, its default attention), its forward at "
+        "position_ids p .. p + K - 1"
+    )
+    return _run.RunResult(logprobs, hidden, (), how)
