@@ -28,6 +28,7 @@ import numpy as np
 from .._files import onnx as onnx_file
 from .._files import writing
 from .._rope.config import load_config, rope_config
+from .._rope.rotary import table_block
 from .._tables.checks import bfloat16
 from .._verdict.verdict import MISMATCH, UNCHECKED
 from .onnx import _config, _regimes, _specs, check_onnx, find_caches
@@ -141,22 +142,25 @@ def _tensors(graph):
                 yield from _tensors(value)
 
 
-def _exact(spec, data: dict, cache, tensor) -> bytes:
-    """The exact table of a cache tensor (its regimes, each at its length), as its bytes."""
-    rows, half = tensor.dims
-    dtype = onnx_file.DTYPES[tensor.data_type][0]
+def _exact(spec, data: dict, cache, data_type: int) -> tuple:
+    """The exact ``(cos, sin)`` of a cache (its regimes, each at its length) as the cache's
+    tensors hold them: ``data_type``'s values (bfloat16 as its bits), little-endian. Both
+    come from one run of the filler per regime (``table_block``: consecutive positions)."""
+    rows, half = cache.cos.dims
+    dtype = onnx_file.DTYPES[data_type][0]
     narrow = bfloat16() if dtype == "bfloat16" else np.dtype(dtype)
     if narrow is None:
         raise ValueError("a bfloat16 cache needs ml_dtypes (pip install ml_dtypes)")
-    blocks = []
     one = next(iter(_specs(spec, data, cache.users).values()), spec)
-    part = 0 if tensor is cache.cos else 1
-    for _, count, length in _regimes(one, rows):
-        table = one.rope_at(np.arange(count), layout="compact", dtype=narrow, seq_len=length)
-        blocks.append(np.ascontiguousarray(table[part][:, :half]))
-    values = np.concatenate(blocks)
-    bits = values.view(np.uint16) if dtype == "bfloat16" else values
-    return bits.astype(bits.dtype.newbyteorder("<")).tobytes()
+    parts = [table_block(one._one(), length, 0, count, "compact", narrow)
+             for _, count, length in _regimes(one, rows)]  # fmt: skip
+    tables = []
+    for plane in (0, 1):
+        blocks = [part[plane][:, :half] for part in parts]
+        values = np.ascontiguousarray(blocks[0]) if len(blocks) == 1 else np.concatenate(blocks)
+        bits = values.view(np.uint16) if dtype == "bfloat16" else values
+        tables.append(np.asarray(bits, bits.dtype.newbyteorder("<")))  # a copy only if big-endian
+    return tuple(tables)
 
 
 def _exact_caches(spec, data: dict, caches, replaced: dict, stream, name) -> None:
@@ -165,14 +169,17 @@ def _exact_caches(spec, data: dict, caches, replaced: dict, stream, name) -> Non
     ``name``."""
     offset = 0
     for cache in caches:
-        for tensor in (cache.cos, cache.sin):
+        made: dict = {}  # data type -> (cos, sin): a cache's two tables made in one run
+        for plane, tensor in enumerate((cache.cos, cache.sin)):
             if tensor.span[0] in replaced:
                 continue
-            values = _exact(spec, data, cache, tensor)
+            if tensor.data_type not in made:
+                made[tensor.data_type] = _exact(spec, data, cache, tensor.data_type)
+            values = made[tensor.data_type][plane]
             if tensor.where[0] == "external":
-                stream.write(values)
-                place = (name, offset, len(values))
+                stream.write(memoryview(values).cast("B"))
+                place = (name, offset, values.nbytes)
                 replaced[tensor.span[0]] = onnx_file.tensor_proto(tensor, external=place)
-                offset += len(values)
+                offset += values.nbytes
             else:
-                replaced[tensor.span[0]] = onnx_file.tensor_proto(tensor, values)
+                replaced[tensor.span[0]] = onnx_file.tensor_proto(tensor, values.tobytes())
