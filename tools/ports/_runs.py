@@ -1,8 +1,10 @@
 """Shared by the ports' glue: a port that computes its table for a contiguous range
-(``length`` rows from ``offset``) called at the kit's positions, one contiguous run at a time."""
+(``length`` rows from ``offset``) called at the kit's positions, one contiguous run at a time;
+the text config of a multimodal one; a config's RoPE keys as the ports' builders read them."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
@@ -36,6 +38,29 @@ def text_config(config: dict) -> dict:
     """The text model's config of a multimodal one (its ``text_config``), else the config."""
     text = config.get("text_config")
     return text if isinstance(text, dict) else config
+
+
+def rope_keys(config: dict) -> SimpleNamespace:
+    """What a Hugging Face config says of its RoPE, as a port's model config is set from it:
+    ``text`` (the text config), ``params`` (``rope_parameters``, else ``rope_scaling``), ``kind``
+    (its rope type), ``head`` (``qk_rope_head_dim``, ``head_dim`` or hidden size / heads),
+    ``partial`` (``partial_rotary_factor``) and ``theta`` (``rope_theta``)."""
+    c = text_config(config)
+    rp = c.get("rope_parameters") or c.get("rope_scaling") or {}
+    kind = rp.get("rope_type", rp.get("type", "default"))
+    head = (
+        c.get("qk_rope_head_dim")
+        or c.get("head_dim")
+        or c["hidden_size"] // c["num_attention_heads"]
+    )
+    return SimpleNamespace(
+        text=c,
+        params=rp,
+        kind=kind,
+        head=head,
+        partial=c.get("partial_rotary_factor", rp.get("partial_rotary_factor", 1.0)),
+        theta=c.get("rope_theta", rp.get("rope_theta", 10_000)),
+    )
 
 
 def rotate_by_runs(apply: Callable) -> Callable:

@@ -1,15 +1,11 @@
-"""lmdeploy 0.18.0, PyTorch engine: the rotary module its models build from the Hugging Face
-config (lmdeploy/pytorch/nn/rotary_embedding.py, build_rotary_embedding_from_config; the model
-classes pass their text config), on the CPU's default backend with TORCHDYNAMO_DISABLE=1."""
+"""lmdeploy 0.18.0, PyTorch engine: the rotary module its models build from their text config
+(lmdeploy/pytorch/nn/rotary_embedding.py, build_rotary_embedding_from_config), on the CPU."""
 
-import importlib.util
-import os
-
-os.environ.setdefault("TORCHDYNAMO_DISABLE", "1")
-import torch  # noqa: E402
-from lmdeploy.pytorch.models.module_map import MODULE_MAP  # noqa: E402
-from lmdeploy.pytorch.nn.rotary_embedding import build_rotary_embedding_from_config  # noqa: E402
-from transformers import AutoConfig  # noqa: E402
+import _lmdeploy  # first: TORCHDYNAMO_DISABLE=1 before torch is imported
+import torch
+from lmdeploy.pytorch.models.module_map import MODULE_MAP
+from lmdeploy.pytorch.nn.rotary_embedding import build_rotary_embedding_from_config
+from transformers import AutoConfig
 
 
 def takes(config: dict):
@@ -18,9 +14,8 @@ def takes(config: dict):
     if arch not in MODULE_MAP:
         return f"architecture {arch} is not in lmdeploy's MODULE_MAP"
     module = MODULE_MAP[arch].rpartition(".")[0]
-    with open(importlib.util.find_spec(module).origin, encoding="utf-8") as source:
-        if "build_rotary_embedding_from_config" not in source.read():
-            return f"{module} builds its RoPE without build_rotary_embedding_from_config"
+    if not _lmdeploy.calls_builder(module):
+        return f"{module} builds its RoPE without build_rotary_embedding_from_config"
     return None
 
 

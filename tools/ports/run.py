@@ -7,7 +7,9 @@ checkout. The glue, tools/ports/NAME.py, gives ``candidate(config) -> candidate`
 ``(cos, sin)`` pair, a callable ``positions -> (cos, sin)``, ``sinpe.testing.Rotates`` or
 ``InvFreq``), and says which configs the port takes: ``takes(config) -> None or why not``, or
 ``FAMILIES`` (model types), else every config. A table's layout is the candidate's
-``layout`` attribute or the glue's ``LAYOUT``. Every corpus config is listed in
+``layout`` attribute or the glue's ``LAYOUT``. What is not the use of the kit (CPU stubs, import
+shims, the port's argument mapping) sits in the port's helper, tools/ports/_NAME.py (hyphens as
+underscores), loaded with the shared _runs.py before the glue. Every corpus config is listed in
 docs/ports/NAME.json: its verdict and explanation, why the port refused it, or that the port
 does not take its family."""
 
@@ -157,6 +159,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", help="default docs/ports/NAME.json")
     args = parser.parse_args(argv)
     load("_runs", os.path.join(HERE, "_runs.py"))
+    helper = "_" + args.name.replace("-", "_")  # the port's own helper: CPU stubs, its arguments
+    if os.path.exists(os.path.join(HERE, f"{helper}.py")):
+        load(helper, os.path.join(HERE, f"{helper}.py"))
     glue = load("sinpe_port_" + args.name.replace("-", "_"), os.path.join(HERE, f"{args.name}.py"))
     import sinpe
     from sinpe.testing import check_rope, configs

@@ -15,9 +15,7 @@ def candidate(config: dict):
     hf = CONFIG_MAPPING[config["model_type"]].from_dict(config)
     cfg = build_bridge_config_from_hf(hf, "TransformerLensNative", "native", torch.float32)
     cfg.n_ctx = min(cfg.n_ctx, ROWS)
-    rotary = NativeRotary(
-        cfg
-    )  # cos_cached, sin_cached: (n_ctx, rotary_dim), each value twice in place
+    rotary = NativeRotary(cfg)  # cos_cached, sin_cached: (n_ctx, rotary_dim), values twice in place
     return rotary.cos_cached, rotary.sin_cached
 
 
