@@ -172,6 +172,7 @@ def collect(configs, pythons: dict, shard: tuple = (1, 1)) -> dict:
                 "family": _family(Path(path)),
                 "length": report.length,
                 "lines": [line.as_dict() for line in report.lines],
+                "notes": list(report.notes),
                 "seconds": round(time.monotonic() - began, 1),
             }
         )
