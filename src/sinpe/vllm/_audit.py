@@ -362,12 +362,10 @@ def fill_exact(layer, spec, report: LayerReport) -> LayerReport:
     dtype = _numpy_dtype(target.dtype, torch)
     step = max(1, (1 << 20) // max(int(target.shape[1]), 1))
     start, length = report.start, report.start + report.rows  # the positions of the rows
-    if target.device.type == "cpu":  # made on the host, then one copy of its bytes
+    if target.device.type == "cpu":  # made on the host in one run, then one copy of its bytes
         host = np.empty(tuple(target.shape), dtype)
-        for lo in range(0, report.rows, step):
-            n = min(step, report.rows - lo)
-            (block,) = rot.table_block(spec._one(), length, start + lo, n, "vllm", dtype)
-            host[lo : lo + n] = block
+        # positions start .. length - 1: the filler's run at the current length ``length``
+        rot.table_run(spec._one(), report.rows, start, "vllm", dtype, None, "auto", "", (host,))
         np.copyto(_host_view(target, torch), _bits(host))
         return report._replace(outcome="replaced")
     made = torch.empty(target.shape, dtype=target.dtype, device=target.device)
