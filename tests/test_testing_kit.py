@@ -540,6 +540,40 @@ def test_sinpe_conformance_prints_a_table_and_exits_1_on_a_mismatch(tmp_path, mo
         conformance_command(_conformance(["my_glue"]))
 
 
+INTERLEAVED_GLUE = """
+import numpy as np
+import sinpe
+from _glue_helper import exact_inv_freq
+
+LAYOUT = "interleaved"
+
+def tables(config, layer_type=None):
+    spec = sinpe.rope_config(config, layer_type=layer_type)
+    inv, factor = exact_inv_freq(spec)
+    angles = np.arange(9000.0)[:, None] * inv
+    return (np.repeat(np.cos(angles), 2, axis=1) * factor,
+            np.repeat(np.sin(angles), 2, axis=1) * factor)
+"""
+
+
+def test_sinpe_conformance_takes_the_glues_layout_and_its_helper_module(tmp_path, capsys):
+    """A glue file (by path) whose tables are interleaved says so by its module's ``LAYOUT``
+    (or ``--layout``), and imports a helper module beside it (its folder goes last on the
+    path): judged a match, where read as halves it is a mismatch."""
+    from sinpe.cli.conformance import conformance_command
+
+    (tmp_path / "glue.py").write_text(INTERLEAVED_GLUE)
+    (tmp_path / "_glue_helper.py").write_text(
+        "def exact_inv_freq(spec):\n    return spec.frequencies()\n"
+    )
+    target = f"{tmp_path / 'glue.py'}:tables"
+    assert conformance_command(_conformance([target, "--corpus", "llama3"])) == 0
+    assert "mismatch" not in capsys.readouterr().out
+    assert (
+        conformance_command(_conformance([target, "--corpus", "llama3", "--layout", "half"])) == 1
+    )
+
+
 def test_transformers_default_configs_are_judged_a_match_or_refused():
     pytest.importorskip("transformers")
     entries = configs(form="defaults")

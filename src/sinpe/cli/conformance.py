@@ -32,6 +32,13 @@ def add_conformance_arguments(command: AddCommand) -> None:
         help="all, a rope type (yarn, longrope, llama3, ...), defaults (transformers' default "
         "configs) or a folder of config.json files",
     )
+    parser.add_argument(
+        "--layout",
+        choices=("half", "interleaved"),
+        default=None,
+        help="where each pair's cos/sin sits in the candidate's tables (default: the "
+        "callable's layout attribute, else the glue module's LAYOUT, else half)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -54,16 +61,21 @@ def _target(text: str):
         found = getattr(found, part, None)
     if not callable(found):
         raise ValueError(f"{text!r} is not a callable")
-    return found
+    return module, found
 
 
 def _from_file(path: str):
     """The glue file at ``path`` run as a module of its own (``torchtune.py`` beside the
-    port would shadow it as a module name; ``megatron-core.py`` is none)."""
+    port would shadow it as a module name; ``megatron-core.py`` is none). Its folder goes last
+    on the path, so that a helper module beside it imports (``_exllamav3``) while an installed
+    package of a glue's name still wins over the glue."""
     import importlib.util
 
     if not os.path.isfile(path):
         raise ValueError(f"glue file {path!r} is not a file")
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:
+        sys.path.append(folder)
     spec = importlib.util.spec_from_file_location("_sinpe_conformance_glue", path)
     if spec is None or spec.loader is None:
         raise ValueError(f"cannot import {path!r} as a module")
@@ -75,8 +87,8 @@ def _from_file(path: str):
     return module
 
 
-def _one(make, entry) -> dict:
-    from ..testing import check_rope
+def _one(make, entry, layout) -> dict:
+    from ..testing import Rotates, check_rope
 
     if entry.refused is not None:
         return {"config": entry.name, "verdict": "refused", "explanation": entry.refused}
@@ -90,7 +102,8 @@ def _one(make, entry) -> dict:
         text = " ".join(f"{type(exc).__name__}: {exc}".split())
         return {"config": entry.name, "verdict": "error", "explanation": f"the port raised {text}"}
     try:
-        report = check_rope(candidate, entry)
+        stated = None if isinstance(candidate, Rotates) else layout  # a Rotates states its own
+        report = check_rope(candidate, entry, layout=stated)
     except (TypeError, ValueError) as exc:
         return {"config": entry.name, "verdict": "error", "explanation": " ".join(str(exc).split())}
     return report.as_json()
@@ -101,9 +114,10 @@ def conformance_command(args: argparse.Namespace):
     object for ``main`` to print; exit 1 on any mismatch or error of the port, else 0."""
     from ..testing.corpus import select_corpus
 
-    make = _target(args.target)
+    module, make = _target(args.target)
+    layout = args.layout or getattr(make, "layout", None) or getattr(module, "LAYOUT", None)
     entries = select_corpus(args.corpus)
-    rows = [_one(make, entry) for entry in entries]
+    rows = [_one(make, entry, layout) for entry in entries]
     counts: dict = {}
     for row in rows:
         counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
