@@ -28,6 +28,7 @@ from test_check import save_safetensors
 
 import sinpe
 from sinpe._engines import ABSENT, FAILED, EngineLine, _side
+from sinpe._engines._side import RunLine
 from sinpe._verdict import verdict
 
 DOCS = Path(__file__).parents[1] / "docs"
@@ -483,15 +484,17 @@ def test_engines_refuse_a_factor_that_is_a_string_a_missing_config_and_a_fifo(in
 def _line_states() -> set:
     """Every state a line of ``sinpe engines`` can be in, from the code: the ranks of the
     verdicts a line takes from its modules, and every ``verdict`` an ``EngineLine`` is made
-    or replaced with in ``_side.py`` (a constant's value, or a literal)."""
+    or replaced with in ``_side.py``, and every one a ``RunLine`` (``--run``) is made with (a
+    constant's value, or a literal)."""
     states = set(_side._ORDER)
     tree = ast.parse(textwrap.dedent(inspect.getsource(_side)))
     for call in ast.walk(tree):
         if not isinstance(call, ast.Call):
             continue
         given = [k.value for k in call.keywords if k.arg == "verdict"]
-        if isinstance(call.func, ast.Name) and call.func.id == "EngineLine":
-            given += call.args[EngineLine._fields.index("verdict") :][:1]
+        if isinstance(call.func, ast.Name) and call.func.id in ("EngineLine", "RunLine"):
+            line = EngineLine if call.func.id == "EngineLine" else RunLine
+            given += call.args[line._fields.index("verdict") :][:1]
         for value in given:
             if isinstance(value, ast.Constant):
                 states.add(value.value)
@@ -515,6 +518,7 @@ def test_every_field_of_the_engines_json_is_in_the_docs(tmp_path, inputs):
         run("engines", inputs["config"], "--only", "vllm", "--python", f"vllm={python}", "--json")
     )
     fields = set(data) | set(data["engines"][0]) | set(EngineLine._fields)
+    fields |= set(RunLine._fields) | {"p", "distance", "allowed"}  # --run's lines
     assert not [f for f in sorted(fields) if f"`{f}`" not in text]
 
 

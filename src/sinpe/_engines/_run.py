@@ -15,87 +15,50 @@ prints the reference as one ``SINPE-ENGINE`` line (arrays as base64 float64)."""
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import sys
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
+from .._check.run import (
+    FAR,
+    MODEL,
+    SHARP,
+    K,
+    RunResult,
+    decode,
+    encode,
+    forward,
+    load,
+    log_softmax,
+    n_axes,
+    offsets,
+    position_ids,
+    tokens,
+)
+
+_load = load  # the name the engines' readers first took (their home is _check.run)
+
 __all__ = [
     "FAR",
+    "MODEL",
     "K",
     "SHARP",
     "RunResult",
     "decode",
     "encode",
+    "forward",
+    "load",
     "log_softmax",
+    "n_axes",
     "offsets",
+    "position_ids",
     "reference",
     "save_run_model",
     "sharpen",
     "tokens",
 ]
-
-K = 32  # tokens per run
-FAR = 100_000  # the far position every engine that lets positions be set runs
-SHARP = 4.0  # q and k each: their dot products grow 16-fold
-MODEL = "run-model"
-
-
-class RunResult(NamedTuple):
-    """What an engine's run gives: ``{p: (K, vocab) log-probabilities}`` for each ``p`` it
-    ran, ``{p: [each layer's output]}`` where it lets them be read, notes (the farthest ``p``
-    reached where the engine cannot set positions, and its cost), and how it ran."""
-
-    logprobs: dict
-    hidden: dict | None = None
-    notes: tuple = ()
-    how: str = ""
-
-
-def offsets(spec) -> tuple:
-    """The ``p`` a run line runs: 0, ``FAR`` and the config's trained length (its last ``K``
-    positions), each once, in order."""
-    found = {0, FAR}
-    trained = getattr(spec, "max_position_embeddings", None)
-    if isinstance(trained, int) and trained > K:
-        found.add(trained - K)
-    return tuple(sorted(found))
-
-
-def tokens(vocab: int) -> list:
-    """The ``K`` token ids every engine runs (seed 0), past the special ids 0-2."""
-    return np.random.default_rng(0).integers(3, vocab, K).tolist()
-
-
-def log_softmax(logits) -> np.ndarray:
-    logits = np.asarray(logits, np.float64)
-    logits = logits - logits.max(-1, keepdims=True)
-    return logits - np.log(np.exp(logits).sum(-1, keepdims=True))
-
-
-def encode(array) -> dict:
-    """An array as strict JSON: its shape and its float64 bytes (NaN and infinities kept)."""
-    array = np.ascontiguousarray(array, dtype="<f8")
-    return {"shape": list(array.shape), "base64": base64.b64encode(array.tobytes()).decode()}
-
-
-def decode(data) -> np.ndarray:
-    """``encode``'s array back; ``ValueError`` where the bytes do not fill the shape."""
-    if not isinstance(data, dict) or not isinstance(data.get("base64"), str):
-        raise ValueError("an array must be given as {shape, base64}")
-    shape = data.get("shape")
-    if not isinstance(shape, list) or not all(
-        isinstance(n, int) and 0 <= n < 1 << 24 for n in shape
-    ):
-        raise ValueError(f"an array's shape must be a list of sizes, got {shape!r}")
-    raw = base64.b64decode(data["base64"], validate=True)
-    if len(raw) != 8 * int(np.prod(shape, dtype=np.int64)):
-        raise ValueError(f"{len(raw)} bytes do not hold a float64 array of shape {shape}")
-    return np.frombuffer(raw, "<f8").reshape(shape).copy()
-
 
 # ------------------------------------------------------------------ the model
 
@@ -173,96 +136,77 @@ def save_run_model(twin, out) -> Path:
 
     save_twin(twin, out)
     config = transformers.AutoConfig.from_pretrained(out)
-    model = _load(transformers, out, config, torch.float32, attn_implementation=None)
+    model = load(transformers, out, config, torch.float32, attn_implementation=None)
     sharpen(model)
     model.save_pretrained(out)
     return Path(out)
-
-
-def _load(transformers, folder, config, dtype, attn_implementation="eager"):
-    extra = {} if attn_implementation is None else {"attn_implementation": attn_implementation}
-    classes = [transformers.AutoModelForCausalLM, transformers.AutoModelForImageTextToText]
-    errors = []
-    for cls in classes:
-        try:
-            return cls.from_pretrained(folder, dtype=dtype, **extra).eval()
-        except (ValueError, KeyError) as exc:  # the next class may take it
-            errors.append(f"{cls.__name__}: {exc}")
-    raise ValueError("; ".join(errors))
 
 
 # ------------------------------------------------------------------ running it
 
 
 @contextlib.contextmanager
-def float64_softmax():
-    """transformers' eager attention asks softmax for float32 even in a float64 model."""
+def float64_throughout():
+    """The reference's model computes in float64 where its code asks for float32: eager
+    attention's softmax (``dtype=torch.float32``) and the norms' upcasts (``x.float()``,
+    ``x.to(torch.float32)``) of a float64 tensor keep it float64. Only in the reference's
+    own process, only while it runs."""
     import torch
 
-    softmax = torch.nn.functional.softmax
+    softmax, to, single = torch.nn.functional.softmax, torch.Tensor.to, torch.Tensor.float
 
-    def float64(input, dim=None, _stacklevel=3, dtype=None):
+    def float64_softmax(input, dim=None, _stacklevel=3, dtype=None):
         if dtype == torch.float32 and input.dtype == torch.float64:
             dtype = torch.float64
         return softmax(input, dim=dim, _stacklevel=_stacklevel, dtype=dtype)
 
-    torch.nn.functional.softmax = float64
+    def kept_to(self, *args, **kwargs):
+        wanted = kwargs.get("dtype", args[0] if args else None)
+        if self.dtype == torch.float64 and wanted == torch.float32 and len(args) <= 1:
+            return self if "device" not in kwargs else to(self, device=kwargs["device"])
+        return to(self, *args, **kwargs)
+
+    def kept_float(self, *args, **kwargs):
+        return self if self.dtype == torch.float64 else single(self, *args, **kwargs)
+
+    torch.nn.functional.softmax, torch.Tensor.to, torch.Tensor.float = (
+        float64_softmax,
+        kept_to,
+        kept_float,
+    )
     try:
         yield
     finally:
-        torch.nn.functional.softmax = softmax
+        torch.nn.functional.softmax, torch.Tensor.to, torch.Tensor.float = softmax, to, single
 
 
-def n_axes(spec) -> int:
-    """3 for M-RoPE (position ids per axis), else 1; a per-layer spec's first layer says."""
-    one = spec if spec.scaling is not None else spec.layer(spec.layer_types[0])
-    return 3 if getattr(one, "n_axes", 1) == 3 else 1
+def _exact_model(transformers, folder, config, dtype):
+    """The run model in ``dtype`` with sinpe's exact tables in place of its rotary modules."""
+    import sinpe.torch as st
 
-
-def position_ids(positions, n_axes: int):
-    """Position ids as transformers' models take them: ``(1, K)``, M-RoPE's ``(3, 1, K)``."""
-    import torch
-
-    ids = torch.as_tensor(positions)[None]
-    return ids[None].expand(3, 1, -1) if n_axes == 3 else ids
-
-
-def forward(model, ids, positions, n_axes: int):
-    """``(log-probabilities (K, vocab), [each layer's output (K, hidden)])`` of one run. The
-    attention mask is given: without one, transformers reads position ids that do not step by
-    1 as packed sequences (``find_packed_sequence_indices``) and masks across them."""
-    import torch
-
-    with torch.no_grad():
-        out = model(
-            input_ids=torch.as_tensor(ids)[None],
-            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-            position_ids=position_ids(positions, n_axes),
-            output_hidden_states=True,
-            use_cache=False,
-        )
-    hidden = [h[0].double().numpy() for h in (out.hidden_states or ())]
-    return log_softmax(out.logits[0].double().numpy()), hidden
+    model = load(transformers, folder, config, dtype)
+    report = st.patch(model, warn=False, max_positions=K + 1)
+    if not report:
+        raise ValueError(f"sinpe.torch.patch replaced none of the model's rotary modules: {report}")
+    return model
 
 
 def reference(folder, spec) -> dict:
     """The reference of the run model in ``folder``: ``{"logprobs": {p: array}, "hidden":
-    {p: [arrays]}, "drift": {p: float}, "signal": float}``."""
+    {p: [arrays]}, "drift": {p: float}, "noise": {p: float}, "signal": float}``: the float64
+    run with exact tables; what float32 angles move it by (``drift``); what float32
+    arithmetic with exact angles moves it by (``noise``: the same model in float32 with
+    sinpe's exact tables); what a change of positions moves it by (``signal``)."""
     import torch
     import transformers
 
-    import sinpe.torch as st
-
     config = transformers.AutoConfig.from_pretrained(folder)
-    model = _load(transformers, folder, config, torch.float64)
-    report = st.patch(model, warn=False, max_positions=K + 1)
-    if not report:
-        raise ValueError(f"sinpe.torch.patch replaced none of the model's rotary modules: {report}")
+    model = _exact_model(transformers, folder, config, torch.float64)
     vocab = model.get_output_embeddings().weight.shape[0]
     ids, axes = tokens(vocab), n_axes(spec)
     rng = np.random.default_rng(0)
-    found: dict = {"logprobs": {}, "hidden": {}, "drift": {}}
-    with float64_softmax():
+    found: dict = {"logprobs": {}, "hidden": {}, "drift": {}, "noise": {}}
+    with float64_throughout():
         for p in offsets(spec):
             positions = np.arange(p, p + K)
             found["logprobs"][p], found["hidden"][p] = forward(model, ids, positions, axes)
@@ -271,6 +215,11 @@ def reference(folder, spec) -> dict:
             found["drift"][p] = float(np.abs(shaken - found["logprobs"][p]).max())
         strided, _ = forward(model, ids, np.arange(0, 2 * K, 2), axes)
     found["signal"] = float(np.abs(strided - found["logprobs"][0]).max())
+    del model
+    single = _exact_model(transformers, folder, config, torch.float32)
+    for p in offsets(spec):
+        got, _ = forward(single, ids, np.arange(p, p + K), axes)
+        found["noise"][p] = float(np.abs(got - found["logprobs"][p]).max())
     return found
 
 
@@ -295,6 +244,7 @@ def main(argv=None) -> int:
         answer["logprobs"] = {str(p): encode(a) for p, a in found["logprobs"].items()}
         answer["hidden"] = {str(p): [encode(h) for h in hs] for p, hs in found["hidden"].items()}
         answer["drift"] = {str(p): d for p, d in found["drift"].items()}
+        answer["noise"] = {str(p): d for p, d in found["noise"].items()}
         answer["signal"] = found["signal"]
     print(MARK + dumps(answer), flush=True)
     return 0

@@ -274,6 +274,7 @@ def _reference(python: str, folder: Path) -> dict | str:
         "logprobs": {int(p): decode(a) for p, a in answer["logprobs"].items()},
         "hidden": {int(p): [decode(h) for h in hs] for p, hs in answer["hidden"].items()},
         "drift": {int(p): float(d) for p, d in answer["drift"].items()},
+        "noise": {int(p): float(d) for p, d in answer["noise"].items()},
         "signal": float(answer["signal"]),
     }
 
@@ -294,15 +295,17 @@ def _run_line(line: EngineLine, folder: Path, length: int, ref) -> RunLine:
         return RunLine(FAILED, (answer,))
     if answer.get("failed"):
         return RunLine(FAILED, (answer["failed"],), notes=tuple(answer.get("notes", ())))
+    if answer.get("unchecked"):
+        return RunLine(UNCHECKED, (answer["unchecked"],))
     found = {int(p): decode(a) for p, a in answer.get("logprobs", {}).items()}
     hidden = {int(p): [decode(h) for h in hs] for p, hs in (answer.get("hidden") or {}).items()}
     try:
         verdict = judge_run(
-            found, ref["logprobs"], ref["drift"], ref["signal"], hidden, ref["hidden"]
+            found, ref["logprobs"], ref["drift"], ref["noise"], ref["signal"], hidden, ref["hidden"]
         )
     except ValueError as exc:
         return RunLine(FAILED, (str(exc),))
-    allowed = allowances(ref["drift"])
+    allowed = allowances(ref["drift"], ref["noise"])
     rows = tuple((p, d, allowed[p]) for p, d in sorted(distances(found, ref["logprobs"]).items()))
     return RunLine(
         verdict.verdict,

@@ -8,7 +8,7 @@ KEY FOLDER LENGTH``, ``FOLDER`` holding ``twin/config.json`` (the twin) and
 
 With a fourth argument ``run``, the engine runs the run model (``FOLDER/run-model``, made by
 ``python -m sinpe._engines._run``) instead (its reader's ``run``): ``logprobs`` ``{p: array}``
-(``_run.encode``), ``hidden`` where the engine gives each layer's output, and ``notes``.
+(``_check.run.encode``), ``hidden`` where the engine gives each layer's output, and ``notes``.
 
 An error in sinpe's own reading is not caught: the parent says the reading stopped, with the
 last line of the traceback.
@@ -78,12 +78,13 @@ def main(argv=None) -> int:
 
 def _run_answer(reader, folder: Path, original: dict) -> dict:
     """The engine's run of the run model, as the probe's answer says it."""
+    from .._check.run import MODEL, encode, offsets
     from .._rope.config import rope_config
-    from ._run import MODEL, encode, offsets
 
     run = getattr(reader, "run", None)
-    if run is None:
-        return {"failed": "sinpe has no run line for this engine"}
+    if run is None:  # an engine that runs no model here says why (RUN_UNAVAILABLE)
+        why = getattr(reader, "RUN_UNAVAILABLE", "sinpe has no run line for this engine")
+        return {"unchecked": why}
     try:
         result = run(folder / MODEL, original, offsets(rope_config(original)))
     except EngineFailed as exc:

@@ -5,15 +5,17 @@ sinpe's exact tables. RoPE is relative, so the reference gives the same log-prob
 every ``p`` up to float64 noise: an engine's distance from it at ``p`` says how far the engine
 runs from the config's model there. The bounds, and why:
 
-- ``FLOOR``: what float32 arithmetic leaves on the twin's log-probabilities with exact angles
-  (measured 5e-7 to 6e-6 on the engines at p = 0; the reference's own float32 norms leave
-  about 1e-6): a distance at or below it everywhere is a **match**.
+- ``noise[p]``: what float32 arithmetic leaves on the twin's log-probabilities with exact
+  angles (the reference measures it: the same model in float32 with sinpe's exact tables;
+  1e-6 on a tiny Llama, 1e-4 on a Gemma 3, whose embeddings are scaled by the square root of
+  the width). A distance within ``max(FLOOR, NOISE_MARGIN * noise[p])`` at every ``p`` is a
+  **match**.
 - ``drift[p]``: what float32 angles do at ``p``. A float32 ``p * w`` errs by up to
   ``(p + j) w 2**-24`` (the product's rounding and ``w``'s own): the reference measures it by
   running the exact twin again at positions moved by up to ``(p + j) 2**-23`` each (random,
   seed 0; an error proportional to ``w`` in every pair, as float32's is). A distance within
-  ``FLOOR + DRIFT_MARGIN * drift[p]`` at every ``p``, above ``FLOOR`` somewhere, is a
-  **drift**.
+  that plus ``DRIFT_MARGIN * drift[p]`` at every ``p``, above the match's bound somewhere, is
+  a **drift**.
 - Past that at any ``p``: a **mismatch**, naming the first ``p`` where it breaks (and, where
   the engine lets its hidden states be read, the first layer whose output departs).
 - A twin whose logits the angles hardly move (``signal``: the reference at positions
@@ -29,16 +31,19 @@ from .verdict import DRIFT, MATCH, Verdict, finding, mismatch, not_judged
 __all__ = [
     "DRIFT_MARGIN",
     "FLOOR",
+    "NOISE_MARGIN",
     "SIGNAL",
     "allowances",
     "distances",
     "first_departure",
+    "noise_bounds",
     "judge_run",
 ]
 
-FLOOR = 1e-4
+FLOOR = 1e-5  # the least bound of a match: float32 arithmetic on any twin
+NOISE_MARGIN = 4.0
 DRIFT_MARGIN = 8.0
-SIGNAL = 100 * FLOOR  # the least effect of a change of positions a judgment rests on
+SIGNAL = 1e-2  # the least effect of a change of positions a judgment rests on
 DEPART = 1e-3  # a layer's output departs where its relative distance passes this
 
 
@@ -63,10 +68,16 @@ def distances(found: dict, reference: dict) -> dict:
     return out
 
 
-def allowances(drift: dict) -> dict:
-    """``{p: the largest distance a drift allows at p}``: ``FLOOR`` and ``DRIFT_MARGIN``
-    times what float32 angles move the reference by there."""
-    return {p: FLOOR + DRIFT_MARGIN * float(d) for p, d in drift.items()}
+def noise_bounds(noise: dict) -> dict:
+    """``{p: the largest distance a match allows at p}``: float32 arithmetic's."""
+    return {p: max(FLOOR, NOISE_MARGIN * float(n)) for p, n in noise.items()}
+
+
+def allowances(drift: dict, noise: dict) -> dict:
+    """``{p: the largest distance a drift allows at p}``: a match's bound, and
+    ``DRIFT_MARGIN`` times what float32 angles move the reference by there."""
+    bounds = noise_bounds(noise)
+    return {p: bounds[p] + DRIFT_MARGIN * float(d) for p, d in drift.items()}
 
 
 def first_departure(hidden: dict | None, reference: dict | None, p: int) -> int | None:
@@ -86,10 +97,17 @@ def first_departure(hidden: dict | None, reference: dict | None, p: int) -> int 
 
 
 def judge_run(
-    found: dict, reference: dict, drift: dict, signal: float, hidden=None, ref_hidden=None
+    found: dict,
+    reference: dict,
+    drift: dict,
+    noise: dict,
+    signal: float,
+    hidden=None,
+    ref_hidden=None,
 ):
     """The run line's verdict: ``found`` and ``reference`` ``{p: (K, vocab)
-    log-probabilities}``, ``drift`` ``{p: what float32 angles move them by}``, ``signal`` what
+    log-probabilities}``, ``drift`` ``{p: what float32 angles move them by}``, ``noise``
+    ``{p: what float32 arithmetic moves them by}``, ``signal`` what
     a change of positions moves them by. ``hidden``/``ref_hidden``: ``{p: [each layer's
     output]}`` where the engine gives them. Every ``p`` of the reference is judged: one the
     engine did not run makes the line unchecked, naming it."""
@@ -99,20 +117,18 @@ def judge_run(
     if missing:
         return not_judged(finding("run_missing", engine=f"{missing[0]:,}"))
     far = distances(found, reference)
-    allowed = allowances(drift)
+    allowed, matched = allowances(drift, noise), noise_bounds(noise)
     largest = max(far.values())
     decades = tuple((p, p, far[p]) for p in sorted(far))
     broken = [p for p in sorted(far) if not far[p] <= allowed[p]]
     if broken:
         p = broken[0]
         layer = first_departure(hidden, ref_hidden, p)
-        where = (
-            ""
-            if layer is None
-            else f"; layer {layer}'s output departs first"
-            if layer
-            else ("; the embeddings' output already departs")
-        )
+        where = ""
+        if layer is not None and layer > 0:
+            where = f"; the output of its decoder layer {layer} (from 1) departs first"
+        elif layer == 0:
+            where = "; the embeddings' output already departs"
         found_ = finding("run_breaks", position=p, engine=far[p], config=allowed[p], detail=where)
         return mismatch(
             [found_],
@@ -122,12 +138,12 @@ def judge_run(
             worst=(p, far[p], allowed[p]),
             bound=allowed[p],
         )
-    kind = MATCH if largest <= FLOOR else DRIFT
+    kind = MATCH if all(far[p] <= matched[p] for p in far) else DRIFT
     worst = max(sorted(far), key=lambda p: far[p])
     return Verdict(
         kind,
         (),
-        bound=FLOOR if kind == MATCH else allowed[worst],
+        bound=matched[worst] if kind == MATCH else allowed[worst],
         kind="logprobs",
         largest=largest,
         decades=decades,

@@ -27,7 +27,14 @@ import socket
 from .._check.steps import step
 from .._verdict.verdict import unchecked
 
-__all__ = ["read"]
+__all__ = ["RUN_UNAVAILABLE", "read"]
+
+# the run line (``sinpe engines --run``): SGLang runs no model on this machine
+RUN_UNAVAILABLE = (
+    "SGLang runs a model through sgl-kernel's compiled kernels (attention, sampling), which "
+    "its CPU leg installs without (sglang --no-deps, no GPU): no run line here; on a GPU, "
+    "tools/gpu_check.py runs the model in sglang.Engine"
+)
 
 
 def _on_the_cpu() -> None:

@@ -147,19 +147,19 @@ def read(folder, original: dict, length: int):
 
 
 def run(model, original: dict, offsets):
-    """transformers' run line: the run model (``_engines/_run.py``) loaded by the installed
+    """transformers' run line: the run model (``_engines/_run.py`` makes it) loaded by the installed
     release in float32 (eager attention, as it runs on a CPU by default), its causal LM's
     forward on the run's tokens at ``position_ids`` ``p .. p + K - 1`` for each ``p``; the
     hidden states of every layer kept."""
     import transformers
 
-    from .._engines import _run
+    from .._check import run as _run
 
     spec = rope_config(original)
     with step("AutoConfig.from_pretrained (the run model)"):
         config = transformers.AutoConfig.from_pretrained(model)
     with step("from_pretrained (the run model, float32)"):
-        loaded = _run._load(transformers, model, config, torch.float32, attn_implementation=None)
+        loaded = _run.load(transformers, model, config, torch.float32, attn_implementation=None)
     ids = _run.tokens(loaded.get_output_embeddings().weight.shape[0])
     logprobs, hidden = {}, {}
     for p in offsets:

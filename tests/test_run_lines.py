@@ -1,0 +1,154 @@
+"""transformers' run line (``sinpe engines --run``, the torch leg): the run model's
+log-probabilities at p = 0, 100,000 and the trained length against the exact float64 twin's;
+and four defects injected into transformers' own modeling code in the engine's interpreter
+(``tests/defects.py``), each turning the run line to a mismatch while the table line, which
+reads the rotary modules only, stays the config's RoPE."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+import torch  # noqa: E402
+from defects import defective_python  # noqa: E402
+
+from sinpe._engines import _run, engines  # noqa: E402
+from sinpe._engines._side import RunLine  # noqa: E402
+from sinpe._verdict.verdict import DRIFT, MATCH, MISMATCH  # noqa: E402
+
+CONFIGS = "tests/data/configs/"
+SWAPPED = """
+import torch
+
+def rotate_half(x):  # the pairs' rotation where the model rotates halves
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((-x2, x1), dim=-1).flatten(-2)
+
+module.rotate_half = rotate_half
+"""
+TWICE = """
+apply = module.apply_rotary_pos_emb
+
+def twice(q, k, cos, sin, *args, **kwargs):  # cos and sin carry the factor: once more
+    factor = (cos * cos + sin * sin).sqrt()
+    return apply(q, k, cos * factor, sin * factor, *args, **kwargs)
+
+module.apply_rotary_pos_emb = twice
+"""
+WHOLE = """
+apply = module.apply_rotary_pos_emb
+init = module.PhiAttention.__init__
+
+def whole_head(self, *args, **kwargs):  # the partial rotary factor ignored
+    init(self, *args, **kwargs)
+    self.rotary_ndims = self.head_dim
+
+def tiled(q, k, cos, sin, *args, **kwargs):  # the partial width's angles, over the head
+    reps = -(-q.shape[-1] // cos.shape[-1])
+    cos = cos.repeat(*([1] * (cos.dim() - 1)), reps)[..., : q.shape[-1]]
+    sin = sin.repeat(*([1] * (sin.dim() - 1)), reps)[..., : q.shape[-1]]
+    return apply(q, k, cos, sin, *args, **kwargs)
+
+module.PhiAttention.__init__ = whole_head
+module.apply_rotary_pos_emb = tiled
+"""
+GLOBAL_EVERYWHERE = """
+forward = module.Gemma3TextModel.forward
+
+def full_everywhere(self, *args, **kwargs):  # sliding layers given the full layers' RoPE
+    rotary = self.rotary_emb
+    own = type(rotary).forward
+    rotary.forward = lambda x, ids, layer_type=None: own(rotary, x, ids, "full_attention")
+    try:
+        return forward(self, *args, **kwargs)
+    finally:
+        del rotary.forward
+
+module.Gemma3TextModel.forward = full_everywhere
+"""
+DEFECTS = {
+    "rotation style swapped": ("qwen2.5-7b-instruct.yarn-4x", "qwen2", SWAPPED),
+    "attention factor applied twice": ("qwen3-8b.yarn-4x", "qwen3", TWICE),
+    "partial width ignored": ("phi-2", "phi", WHOLE),
+    "a sliding layer given the full RoPE": (
+        "gemma-3-4b-it.transformers-5",
+        "gemma3",
+        GLOBAL_EVERYWHERE,
+    ),
+}
+
+
+def _line(config, **kwargs):
+    report = engines(CONFIGS + config + ".json", only=["transformers"], run=True, **kwargs)
+    (line,) = report.lines
+    return line, report
+
+
+@pytest.mark.parametrize("config", ["llama-3.1-8b", "gemma-3-4b-it.transformers-5"])
+def test_transformers_runs_the_config_as_the_exact_twin(config):
+    line, report = _line(config)
+    assert line.verdict in (MATCH, DRIFT), line.text
+    run = line.run
+    assert isinstance(run, RunLine) and run.verdict in (MATCH, DRIFT), run.text
+    ps = [p for p, _, _ in run.distances]
+    assert 0 in ps and _run.FAR in ps and len(ps) == 3  # and the trained length's
+    for _, distance, allowed in run.distances:
+        assert 0 <= distance <= allowed
+    far = {p: d for p, d, _ in run.distances}
+    assert far[0] < far[_run.FAR]  # float32 angles err more far out
+    data = report.as_dict()
+    json.dumps(data, allow_nan=False)
+    assert data["engines"][0]["run"]["verdict"] == run.verdict
+    assert report.exit_code == 0
+
+
+@pytest.mark.parametrize("defect", sorted(DEFECTS))
+def test_an_application_defect_is_caught_by_the_run_line_only(defect, tmp_path):
+    config, family, body = DEFECTS[defect]
+    python = defective_python(tmp_path, f"transformers.models.{family}.modeling_{family}", body)
+    line, report = _line(config, pythons={"transformers": python})
+    assert line.python == python
+    assert line.verdict in (MATCH, DRIFT), line.text  # the table: the modules are untouched
+    assert line.run.verdict == MISMATCH, line.run.text
+    (reason,) = line.run.reasons
+    assert reason.startswith("at p = 0 its log-probabilities are ")  # breaks at once
+    assert "not the config's model" in reason and "decoder layer 1 (from 1)" in reason
+    assert report.exit_code == 1
+
+
+def test_sharpen_scales_query_and_key_through_a_norm_either_way():
+    """Gemma's norms multiply by (1 + w), Qwen 3's by w: both outputs scaled by SHARP."""
+    import transformers
+
+    from sinpe._engines._shrink import shrink
+    from sinpe._files.reading import read_json
+
+    for name in ("qwen3-8b.yarn-4x", "gemma-3-4b-it.transformers-5", "phi-2"):
+        data = shrink(read_json(CONFIGS + name + ".json"))
+        config = transformers.AutoConfig.for_model(**data)
+        torch.manual_seed(0)
+        try:
+            model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        except ValueError:
+            model = transformers.AutoModelForImageTextToText.from_config(
+                config, dtype=torch.float32
+            )
+        before = {  # the language model's attentions (a vision tower's rotates no text)
+            n: m for n, m in model.named_modules() if n.endswith("self_attn") and "vision" not in n
+        }
+        outs = {}
+        for n, m in before.items():
+            target = getattr(m, "q_norm", None) or getattr(m, "q_proj", None)
+            width = target.weight.shape[-1]
+            probe = torch.randn(2, width)
+            outs[n] = (target, probe, target(probe).detach().clone())
+        assert _run.sharpen(model) == len(before)
+        for target, probe, out in outs.values():
+            np.testing.assert_allclose(
+                target(probe).detach().numpy(), _run.SHARP * out.numpy(), rtol=1e-5, atol=1e-6
+            )
