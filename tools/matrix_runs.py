@@ -1,0 +1,89 @@
+"""docs/matrix.md's second table: what each engine computes (``sinpe engines --run``), one
+cell per family and engine: the run line's verdict and its distance from the exact float64
+twin at the farthest ``p`` the engine ran (docs/engines.md, "What each engine computes").
+Where the run line and the table line disagree (a right table applied wrongly, or a wrong
+one that does not show in the logits), the footnote is the finding; ``WHERE_RUN`` names the
+engine's file and function where it was read in the engine's source.
+
+``tools/matrix.py --run`` collects the run lines with the table lines (one ``sinpe.engines``
+call per config) and renders this section after the table's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# (engine key, words of its run line's reasons or notes[, the only family]) -> the place
+WHERE_RUN: list = []
+
+_JUDGED = ("match", "drift")
+
+
+def _where(key: str, words: str, family: str) -> str:
+    for engine, said, place, *only in WHERE_RUN:
+        if engine == key and said in words and family in (only or [family]):
+            return f" Where: {place}."
+    return ""
+
+
+def _cell(line: dict) -> tuple:
+    """``(text, footnote or None)`` of one engine's run line."""
+    run = line.get("run")
+    if run is None:
+        return "not run", None
+    verdict = run["verdict"]
+    rows = run.get("distances") or []
+    far = max(rows, key=lambda r: r["p"]) if rows else None
+    shown = f" ({far['distance']:.2g} at {far['p']:,})" if far else ""
+    said = "; ".join(r.rstrip(".") for r in run.get("reasons", ()))
+    notes = "; ".join(n.rstrip(".") for n in run.get("notes", ()))
+    disagree = (verdict in _JUDGED) != (line["verdict"] in _JUDGED)
+    if verdict == "not installed":
+        return verdict, None
+    if verdict in _JUDGED and not disagree and not notes:
+        return verdict + shown, None
+    text = f"{verdict}{shown}" + (f": {said}" if said else "") + (f" ({notes})" if notes else "")
+    if disagree:
+        text += f"; the table line says {line['verdict']}"
+    return verdict + shown, text
+
+
+def section(run: dict) -> list:
+    """The runtime table's lines (empty where the run has no run lines)."""
+    if not any(line.get("run") for row in run["rows"] for line in row["lines"]):
+        return []
+    names, versions, rows, notes = {}, {}, [], []
+    for row in run["rows"]:
+        cells = []
+        for line in row["lines"]:
+            names[line["engine"]] = line["name"]
+            if line.get("version"):
+                versions[line["engine"]] = line["version"]
+            text, note = _cell(line)
+            if note is not None:
+                words = note
+                notes.append(
+                    f"{line['name']} on `{Path(row['config']).name}`: {note}."
+                    + _where(line["engine"], words, row["family"])
+                )
+                text += f" [r{len(notes)}]"
+            cells.append(text)
+        rows.append((row["family"], cells))
+    heads = [names[k] + (f" {versions[k]}" if k in versions else "") for k in run["engines"]]
+    lines = [
+        "## What each engine computes",
+        "",
+        'Each cell is the run line of `sinpe engines --run` (docs/engines.md, "What each engine '
+        "computes\"): the engine runs the family's twin with random weights, its query and key "
+        "sharpened, on 32 tokens at positions `p .. p + 31` for p = 0, 100,000 and the trained "
+        "length's last 32 (an engine that cannot set positions: the farthest its prefill "
+        "reaches, said), judged against the twin in float64 with sinpe's exact tables; in "
+        "parentheses, the largest distance of the log-probabilities at the farthest `p` run. "
+        "A footnote (`[rN]`) where the line says more, and wherever the run line and the table "
+        "line above disagree: that is the finding.",
+        "",
+        "| family | " + " | ".join(heads) + " |",
+        "| --- | " + " | ".join("---" for _ in heads) + " |",
+    ]
+    lines += [f"| {family} | " + " | ".join(cells) + " |" for family, cells in rows]
+    lines += ["", *[f"r{i}. {note}" for i, note in enumerate(notes, 1)], ""]
+    return lines
