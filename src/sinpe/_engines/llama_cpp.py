@@ -10,7 +10,10 @@ Its tokenizer is a byte-level BPE one; a family whose converter asks for sentenc
 4's ``LlamaHfVocab``) that one converted by transformers, and the converter runs again. One
 change to the converter, for the tokenizers trained here: a BPE pre-tokenizer whose hash it
 does not know is written as ``"default"`` instead of stopping the conversion (it names how a
-vocabulary splits text, nothing of the RoPE)."""
+vocabulary splits text, nothing of the RoPE).
+
+``run`` (``sinpe engines --run``) converts the run model the same way and runs the file in
+llama-cpp-python's llama.cpp, each batch's positions set to ``p .. p + K - 1``."""
 
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ __all__ = [
     "convert",
     "converter",
     "read",
+    "run",
     "version",
 ]
 
@@ -103,28 +107,150 @@ def _convert(model: Path, out: Path, script: Path) -> None:
             raise first from None
 
 
-def read(folder, original: dict, length: int):
-    """``(layers, notes, how)``: the converted file's verdict against ``original``."""
-    folder = Path(folder)
-    script = converter()
-    if script is None:
-        raise EngineFailed("$LLAMA_CPP_DIR names no checkout with convert_hf_to_gguf.py")
-    work = folder.parent / "llama.cpp"
-    with step("transformers saving the twin's weights"):
-        save_twin(folder, work / "model")
+def _converted(model: Path, out: Path, script: Path) -> None:
+    """``model`` (a transformers folder with its tokenizer) converted to ``out`` by the
+    checkout's converter; a family whose converter takes another tokenizer is given one
+    (in ``model``) and converted again."""
     try:
         with step("convert_hf_to_gguf.py"):
-            _convert(work / "model", work / "model.gguf", script)
+            _convert(model, out, script)
     except EngineFailed as exc:  # a family whose converter takes another tokenizer
         if "tokenizer.model" in str(exc):  # sentencepiece's (Phi-3)
             with step("sentencepiece training the twin's tokenizer.model"):
-                sentencepiece_tokenizer(work / "model")
+                sentencepiece_tokenizer(model)
         elif "Cannot find Llama BPE tokenizer" in str(exc):  # its conversion (Gemma 4)
             with step("sentencepiece training the twin's tokenizer, converted to tokenizer.json"):
-                llama_bpe_tokenizer(work / "model")
+                llama_bpe_tokenizer(model)
         else:
             raise
         with step("convert_hf_to_gguf.py"):
-            _convert(work / "model", work / "model.gguf", script)
+            _convert(model, out, script)
+
+
+def _script() -> Path:
+    script = converter()
+    if script is None:
+        raise EngineFailed("$LLAMA_CPP_DIR names no checkout with convert_hf_to_gguf.py")
+    return script
+
+
+def read(folder, original: dict, length: int):
+    """``(layers, notes, how)``: the converted file's verdict against ``original``."""
+    folder = Path(folder)
+    script = _script()
+    work = folder.parent / "llama.cpp"
+    with step("transformers saving the twin's weights"):
+        save_twin(folder, work / "model")
+    _converted(work / "model", work / "model.gguf", script)
     report = check_gguf(work / "model.gguf", original, n_ctx=length)
     return [(f"the GGUF file ({report.arch})", report.judgment)], tuple(report.notes), None
+
+
+def run(model, original: dict, offsets):
+    """llama.cpp's run line: the run model (``_engines/_run.py`` makes it) converted by the
+    checkout's converter (F32), loaded by llama-cpp-python's llama.cpp (F32 KV cache, flash
+    attention off, a context of ``max(offsets) + K`` tokens, as a user running that far
+    would ask); for each ``p`` the ``K`` tokens decoded as one batch at positions ``p .. p +
+    K - 1`` into an emptied cache (llama.cpp takes a batch's positions as given), the
+    logits of each."""
+    import shutil
+
+    from .._check import run as _run
+
+    model = Path(model)
+    script = _script()
+    work = model.parent / "llama.cpp-run"
+    with step("copying the run model"):
+        shutil.copytree(model, work / "model")
+    _converted(work / "model", work / "model.gguf", script)
+    with step("llama-cpp-python loading the GGUF file"):
+        engine = _Context(work / "model.gguf", n_ctx=max(offsets) + _run.K)
+    try:
+        ids = _run.tokens(engine.vocab)
+        logprobs = {}
+        for p in offsets:
+            with step(f"llama_decode at positions {p:,}.."):
+                logprobs[p] = _run.log_softmax(engine.logits(ids, p))
+    finally:
+        engine.close()
+    how = (
+        "the run model converted by convert_hf_to_gguf.py (F32), run by llama-cpp-python "
+        f"{_llama_cpp_python()} (F32 KV cache, flash attention off): one batch of K tokens at "
+        "positions p .. p + K - 1 into an emptied cache"
+    )
+    return _run.RunResult(logprobs, None, (), how)
+
+
+def _llama_cpp_python() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("llama-cpp-python")
+    except PackageNotFoundError:
+        return "(version unknown)"
+
+
+class _Context:
+    """llama-cpp-python's low-level API: one sequence, positions given per token, an F32 KV
+    cache, flash attention off, llama.cpp's log kept to its errors."""
+
+    def __init__(self, path: Path, n_ctx: int):
+        import ctypes
+
+        try:
+            import llama_cpp as llama  # type: ignore[import-not-found]
+        except ImportError as exc:
+            raise EngineFailed(f"llama-cpp-python is not installed here ({exc})") from None
+
+        @llama.llama_log_callback
+        def quiet(level, text, user_data):  # llama.cpp logs to stderr: its errors only
+            if level >= 4:
+                sys.stderr.write(text.decode(errors="replace"))
+
+        self.llama, self._log = llama, quiet
+        llama.llama_log_set(quiet, ctypes.c_void_p())
+        llama.llama_backend_init()
+        params = llama.llama_model_default_params()
+        self.model = llama.llama_model_load_from_file(str(path).encode(), params)
+        if not self.model:
+            raise EngineFailed(f"llama.cpp did not load {path.name}")
+        context = llama.llama_context_default_params()
+        context.n_ctx, context.n_batch, context.n_ubatch, context.n_seq_max = n_ctx, 256, 256, 1
+        context.n_threads = context.n_threads_batch = min(2, os.cpu_count() or 1)
+        context.type_k = context.type_v = 0  # GGML_TYPE_F32: the default F16 cache rounds
+        context.flash_attn_type = 0
+        self.context = llama.llama_init_from_model(self.model, context)
+        if not self.context:
+            llama.llama_model_free(self.model)
+            raise EngineFailed(f"llama.cpp made no context of {n_ctx:,} tokens")
+        self.vocab = llama.llama_vocab_n_tokens(llama.llama_model_get_vocab(self.model))
+
+    def logits(self, tokens: list, start: int):
+        """``(len(tokens), vocab)`` float32 logits of ``tokens`` at ``start ..``."""
+        import numpy as np
+
+        llama = self.llama
+        llama.llama_memory_clear(llama.llama_get_memory(self.context), True)
+        batch = llama.llama_batch_init(len(tokens), 0, 1)
+        try:
+            for i, token in enumerate(tokens):
+                batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, start + i, 1
+                batch.seq_id[i][0], batch.logits[i] = 0, True
+            batch.n_tokens = len(tokens)
+            if llama.llama_decode(self.context, batch) != 0:
+                raise EngineFailed(f"llama_decode failed at positions {start:,}..")
+            return np.array(
+                [
+                    np.ctypeslib.as_array(
+                        llama.llama_get_logits_ith(self.context, i), (self.vocab,)
+                    )
+                    for i in range(len(tokens))
+                ]
+            )
+        finally:
+            llama.llama_batch_free(batch)
+
+    def close(self) -> None:
+        self.llama.llama_free(self.context)
+        self.llama.llama_model_free(self.model)

@@ -2,17 +2,20 @@
 does (``EngineArgs.create_engine_config``, one distributed group, ``get_model`` with dummy
 weights), its ``max_model_len`` the length asked for, and sinpe's plugin audits each rotary
 cache the model holds as it loads (``SINPE_VLLM=audit``). Without a GPU, vLLM's CPU worker's
-stand-ins are set first, as its CPU model runner does."""
+stand-ins are set first, as its CPU model runner does.
+
+``run`` (``sinpe engines --run``) runs the run model in ``vllm.LLM`` itself, the K tokens
+as a prompt at positions moved to each ``p`` (vLLM takes none from a request)."""
 
 from __future__ import annotations
 
 import os
 import socket
 
-from .._check.steps import step
+from .._check.steps import EngineFailed, step
 from .._verdict.verdict import unchecked
 
-__all__ = ["read"]
+__all__ = ["read", "run"]
 
 
 def _engine_config(folder, length: int, remote: bool, dtype: str = "float32"):
@@ -91,3 +94,93 @@ def read(folder, original: dict, length: int):
     # the plugin's notes but its "largest error ... up to max_model_len" (the line says it)
     notes = [n for r in sv.reports() for n in r.notes if n and not n.startswith("largest error")]
     return layers, tuple(dict.fromkeys(notes)), None
+
+
+def run(model, original: dict, offsets):
+    """vLLM's run line: the run model (``_engines/_run.py`` makes it) loaded by ``vllm.LLM``
+    (float32, eager, its real weights, sinpe's plugin off) and given the run's ``K`` tokens
+    as a prompt for each ``p``. vLLM takes no positions from a request, so a forward
+    pre-hook on the model adds ``p`` to the positions its model runner passes (everything
+    else, the rotary module, the attention kernel and the KV cache, runs as vLLM runs it);
+    the final hidden states of the prompt's tokens are kept by a forward hook, and the
+    model's own ``compute_logits`` gives their logits."""
+    import time
+
+    import torch
+
+    from .._check import run as _run
+
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    os.environ["SINPE_VLLM"] = "off"  # vLLM's own tables, never sinpe's
+    os.environ["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = "1"  # the far p, past the config's length
+    import vllm
+
+    state: dict = {"p": 0, "rows": []}
+
+    def shift(module, args, kwargs):
+        kwargs["positions"] = kwargs["positions"] + state["p"]
+        return args, kwargs
+
+    def keep(module, args, kwargs, output):
+        if isinstance(output, torch.Tensor):
+            state["rows"].append((kwargs["positions"].clone(), output.detach().clone()))
+
+    def hook(module):
+        module.register_forward_pre_hook(shift, with_kwargs=True)
+        module.register_forward_hook(keep, with_kwargs=True)
+
+    with step("vllm.LLM (the run model, float32)"):
+        llm = vllm.LLM(
+            model=str(model),
+            skip_tokenizer_init=True,
+            dtype="float32",
+            enforce_eager=True,
+            seed=0,
+            max_model_len=max(offsets) + _run.K,
+            enable_prefix_caching=False,
+        )
+    vocab = llm.llm_engine.model_config.get_vocab_size()
+    ids = _run.tokens(vocab)
+    llm.apply_model(hook)
+    params = vllm.SamplingParams(max_tokens=1, temperature=0.0)
+    logprobs, seconds = {}, {}
+    for p in offsets:
+        state["p"], state["rows"] = p, []
+        start = time.perf_counter()
+        with step(f"generate, the prompt's positions moved to {p:,}.."):
+            llm.generate([{"prompt_token_ids": ids}], params, use_tqdm=False)
+        seconds[p] = time.perf_counter() - start
+        logprobs[p] = _logprobs(llm, state["rows"], p)
+    how = (
+        "the run model loaded by vllm.LLM (float32, eager), the K tokens as a prompt, the "
+        "positions vLLM's runner passes to the model moved to p .. p + K - 1 (a forward "
+        "pre-hook: vLLM takes no positions from a request); logits from the model's own "
+        "compute_logits"
+    )
+    far = max(offsets)
+    notes = (
+        "vLLM takes no positions from a request: the positions its runner passes moved by p "
+        f"(a hook), every p reached (the farthest, {far:,}, in {seconds[far]:.1f} s)",
+    )
+    return _run.RunResult(logprobs, None, notes, how)
+
+
+def _logprobs(llm, rows: list, p: int):
+    """The log-probabilities of the prompt's tokens at ``p .. p + K - 1``: the kept final
+    hidden states of those positions, through the model's ``compute_logits``."""
+    import torch
+
+    from .._check import run as _run
+
+    kept = {}
+    for positions, hidden in rows:
+        axis = positions[0] if positions.dim() == 2 else positions  # M-RoPE: (3, tokens)
+        for i, position in enumerate(axis.tolist()):
+            if p <= position < p + _run.K:
+                kept[position] = hidden[i]
+    if sorted(kept) != list(range(p, p + _run.K)):
+        raise EngineFailed(f"vLLM ran positions {sorted(kept)[:3]}.., not {p:,}..")
+    hidden = torch.stack([kept[position] for position in range(p, p + _run.K)])
+    (logits,) = llm.apply_model(lambda model: model.compute_logits(hidden))
+    return _run.log_softmax(logits.double().numpy())
