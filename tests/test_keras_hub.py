@@ -188,3 +188,142 @@ def test_a_rotary_layer_narrower_than_an_unseen_head_is_not_judged_and_said(tmp_
     assert what == "RotaryEmbedding (transformer_layers[3])" and judged.verdict == "unchecked"
     assert [(f.code, f.engine, f.config) for f in judged.findings] == [("unreadable", what, why)]
     assert judged.reason == f"{what} could not be read ({why}): not judged"
+
+
+# --------------------------------------------------------------------------- the run line
+
+# The defect is put in keras-hub's attention: the RotaryEmbedding layer it calls is untouched
+# (the table line calls that layer, and stays the config's RoPE); only the way the attention
+# applies it changes, for the length of its call.
+SWAPPED = """
+import functools
+
+from keras import ops
+
+cls = module.LlamaAttention
+call = cls.call
+
+def pairs(rope):  # pairs rotated where the model rotates halves
+    def rotate(x, *args, **kwargs):
+        d = x.shape[-1]
+        halves = ops.concatenate([x[..., 0::2], x[..., 1::2]], axis=-1)
+        out = rope(halves, *args, **kwargs)
+        turned = ops.stack([out[..., : d // 2], out[..., d // 2 :]], axis=-1)
+        return ops.reshape(turned, ops.shape(out))
+    return rotate
+
+@functools.wraps(call)  # keras binds the arguments by the signature it reads
+def swapped(self, *args, **kwargs):
+    rope = self.rotary_embedding_layer
+    object.__setattr__(self, "rotary_embedding_layer", pairs(rope))
+    try:
+        return call(self, *args, **kwargs)
+    finally:
+        object.__setattr__(self, "rotary_embedding_layer", rope)
+
+cls.call = swapped
+"""
+# keras-hub's Llama 3 converter (convert_llama3.convert_backbone_config) passes no
+# rms_norm_eps: its backbone keeps its default 1e-6, Llama 3.1's config gives 1e-5
+KERAS_EPSILON = {"rms_norm_eps": 1e-6}
+RUN_FAMILIES = {
+    "llama-3.1-8b": ("llama-3.1-8b", {}),
+    "llama-3.1-8b, epsilon 1e-6": ("llama-3.1-8b", KERAS_EPSILON),
+}
+
+
+@pytest.fixture(scope="module")
+def run_twins(tmp_path_factory):
+    """``twin(family)``: the folder ``sinpe engines --run`` makes for a family (the twin, the
+    run model) and its reference, made once for this module's tests."""
+    made: dict = {}
+
+    def twin(family):
+        if family not in made:
+            name, extra = RUN_FAMILIES[family]
+            data = {**json.loads((CONFIGS / f"{name}.json").read_text()), **extra}
+            made[family] = _side_folder(tmp_path_factory.mktemp("run"), data)
+        return made[family]
+
+    return twin
+
+
+def _side_folder(folder, data):
+    """The folder and reference ``sinpe.engines(..., run=True)`` makes, kept for several
+    engine interpreters (the reference, in this interpreter, made once)."""
+    import sys
+
+    from sinpe._engines import _side
+
+    data, _ = _side._aliased(data)
+    length = _side._length(None, sinpe.rope_config(data))
+    (folder / "twin").mkdir()
+    (folder / "twin" / "config.json").write_text(json.dumps(shrink(data), indent=2))
+    (folder / "original.json").write_text(json.dumps(data))
+    reference = _side._reference(sys.executable, folder)
+    assert not isinstance(reference, str), reference
+    return folder, length, reference
+
+
+def _run_lines(twin, python=None, table=True):
+    """keras-hub's table line (or ``None``) and run line on ``twin``, its probe in
+    ``python`` (this interpreter by default)."""
+    import sys
+
+    from sinpe._engines import _side
+
+    folder, length, reference = twin
+    line = _side._line("keras-hub", python or sys.executable, folder, length)
+    assert line.verdict != "failed", line.text
+    return (line if table else None), _side._run_line(line, folder, length, reference)
+
+
+def test_keras_hub_runs_llama_3_1_as_the_exact_twin_where_its_norm_epsilon_is_read(run_twins):
+    """At cache index p = 0, 100,000 and the trained length (the cache's first p entries
+    masked out), keras-hub's Llama 3.1 with keras-hub's own norm epsilon in the config is
+    within float32 noise at p = 0 and within what float32 angles allow at every p."""
+    from sinpe._engines import _run
+
+    _, run = _run_lines(run_twins("llama-3.1-8b, epsilon 1e-6"), table=False)
+    assert run.verdict in ("match", "drift"), run.text
+    assert "call_with_cache at cache index p" in run.how
+    ps = [p for p, _, _ in run.distances]
+    assert ps[0] == 0 and _run.FAR in ps and len(ps) == 3, run.distances
+    for _, distance, allowed in run.distances:
+        assert 0 <= distance <= allowed, run.text
+    assert run.distances[0][1] < 1e-4, run.text
+
+
+def test_keras_hub_s_llama_3_converter_drops_the_norm_epsilon_which_the_run_line_shows(
+    run_twins,
+):
+    """Llama 3.1's own config (rms_norm_eps 1e-5): the table line is the config's RoPE, the
+    run line a mismatch from p = 0, its first decoder layer's output departing first: the
+    converter builds the norms with keras-hub's default 1e-6 (not a RoPE fault; the twin's
+    small activations make it show)."""
+    line, run = _run_lines(run_twins("llama-3.1-8b"))
+    assert line.verdict == "drift", line.text
+    assert run.verdict == "mismatch", run.text
+    (reason,) = run.reasons
+    assert reason.startswith("at p = 0 its log-probabilities are "), reason
+    assert "decoder layer 1 (from 1) departs first" in reason, reason
+
+
+def test_an_application_defect_in_keras_hub_is_caught_by_the_run_line_only(run_twins, tmp_path):
+    """The rotation style swapped in how keras-hub's Llama attention applies its rotary
+    layer, in its own code in its own interpreter: the run line breaks at p = 0 already, in
+    the first decoder layer; the table line, which calls the rotary layers themselves, stays
+    the config's RoPE. (keras-hub applies no attention factor, converts no partial-rotary
+    family whose rotary width it lets be seen, and builds no Gemma 3 from a run model's
+    folder: the other three defects have no family to run on here.)"""
+    from defects import defective_python
+
+    target = "keras_hub.src.models.llama.llama_attention"
+    python = defective_python(tmp_path, target, SWAPPED)
+    line, run = _run_lines(run_twins("llama-3.1-8b, epsilon 1e-6"), python)
+    assert line.python == python
+    assert line.verdict in ("match", "drift"), line.text
+    assert run.verdict == "mismatch", run.text
+    (reason,) = run.reasons
+    assert reason.startswith("at p = 0 its log-probabilities are "), reason
+    assert "decoder layer 1 (from 1) departs first" in reason, reason

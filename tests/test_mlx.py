@@ -20,6 +20,7 @@ transformers = pytest.importorskip("transformers")
 import engine_models  # noqa: E402
 import shift  # noqa: E402
 from command import run  # noqa: E402
+from defects import defective_python  # noqa: E402
 from engine_rules import changed_interpreter  # noqa: E402
 
 import sinpe  # noqa: E402
@@ -386,3 +387,133 @@ def test_docs_matrix_holds_for_mlx_lms_column():
     assert not disagreements(
         "mlx-lm", ["phi-3.5-mini-instruct.autoconfig-dump", "gpt-oss-20b", "llama-3.1-8b"]
     )
+
+
+# --------------------------------------------------------------------------- the run line
+
+# Each defect is put in the attention of mlx_lm's model module: the RoPE module it calls is
+# untouched (the table line reads that module, and stays a match or drift); only the way the
+# attention applies it changes, for the length of its call.
+APPLIED = """
+import mlx.core as mx
+import mlx.nn as nn
+
+cls = getattr(module, {cls!r})
+call = cls.__call__
+
+def applied(self, *args, **kwargs):  # the attention applies its RoPE module wrongly
+    object.__setattr__(self, "rope", wrong(self, self.rope))
+    try:
+        return call(self, *args, **kwargs)
+    finally:
+        del self.__dict__["rope"]
+
+cls.__call__ = applied
+"""
+SWAPPED = """
+def wrong(attention, rope):  # pairs rotated where the model rotates halves
+    def rotate(x, offset=0):
+        d = rope.dims
+        head = x[..., :d]
+        halves = mx.concatenate([head[..., 0::2], head[..., 1::2]], axis=-1)
+        out = rope(mx.concatenate([halves, x[..., d:]], axis=-1), offset=offset)
+        turned = out[..., :d]
+        pairs = mx.stack([turned[..., : d // 2], turned[..., d // 2 :]], axis=-1)
+        return mx.concatenate([pairs.reshape(turned.shape), out[..., d:]], axis=-1)
+    return rotate
+"""
+TWICE = """
+def wrong(attention, rope):  # YaRN's factor, which the module applies, applied once more
+    return lambda x, offset=0: rope(x * rope.mscale, offset=offset)
+"""
+WHOLE = """
+def wrong(attention, rope):  # the partial rotary width ignored: the whole head rotated
+    def rotate(x, offset=0):
+        whole = nn.RoPE(x.shape[-1], traditional=rope.traditional, base=rope.base, scale=rope.scale)
+        return whole(x, offset=offset)
+    return rotate
+"""
+RUN_FAMILIES = ("llama-3.1-8b", "qwen3-8b.yarn-4x", "phi-2")
+DEFECTS = {
+    "rotation style swapped": ("llama-3.1-8b", "llama", "Attention", SWAPPED),
+    "attention factor applied twice": ("qwen3-8b.yarn-4x", "qwen3", "Attention", TWICE),
+    "partial width ignored": ("phi-2", "phi", "PhiAttention", WHOLE),
+}
+
+
+@pytest.fixture(scope="module")
+def run_twins(tmp_path_factory):
+    """``twin(family)``: the folder ``sinpe engines --run`` makes for a family (the twin, the
+    run model) and its reference, made once for this module's tests."""
+
+    made: dict = {}
+
+    def twin(family):
+        if family not in made:
+            data = json.loads((CONFIGS / f"{family}.json").read_text())
+            made[family] = _side_folder(tmp_path_factory.mktemp(family), data)
+        return made[family]
+
+    return twin
+
+
+def _side_folder(folder, data):
+    """The folder and reference ``sinpe.engines(..., run=True)`` makes, kept for several
+    engine interpreters (the reference, in this interpreter, made once)."""
+    from sinpe._engines import _side
+    from sinpe._engines._shrink import shrink
+
+    data, _ = _side._aliased(data)
+    length = _side._length(None, sinpe.rope_config(data))
+    (folder / "twin").mkdir()
+    (folder / "twin" / "config.json").write_text(json.dumps(shrink(data), indent=2))
+    (folder / "original.json").write_text(json.dumps(data))
+    reference = _side._reference(sys.executable, folder)
+    assert not isinstance(reference, str), reference
+    return folder, length, reference
+
+
+def _run_lines(twin, python=sys.executable, table=True):
+    """MLX-LM's table line (or ``None``) and run line on ``twin``, its probe in ``python``."""
+    from sinpe._engines import _side
+
+    folder, length, reference = twin
+    line = _side._line("mlx-lm", python, folder, length)
+    assert line.verdict != "failed", line.text
+    return (line if table else None), _side._run_line(line, folder, length, reference)
+
+
+@pytest.mark.parametrize("family", RUN_FAMILIES)
+def test_mlx_lm_runs_each_family_as_the_exact_twin_at_every_position(run_twins, family):
+    """MLX-LM's forward with a cache at offset p, at p = 0, 100,000 and the trained length:
+    within float32 noise at p = 0 and within what float32 angles allow at every p."""
+    from sinpe._engines import _run
+
+    _, run = _run_lines(run_twins(family), table=False)
+    assert run.verdict in ("match", "drift"), run.text
+    assert "KV cache at offset p" in run.how
+    ps = [p for p, _, _ in run.distances]
+    assert ps[0] == 0 and _run.FAR in ps and len(ps) == 3, run.distances
+    for _, distance, allowed in run.distances:
+        assert 0 <= distance <= allowed, run.text
+    assert run.distances[0][1] < 1e-4, run.text  # exact angles at p = 0: float32 arithmetic
+
+
+@pytest.mark.parametrize("defect", sorted(DEFECTS))
+def test_an_application_defect_in_mlx_lm_is_caught_by_the_run_line_only(
+    run_twins, tmp_path, defect
+):
+    """One defect in how mlx_lm's attention applies its RoPE module (``DEFECTS``), put in
+    its own code in its own interpreter: the run line breaks at p = 0 already; the table
+    line, which calls the RoPE modules themselves, stays the config's RoPE. (No sliding
+    layer given the full RoPE: MLX-LM's Gemma 3 twin is not the config's model at p = 0
+    already, its run line a mismatch without a defect.)"""
+    family, name, cls, body = DEFECTS[defect]
+    python = defective_python(tmp_path, f"mlx_lm.models.{name}", APPLIED.format(cls=cls) + body)
+    line, run = _run_lines(run_twins(family), python)
+    assert line.python == python
+    assert line.verdict in ("match", "drift"), line.text
+    assert run.verdict == "mismatch", run.text
+    (reason,) = run.reasons
+    assert reason.startswith("at p = 0 its log-probabilities are "), reason
+    assert "not the config's model" in reason

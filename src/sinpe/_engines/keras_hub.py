@@ -9,23 +9,34 @@ core against the spec of the layer it serves.
 keras-hub requires ``tensorflow-text`` (so TensorFlow) on Linux, but only its tokenizers,
 preprocessing and metrics import it, each inside ``try``: the backbones and converters run
 without it (``pip install --no-deps keras-hub`` and the small packages it imports;
-docs/engines.md)."""
+docs/engines.md).
+
+Its run line (``run``): the run model loaded by ``CausalLM.from_preset`` (its Hugging Face
+converter, weights included) and run by ``call_with_cache``, keras-hub's generation step, at
+cache index ``p``: the cache ``p + K`` long, its first ``p`` entries empty and masked out (each
+decoder layer given that mask through its own mask argument), so that the ``K`` tokens sit at
+positions ``p .. p + K - 1`` and attend to each other only."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import inspect
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 
 from .._check.probe import judge_rows
-from .._check.steps import step
+from .._check.steps import EngineFailed, step
+from .._files import reading, writing
 from .._rope.config import rope_config
 from .._rope.rope_types import frequency_count
 from .._verdict.layers import layer_spec
 from .._verdict.verdict import unchecked
 
-__all__ = ["read"]
+__all__ = ["read", "run", "run_folder"]
 
 
 def read(folder, original: dict, length: int):
@@ -109,3 +120,133 @@ def _reader(layer, width: int):
         return y[pairs, :, 0, pairs].T.copy(), y[pairs, :, 0, half + pairs].T.copy()
 
     return lambda length: read
+
+
+# ------------------------------------------------------------------ the run line
+
+
+@contextlib.contextmanager
+def run_folder(model):
+    """A scratch folder holding the run model's files (``model``: its weights and tokenizer)
+    beside the twin's config.json as the config gives it (``model``'s sibling ``twin``): the
+    config file the table line reads, in the config's own keys, where transformers 5 wrote the
+    run model's in its own (``rope_parameters``, which an engine's older reader may not take).
+    Yields its path."""
+    model = Path(model)
+    given = reading.read_json(model.parent / "twin" / "config.json", what="the twin's config")
+    text = json.dumps(given, indent=2).encode()
+    with writing.scratch("sinpe-run-") as folder:
+        for path in sorted(model.iterdir()):
+            if path.name != "config.json" and path.is_file():
+                writing.copy_new(path, Path(folder, path.name))
+        writing.write_new(Path(folder, "config.json"), lambda stream: stream.write(text))
+        yield Path(folder)
+
+
+def run(model, original: dict, offsets):
+    """keras-hub's run line: the run model (``_engines/_run.py``) loaded by
+    ``keras_hub.models.CausalLM.from_preset`` (no preprocessor: its tokenizers need TensorFlow
+    Text) and run by ``call_with_cache`` at cache index ``p`` for each ``p``; each decoder
+    layer's output kept."""
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    import keras_hub
+    from keras import ops
+
+    from . import _run
+
+    with run_folder(model) as folder:
+        with step("keras_hub.models.CausalLM.from_preset (the run model, its converter)"):
+            causal_lm = keras_hub.models.CausalLM.from_preset(str(folder), preprocessor=None)
+    ids = np.asarray([_run.tokens(int(causal_lm.backbone.token_embedding.input_dim))], "int32")
+    logprobs, hidden = {}, {}
+    for p in offsets:
+        with step(f"{type(causal_lm).__name__}.call_with_cache at cache index {p:,}"):
+            cache = _empty_cache(causal_lm, p + _run.K)
+            with _past_masked(causal_lm.backbone, p, _run.K) as outputs:
+                logits, last, _ = causal_lm.call_with_cache(
+                    **_with_nones(
+                        causal_lm.call_with_cache,
+                        token_ids=ids,
+                        cache=cache,
+                        cache_update_index=p,
+                    )
+                )
+        logprobs[p] = _run.log_softmax(ops.convert_to_numpy(logits)[0])
+        states = [np.asarray(ops.convert_to_numpy(x)[0], np.float64) for x in outputs]
+        states[-1] = np.asarray(ops.convert_to_numpy(last)[0], np.float64)  # the final norm's
+        hidden[p] = states
+    how = (
+        "the run model loaded by CausalLM.from_preset (its Hugging Face converter, float32), "
+        "call_with_cache at cache index p, the cache's first p entries masked out"
+    )
+    return _run.RunResult(logprobs, hidden, (), how)
+
+
+def _with_nones(method, **given) -> dict:
+    """``given``, and ``None`` for each other argument ``method`` requires (Gemma 3's images)."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    required = [
+        name
+        for name, parameter in inspect.signature(method).parameters.items()
+        if parameter.kind in kinds and parameter.default is inspect.Parameter.empty
+    ]
+    return {**dict.fromkeys(required), **given}
+
+
+def _empty_cache(causal_lm, length: int):
+    """An empty cache ``length`` long in ``causal_lm``'s own layout: ``_build_cache``'s for 1
+    and for 2 tokens name the axis that grows with the length (a stacked tensor or one per
+    layer); zeros of that structure, that axis ``length`` long."""
+    import keras
+    from keras import ops
+
+    built = []
+    for n in (1, 2):
+        token_ids = ops.ones((1, n), "int32")
+        _, cache = causal_lm._build_cache(
+            **_with_nones(causal_lm._build_cache, token_ids=token_ids)
+        )
+        built.append(cache)
+
+    def grown(one, two):
+        axes = [i for i, (a, b) in enumerate(zip(one.shape, two.shape)) if a != b]
+        if len(axes) != 1 or len(one.shape) != len(two.shape):
+            raise EngineFailed(f"its cache's sequence axis is not one axis: {axes}")
+        shape = list(one.shape)
+        shape[axes[0]] = length
+        return ops.zeros(shape, one.dtype)
+
+    return keras.tree.map_structure(grown, *built)
+
+
+@contextlib.contextmanager
+def _past_masked(backbone, p: int, k: int):
+    """Each decoder layer given a mask that hides the cache's first ``p`` entries (empty: no
+    past was run) through its own argument (``decoder_attention_mask``, else Gemma's
+    ``padding_mask`` over the cache); the layer intersects it with its causal mask. Yields the
+    list that receives the first layer's input and each layer's output."""
+    keep = np.arange(p + k) >= p
+    outputs: list = []
+    layers = list(backbone.transformer_layers)
+    for index, layer in enumerate(layers):
+        arguments = inspect.signature(layer.call).parameters
+        if "decoder_attention_mask" in arguments:
+            mask = {"decoder_attention_mask": np.broadcast_to(keep, (1, k, p + k)).astype("int32")}
+        elif "padding_mask" in arguments:
+            mask = {"padding_mask": keep[None].astype("int32")}
+        else:
+            raise EngineFailed(f"{type(layer).__name__}.call takes no mask sinpe can set")
+        layer.call = functools.partial(_recorded, layer.call, outputs, index == 0, mask)
+    try:
+        yield outputs
+    finally:
+        for layer in layers:
+            del layer.call
+
+
+def _recorded(call, outputs: list, first: bool, mask: dict, x, *args, **kwargs):
+    if first:
+        outputs.append(x)
+    out = call(x, *args, **{**kwargs, **mask})
+    outputs.append(out[0] if isinstance(out, tuple) else out)
+    return out
