@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .._check.gguf import check_gguf
 from .._check.steps import EngineFailed, step
-from .._files import reading
+from .._files import reading, writing
 from ._weights import llama_bpe_tokenizer, run_as_main, save_twin, sentencepiece_tokenizer
 
 __all__ = [
@@ -153,18 +153,34 @@ def run(model, original: dict, offsets):
     would ask); for each ``p`` the ``K`` tokens decoded as one batch at positions ``p .. p +
     K - 1`` into an emptied cache (llama.cpp takes a batch's positions as given), the
     logits of each."""
-    import shutil
-
     from .._check import run as _run
 
     model = Path(model)
     script = _script()
-    work = model.parent / "llama.cpp-run"
-    with step("copying the run model"):
-        shutil.copytree(model, work / "model")
-    _converted(work / "model", work / "model.gguf", script)
+    # the converter may add tokenizer files to the model it converts: a copy of the run
+    # model (which the other engines load) in a scratch folder of this process
+    with writing.scratch("sinpe-llama-cpp-run-") as folder:
+        work = Path(folder)
+        with step("copying the run model"):
+            writing.scratch_folder(work / "model")
+            for item in sorted(model.iterdir()):
+                writing.copy_new(item, work / "model" / item.name)
+        _converted(work / "model", work / "model.gguf", script)
+        logprobs = _decoded(work / "model.gguf", offsets)
+    how = (
+        "the run model converted by convert_hf_to_gguf.py (F32), run by llama-cpp-python "
+        f"{_llama_cpp_python()} (F32 KV cache, flash attention off): one batch of K tokens at "
+        "positions p .. p + K - 1 into an emptied cache"
+    )
+    return _run.RunResult(logprobs, None, (), how)
+
+
+def _decoded(gguf: Path, offsets) -> dict:
+    """``{p: log-probabilities}`` of the run's tokens decoded at ``p .. p + K - 1``."""
+    from .._check import run as _run
+
     with step("llama-cpp-python loading the GGUF file"):
-        engine = _Context(work / "model.gguf", n_ctx=max(offsets) + _run.K)
+        engine = _Context(gguf, n_ctx=max(offsets) + _run.K)
     try:
         ids = _run.tokens(engine.vocab)
         logprobs = {}
@@ -173,12 +189,7 @@ def run(model, original: dict, offsets):
                 logprobs[p] = _run.log_softmax(engine.logits(ids, p))
     finally:
         engine.close()
-    how = (
-        "the run model converted by convert_hf_to_gguf.py (F32), run by llama-cpp-python "
-        f"{_llama_cpp_python()} (F32 KV cache, flash attention off): one batch of K tokens at "
-        "positions p .. p + K - 1 into an emptied cache"
-    )
-    return _run.RunResult(logprobs, None, (), how)
+    return logprobs
 
 
 def _llama_cpp_python() -> str:
