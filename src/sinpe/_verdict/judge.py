@@ -239,8 +239,10 @@ class _Tally:
         self.within[MATCH] &= within
         p = positions.astype(np.float64)[:, None]
         for kind, rates in bounds.rates.items():
-            if kind != "float32" and not self.within[kind]:
-                continue  # a narrower drift already ruled out: nothing more to learn
+            if kind != "float32" and (within or not self.within[kind]):
+                # a block within match is within every drift (e - m <= 0 <= p * rate); a
+                # narrower drift already ruled out: nothing more to learn either way
+                continue
             if not excess.size:
                 continue
             rate = rates[pairs]
