@@ -266,15 +266,19 @@ def _side_folder(folder, data):
 
 
 def _run_lines(twin, python=None, table=True):
-    """keras-hub's table line (or ``None``) and run line on ``twin``, its probe in
-    ``python`` (this interpreter by default)."""
+    """keras-hub's table line (or ``None``: its probe not run) and run line on ``twin``, its
+    probe in ``python`` (this interpreter by default)."""
     import sys
 
     from sinpe._engines import _side
 
     folder, length, reference = twin
-    line = _side._line("keras-hub", python or sys.executable, folder, length)
-    assert line.verdict != "failed", line.text
+    python = python or sys.executable
+    if table:
+        line = _side._line("keras-hub", python, folder, length)
+        assert line.verdict != "failed", line.text
+    else:  # what the run line reads of a table line: its engine and interpreter
+        line = _side.EngineLine("keras-hub", "keras-hub", None, "", "unread", python=python)
     return (line if table else None), _side._run_line(line, folder, length, reference)
 
 

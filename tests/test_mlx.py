@@ -433,6 +433,25 @@ def wrong(attention, rope):  # the partial rotary width ignored: the whole head 
         return whole(x, offset=offset)
     return rotate
 """
+FULL_FOR_SLIDING = """
+init = cls.__init__
+
+def with_full(self, args, layer_idx):  # each layer also builds the full layers' RoPE
+    init(self, args, layer_idx)
+    full = module.initialize_rope(
+        dims=self.rope.dims,
+        base=args.rope_theta,
+        traditional=False,
+        max_position_embeddings=args.max_position_embeddings,
+        scaling_config=args.rope_scaling,
+    )
+    object.__setattr__(self, "full_rope", full)  # no child: the table line does not see it
+
+cls.__init__ = with_full
+
+def wrong(attention, rope):  # a sliding layer given the full layers' RoPE
+    return attention.full_rope if attention.is_sliding else rope
+"""
 RUN_FAMILIES = ("llama-3.1-8b", "qwen3-8b.yarn-4x", "phi-2")
 DEFECTS = {
     "rotation style swapped": ("llama-3.1-8b", "llama", "Attention", SWAPPED),
@@ -474,12 +493,16 @@ def _side_folder(folder, data):
 
 
 def _run_lines(twin, python=sys.executable, table=True):
-    """MLX-LM's table line (or ``None``) and run line on ``twin``, its probe in ``python``."""
+    """MLX-LM's table line (or ``None``: its probe not run) and run line on ``twin``, its
+    probe in ``python``."""
     from sinpe._engines import _side
 
     folder, length, reference = twin
-    line = _side._line("mlx-lm", python, folder, length)
-    assert line.verdict != "failed", line.text
+    if table:
+        line = _side._line("mlx-lm", python, folder, length)
+        assert line.verdict != "failed", line.text
+    else:  # what the run line reads of a table line: its engine and interpreter
+        line = _side.EngineLine("mlx-lm", "MLX-LM", None, "", "unread", python=python)
     return (line if table else None), _side._run_line(line, folder, length, reference)
 
 
@@ -505,9 +528,8 @@ def test_an_application_defect_in_mlx_lm_is_caught_by_the_run_line_only(
 ):
     """One defect in how mlx_lm's attention applies its RoPE module (``DEFECTS``), put in
     its own code in its own interpreter: the run line breaks at p = 0 already; the table
-    line, which calls the RoPE modules themselves, stays the config's RoPE. (No sliding
-    layer given the full RoPE: MLX-LM's Gemma 3 twin is not the config's model at p = 0
-    already, its run line a mismatch without a defect.)"""
+    line, which calls the RoPE modules themselves, stays the config's RoPE (Gemma 3's
+    sliding layers given the full RoPE: below)."""
     family, name, cls, body = DEFECTS[defect]
     python = defective_python(tmp_path, f"mlx_lm.models.{name}", APPLIED.format(cls=cls) + body)
     line, run = _run_lines(run_twins(family), python)
@@ -517,3 +539,33 @@ def test_an_application_defect_in_mlx_lm_is_caught_by_the_run_line_only(
     (reason,) = run.reasons
     assert reason.startswith("at p = 0 its log-probabilities are "), reason
     assert "not the config's model" in reason
+
+
+def _gemma3_text() -> dict:
+    """A text-only Gemma 3 (``gemma3_text``, as Gemma 3 1B is published) in the keys
+    mlx_lm reads: the 4B's text config, the 1B's widths, Gemma 3's two RoPEs (local base
+    10,000 on five sliding layers in six; base 1,000,000 and linear x8 on the full ones)."""
+    data = json.loads((CONFIGS / "gemma-3-4b-it.json").read_text())
+    text = {**data["text_config"], "architectures": ["Gemma3ForCausalLM"]}
+    text.update(hidden_size=1152, num_attention_heads=4, num_key_value_heads=1, head_dim=256)
+    text.update(rope_theta=1_000_000.0, rope_local_base_freq=10_000.0, vocab_size=262144)
+    return text
+
+
+def test_mlx_lm_s_gemma_3_gives_sliding_layers_their_own_rope_at_run_time(
+    tmp_path_factory, tmp_path
+):
+    """Gemma 3 in mlx_lm runs as the exact twin at every p; with its sliding layers given
+    the full layers' RoPE at run time (in its own interpreter), the run line breaks at
+    p = 0 while the table line, which calls each layer's own RoPE module, stays the
+    config's RoPE."""
+    twin = _side_folder(tmp_path_factory.mktemp("gemma3"), _gemma3_text())
+    _, run = _run_lines(twin, table=False)
+    assert run.verdict in ("match", "drift"), run.text
+    assert run.distances[0][1] < 1e-3, run.text
+    body = APPLIED.format(cls="Attention") + FULL_FOR_SLIDING
+    defective = defective_python(tmp_path, "mlx_lm.models.gemma3_text", body)
+    line, run = _run_lines(twin, defective)
+    assert line.verdict in ("match", "drift"), line.text
+    assert run.verdict == "mismatch", run.text
+    assert run.reasons[0].startswith("at p = 0 its log-probabilities are "), run.text
