@@ -80,6 +80,9 @@ ALLOWED = {
     ("_engines/_weights.py", "write: .unlink()"): "the twin's own tokenizer files, written by "
     "transformers' save_pretrained into the twin folder sinpe made, removed in the engine's "
     "interpreter so that sinpe's tokenizer takes their place (missing_ok: never a user's file)",
+    ("_engines/_run.py", "write: .unlink()"): "the run model's config.json, written by "
+    "transformers' save_pretrained into the run-model folder sinpe made a moment before, "
+    "removed so that the twin's config as given takes its place (never a user's file)",
 }
 
 

@@ -16,6 +16,7 @@ prints the reference as one ``SINPE-ENGINE`` line (arrays as base64 float64)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from pathlib import Path
 
@@ -128,10 +129,14 @@ def sharpen(model, factor: float = SHARP) -> int:
 
 def save_run_model(twin, out) -> Path:
     """The run model: ``_weights.save_twin``'s model, sharpened (``sharpen``), saved in
-    ``out`` (float32 safetensors, with its tokenizer)."""
+    ``out`` (float32 safetensors, with its tokenizer), beside the twin's own config.json as
+    the config gives it: transformers writes its config in its own keys (``rope_parameters``,
+    which an engine's older reader may not take), and every engine's run, as its table line,
+    reads the config as given."""
     import torch
     import transformers
 
+    from .._files import reading, writing
     from ._weights import save_twin
 
     save_twin(twin, out)
@@ -139,6 +144,10 @@ def save_run_model(twin, out) -> Path:
     model = load(transformers, out, config, torch.float32, attn_implementation=None)
     sharpen(model)
     model.save_pretrained(out)
+    given = reading.read_json(Path(twin, "config.json"), what="the twin's config")
+    text = json.dumps(given, indent=2).encode()
+    Path(out, "config.json").unlink()  # transformers' own, just written in our folder
+    writing.write_new(Path(out, "config.json"), lambda stream: stream.write(text))
     return Path(out)
 
 

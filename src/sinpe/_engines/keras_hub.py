@@ -30,13 +30,12 @@ import numpy as np
 
 from .._check.probe import judge_rows
 from .._check.steps import EngineFailed, step
-from .._files import reading, writing
 from .._rope.config import rope_config
 from .._rope.rope_types import frequency_count
 from .._verdict.layers import layer_spec
 from .._verdict.verdict import unchecked
 
-__all__ = ["read", "run", "run_folder"]
+__all__ = ["read", "run"]
 
 
 def read(folder, original: dict, length: int):
@@ -125,26 +124,8 @@ def _reader(layer, width: int):
 # ------------------------------------------------------------------ the run line
 
 
-@contextlib.contextmanager
-def run_folder(model):
-    """A scratch folder holding the run model's files (``model``: its weights and tokenizer)
-    beside the twin's config.json as the config gives it (``model``'s sibling ``twin``): the
-    config file the table line reads, in the config's own keys, where transformers 5 wrote the
-    run model's in its own (``rope_parameters``, which an engine's older reader may not take).
-    Yields its path."""
-    model = Path(model)
-    given = reading.read_json(model.parent / "twin" / "config.json", what="the twin's config")
-    text = json.dumps(given, indent=2).encode()
-    with writing.scratch("sinpe-run-") as folder:
-        for path in sorted(model.iterdir()):
-            if path.name != "config.json" and path.is_file():
-                writing.copy_new(path, Path(folder, path.name))
-        writing.write_new(Path(folder, "config.json"), lambda stream: stream.write(text))
-        yield Path(folder)
-
-
 def run(model, original: dict, offsets):
-    """keras-hub's run line: the run model (``_engines/_run.py``) loaded by
+    """keras-hub's run line: the run model (``_engines/_run.py`` makes it) loaded by
     ``keras_hub.models.CausalLM.from_preset`` (no preprocessor: its tokenizers need TensorFlow
     Text) and run by ``call_with_cache`` at cache index ``p`` for each ``p``; each decoder
     layer's output kept."""
@@ -152,11 +133,10 @@ def run(model, original: dict, offsets):
     import keras_hub
     from keras import ops
 
-    from . import _run
+    from .._check import run as _run
 
-    with run_folder(model) as folder:
-        with step("keras_hub.models.CausalLM.from_preset (the run model, its converter)"):
-            causal_lm = keras_hub.models.CausalLM.from_preset(str(folder), preprocessor=None)
+    with step("keras_hub.models.CausalLM.from_preset (the run model, its converter)"):
+        causal_lm = keras_hub.models.CausalLM.from_preset(str(Path(model)), preprocessor=None)
     ids = np.asarray([_run.tokens(int(causal_lm.backbone.token_embedding.input_dim))], "int32")
     logprobs, hidden = {}, {}
     for p in offsets:

@@ -124,7 +124,8 @@ REASONS = {
     "layer_of": "the config says no layer type for {engine} (layer_types)",
     # a run line (run.py): the engine's log-probabilities against the exact float64 twin's
     "run_breaks": "at p = {position:,} its log-probabilities are {engine:.3g} from the exact "
-    "twin's, where float32 arithmetic and angles allow {config:.3g}: not the config's model{detail}",
+    "twin's, where float32 arithmetic and angles allow {config:.3g}: not the config's "
+    "model{detail}",
     "run_missing": "the engine did not run p = {engine}",
     "run_no_signal": "the twin's positions move its log-probabilities by {engine:.3g} only "
     "(at least {config:.3g} is needed to tell a RoPE from another)",

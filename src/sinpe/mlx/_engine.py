@@ -12,6 +12,8 @@ attend to each other only."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from .._check.steps import EngineFailed, step
@@ -39,17 +41,16 @@ def read(folder, original: dict, length: int):
 
 
 def run(model, original: dict, offsets):
-    """MLX-LM's run line: the run model (``_engines/_run.py``, beside the twin's config.json:
-    ``keras_hub.run_folder``) loaded by ``mlx_lm.utils.load_model`` (float32, as saved), its
-    forward on the run's tokens with a cache at offset ``p`` for each ``p``."""
+    """MLX-LM's run line: the run model (``_engines/_run.py`` makes it, beside the twin's
+    config.json as the config gives it) loaded by ``mlx_lm.utils.load_model`` (float32, as
+    saved), its forward on the run's tokens with a cache at offset ``p`` for each ``p``."""
     import mlx.core as mx
     from mlx_lm import utils
 
-    from .._engines import _run
-    from .._engines.keras_hub import run_folder
+    from .._check import run as _run
 
-    with run_folder(model) as folder, step("mlx_lm.utils.load_model (the run model)"):
-        loaded, config = utils.load_model(folder)
+    with step("mlx_lm.utils.load_model (the run model)"):
+        loaded, config = utils.load_model(Path(model))
     vocab = config.get("vocab_size") or config.get("text_config", {}).get("vocab_size")
     if not isinstance(vocab, int) or not 0 < vocab < 1 << 24:
         raise EngineFailed(f"the run model's vocab_size is {vocab!r}")
