@@ -292,3 +292,183 @@ def test_docs_matrix_holds_for_onnxruntime_genais_column():
     assert not disagreements(
         "onnxruntime-genai", ["llama-3.1-8b", "qwen3-8b.yarn-4x", "gemma-3-4b-it.transformers-5"]
     )
+
+
+# --------------------------------------------------------------------------- the run line
+# (issue 65: the builder's model of the run model run by onnxruntime at p = 0, 100,000 and the
+# trained length, against the twin in float64 with sinpe's exact tables; an application
+# defect injected into the builder's own code, builders/base.py, in the probe's interpreter,
+# tests/defects.py)
+
+
+def _config(name: str, **changes) -> dict:
+    config = json.loads((CONFIGS / name).read_text())
+    config.update(changes)
+    return config
+
+
+def _reaching(name: str, **scaling) -> dict:
+    """A published config at 131,072 positions: the builder's cos/sin cache has the config's
+    length as its rows, and onnxruntime refuses positions past it (p = 100,000 must fit)."""
+    config = _config(name, max_position_embeddings=131072)
+    if scaling:
+        config["rope_scaling"] = dict(config["rope_scaling"], **scaling)
+    return config
+
+
+# Qwen3-8B's model-card YaRN with the betas it leaves out (without them the builder divides by
+# zero) and truncate: false (the builder's ramp is not rounded: a mismatch otherwise, which the
+# table line says too), at its 131,072 positions
+QWEN3_YARN = _reaching("qwen3-8b.yarn-4x.json", beta_fast=32.0, beta_slow=1.0, truncate=False)
+RUN_FAMILIES = {"llama-3.1": _config("llama-3.1-8b.json"), "qwen3-yarn": QWEN3_YARN}
+DEFECTS = {
+    # its Q and K projections' rows permuted from halves to pairs: the kernel's half rotation
+    # of the permuted vectors is the pair rotation of the model's own
+    "rotation style swapped": (
+        _config("llama-3.1-8b.json"),
+        """
+import torch
+proj = module.Model.make_attention_input_proj
+def pairs(self, layer_id, attention, root_input, **kwargs):
+    size = self.head_size
+    order = torch.cat([torch.arange(0, size, 2), torch.arange(1, size, 2)])
+    with torch.no_grad():
+        for linear in (attention.q_proj, attention.k_proj):
+            w = linear.weight
+            w.copy_(w.view(-1, size, w.shape[-1])[:, order].reshape(w.shape))
+            if getattr(linear, "bias", None) is not None:
+                linear.bias.copy_(linear.bias.view(-1, size)[:, order].reshape(-1))
+    return proj(self, layer_id, attention, root_input, **kwargs)
+module.Model.make_attention_input_proj = pairs
+""",
+    ),
+    # YaRN's attention factor, already in the caches, folded into the softmax scale as well
+    "attention factor applied twice": (
+        QWEN3_YARN,
+        """
+attributes = module.Model.get_attention_op_attributes
+def twice(self, **kwargs):
+    found = attributes(self, **kwargs)
+    found["scale"] = found["scale"] * self.rope_attrs["mscale"] ** 2
+    return found
+module.Model.get_attention_op_attributes = twice
+""",
+    ),
+}
+
+
+def _run_line(config, python=None):
+    import sys
+
+    report = sinpe.engines(
+        config,
+        only=["onnxruntime-genai"],
+        pythons={"onnxruntime-genai": python or sys.executable},
+        run=True,
+    )
+    (line,) = report.lines
+    print(line.text, line.run.text if line.run else "", sep="\n")  # pytest -rP shows it
+    return line
+
+
+@pytest.mark.parametrize("name", RUN_FAMILIES)
+def test_the_run_line_is_the_configs_model_at_every_p(name):
+    """The builder's model in onnxruntime at p = 0, 100,000 and the trained length - K (its
+    GroupQueryAttention given position_ids): within what float32 angles allow at every p."""
+    from sinpe._engines import _run
+
+    config = RUN_FAMILIES[name]
+    line = _run_line(config)
+    assert line.verdict in ("match", "drift"), line.text
+    run = line.run
+    assert run is not None and run.verdict in ("match", "drift"), run
+    assert "GroupQueryAttention" in run.how and not run.notes, run
+    trained = config["max_position_embeddings"]
+    assert [p for p, _, _ in run.distances] == sorted({0, _run.FAR, trained - _run.K})
+    assert all(distance <= allowed for _, distance, allowed in run.distances), run.distances
+    assert run.distances[0][1] < 1e-4  # p = 0: float32 arithmetic only
+    # the far positions reach the kernel: its float32 angles move them (a kernel that counted
+    # from 0 would match everywhere)
+    assert run.distances[-1][1] > 10 * run.distances[0][1], run.distances
+
+
+@pytest.mark.parametrize("defect", DEFECTS)
+def test_a_defect_in_the_builder_turns_the_run_line_only(tmp_path, defect):
+    """One application defect in the builder's own code (``builders.base``, as its command
+    line imports it) in the probe's interpreter: the caches it writes are still the config's
+    (the table line a match or a drift), what the model computes is not (a mismatch)."""
+    from defects import defective_python
+
+    config, body = DEFECTS[defect]
+    python = defective_python(tmp_path / "python", "builders.base", body)
+    line = _run_line(config, python)
+    assert line.verdict in ("match", "drift"), line.text
+    assert line.run is not None and line.run.verdict == "mismatch", line.run
+    assert line.run.reasons, line.run
+
+
+# The builder reads a LayerNorm's epsilon from rms_norm_eps only (builders/base.py,
+# Model.__init__: 1e-6 without it), where Phi-2 gives layer_norm_eps (1e-5): in its interpreter,
+# given as rms_norm_eps too, the run line is Phi-2's model
+PHI_2_EPSILON = """
+init = module.Model.__init__
+def epsilon_given(self, config, *args, **kwargs):
+    if not hasattr(config, "rms_norm_eps") and hasattr(config, "layer_norm_eps"):
+        config.rms_norm_eps = config.layer_norm_eps
+    init(self, config, *args, **kwargs)
+module.Model.__init__ = epsilon_given
+"""
+# Phi-2's caches (its 40% of the head) tiled across the whole head before GroupQueryAttention,
+# which takes its rotary width from the cache's
+PHI_2_WHOLE_HEAD = """
+gqa = module.Model.make_group_query_attention
+def whole(self, name, **kwargs):
+    half = self.head_size // 2
+    if kwargs.get("cos_cache"):
+        for key in ("cos_cache", "sin_cache"):
+            tiled, cut = f"{name}/{key}/Concat", f"{name}/{key}/Slice"
+            self.make_concat(
+                tiled, [kwargs[key]] * half, module.ir.DataType.FLOAT, ["rows", "columns"], axis=1
+            )
+            bounds = ["/model/constants/INT64/[0]", f"/model/constants/INT64/[{half}]"]
+            self.make_slice(
+                cut,
+                [f"{tiled}/output_0", *bounds, "/model/constants/INT64/[1]"],
+                module.ir.DataType.FLOAT,
+                ["rows", half],
+            )
+            kwargs[key] = f"{cut}/output_0"
+    return gqa(self, name, **kwargs)
+module.Model.make_group_query_attention = whole
+"""
+
+
+def test_phi_2_runs_with_another_layernorm_epsilon_and_its_partial_width_in_the_cache(tmp_path):
+    """Phi-2 as published (2,048 positions): p = 100,000 is past the builder's cache, which
+    onnxruntime refuses, said in the run line (unchecked: judged nowhere it did not run); at
+    p = 0 and 2,016 it departs by the same amount, not by its RoPE: the builder's LayerNorm
+    epsilon, 1e-6 for the config's 1e-5. At 131,072 positions with the epsilon given, a tenth
+    of that at most; with the partial width also ignored (the caches tiled across the head), a
+    mismatch, far larger. The table line cannot stay a match there: GroupQueryAttention's
+    rotary width is its cache's, so that defect is in what the table line reads (which it does
+    not follow through Concat and Slice)."""
+    from defects import defective_python
+
+    built = _run_line(_config("phi-2.json")).run
+    assert built is not None and built.verdict == "unchecked", built
+    assert [p for p, _, _ in built.distances] == [0, 2016]
+    assert any("p = 100,000 not run: the builder's cos/sin cache has 2,048 rows" in n
+               for n in built.notes), built.notes  # fmt: skip
+    near = [distance for _, distance, _ in built.distances]
+    assert near[0] > 1e-3 and max(near) < 2 * near[0], built.distances  # as large at p = 0
+    config = _reaching("phi-2.json")
+    python = defective_python(tmp_path / "eps", "builders.base", PHI_2_EPSILON)
+    line = _run_line(config, python)
+    assert line.verdict == "drift", line.text
+    given = [distance for _, distance, _ in line.run.distances]
+    # the departure was the epsilon's (seen once a drift, once 5.5e-4 at every p: open)
+    assert max(given) < near[0] / 10, line.run.distances
+    python = defective_python(tmp_path / "whole", "builders.base", PHI_2_EPSILON + PHI_2_WHOLE_HEAD)
+    line = _run_line(config, python)
+    assert line.verdict not in ("match", "drift"), line.text
+    assert line.run.verdict == "mismatch" and line.run.distances[0][1] > 10 * near[0], line.run

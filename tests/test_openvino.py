@@ -498,3 +498,128 @@ def test_dynamic_ntk_frozen_at_export_is_what_the_runtime_computes(exported):
     assert near < 1e-3 and far > 100 * near, (near, far)
     plain = _runtime_logprobs(exported["llama"][1], offsets)  # the unscaled twin, same weights
     assert float(np.abs(got[100_000] - plain[100_000]).max()) < 1e-3
+
+
+# --------------------------------------------------------------------------- the run line
+# (issue 65: what the IR computes in the OpenVINO runtime at p = 0, 100,000 and the trained
+# length, against the twin in float64 with sinpe's exact tables; the export traces
+# transformers' modeling code, so a defect patched into that code in the export's interpreter,
+# tests/defects.py, is a defect of what the IR computes)
+
+CONFIGS = Path(__file__).parent / "data" / "configs"
+RUN_FAMILIES = {"llama-3.1": "llama-3.1-8b.json", "qwen3-yarn": "qwen3-8b.yarn-4x.json"}
+QWEN3 = "transformers.models.qwen3.modeling_qwen3"
+DEFECTS = {
+    "rotation style swapped": (
+        "qwen3-8b.yarn-4x.json",
+        QWEN3,
+        """
+import torch
+def rotate_pairs(x):
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((-x2, x1), dim=-1).flatten(-2)
+module.rotate_half = rotate_pairs
+""",
+    ),
+    "attention factor applied twice": (
+        "qwen3-8b.yarn-4x.json",
+        QWEN3,
+        """
+apply = module.apply_rotary_pos_emb
+def twice(q, k, cos, sin, *args, **kwargs):
+    factor = (cos * cos + sin * sin).sqrt()
+    return apply(q, k, cos * factor, sin * factor, *args, **kwargs)
+module.apply_rotary_pos_emb = twice
+""",
+    ),
+    "partial width ignored": (
+        "phi-2.json",
+        "transformers.models.phi.modeling_phi",
+        # PhiAttention splits the head at rotary_ndims before apply_rotary_pos_emb: the whole
+        # head passed to it, the rotary width's cos and sin repeated across the head
+        """
+init = module.PhiAttention.__init__
+def whole_head(self, *args, **kwargs):
+    init(self, *args, **kwargs)
+    self.rotary_ndims = self.head_dim
+module.PhiAttention.__init__ = whole_head
+apply = module.apply_rotary_pos_emb
+def whole(q, k, cos, sin, *args, **kwargs):
+    width = q.shape[-1]
+    reps = -(-width // cos.shape[-1])
+    def wide(t):
+        return t.repeat(*([1] * (t.dim() - 1)), reps)[..., :width]
+    return apply(q, k, wide(cos), wide(sin), *args, **kwargs)
+module.apply_rotary_pos_emb = whole
+""",
+    ),
+    "a sliding layer given the full RoPE": (
+        "gemma-3-4b-it.transformers-5.json",
+        "transformers.models.gemma3.modeling_gemma3",
+        """
+forward = module.Gemma3TextModel.forward
+def full_everywhere(self, *args, **kwargs):
+    rotary = self.rotary_emb
+    own = type(rotary).forward
+    rotary.forward = lambda x, ids, layer_type=None: own(rotary, x, ids, "full_attention")
+    try:
+        return forward(self, *args, **kwargs)
+    finally:
+        del rotary.forward
+module.Gemma3TextModel.forward = full_everywhere
+""",
+    ),
+}
+
+
+def _openvino_line(config, python=None):
+    """OpenVINO's line with its run line, its probe in ``python`` (default: this one)."""
+    import sys
+
+    from sinpe._engines import engines
+
+    python = python or sys.executable
+    report = engines(config, only=["openvino"], pythons={"openvino": python}, run=True)
+    (line,) = report.lines
+    print(line.text, line.run.text if line.run else "", sep="\n")  # pytest -rP shows it
+    return line
+
+
+@pytest.mark.parametrize("name", RUN_FAMILIES)
+def test_the_run_line_is_the_configs_model_at_every_p(name):
+    """The IR in the runtime at p = 0, 100,000 and the trained length - K: within what
+    float32 angles allow at every p (a match at p = 0), as transformers' own run is."""
+    pytest.importorskip("openvino")
+    pytest.importorskip("optimum.exporters.openvino")
+    from sinpe._engines import _run
+
+    config = json.loads((CONFIGS / RUN_FAMILIES[name]).read_text())
+    line = _openvino_line(config)
+    assert line.verdict in ("match", "drift"), line.text
+    run = line.run
+    assert run is not None and run.verdict in ("match", "drift"), run
+    assert "position_ids p .. p + K - 1" in run.how
+    trained = config["max_position_embeddings"]
+    assert [p for p, _, _ in run.distances] == sorted({0, _run.FAR, trained - _run.K})
+    assert all(distance <= allowed for _, distance, allowed in run.distances), run.distances
+    assert run.distances[0][1] < 1e-4  # p = 0: float32 arithmetic only
+    # the far positions are run as far positions: float32 angles move them, as they move
+    # transformers' float32 run (an engine that reset them to 0 would match everywhere)
+    assert run.distances[-1][1] > 10 * run.distances[0][1], run.distances
+
+
+@pytest.mark.parametrize("defect", DEFECTS)
+def test_a_defect_in_the_traced_code_turns_the_run_line_only(tmp_path, defect):
+    """One application defect in transformers' modeling code of the export's interpreter:
+    the IR still holds the config's frequencies (the table line a match or a drift), but
+    what it computes is not the config's model (the run line a mismatch)."""
+    pytest.importorskip("openvino")
+    pytest.importorskip("optimum.exporters.openvino")
+    from defects import defective_python
+
+    config, target, body = DEFECTS[defect]
+    python = defective_python(tmp_path / "python", target, body)
+    line = _openvino_line(CONFIGS / config, python)
+    assert line.verdict in ("match", "drift"), line.text
+    assert line.run is not None and line.run.verdict == "mismatch", line.run
+    assert line.run.reasons, line.run

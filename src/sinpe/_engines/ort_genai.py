@@ -3,18 +3,27 @@
 model of the twin, which transformers builds and saves with a small byte-level BPE tokenizer
 made here (the builder loads one; nothing is downloaded). The ONNX file it writes is judged by
 ``sinpe check model.onnx`` against the config given. Where the builder stops (YaRN without
-betas: a division by zero), the line names its error."""
+betas: a division by zero), the line names its error.
+
+Its run line (``run``, ``sinpe engines --run``): the builder's model of the run model run by
+onnxruntime on the CPU at positions ``p .. p + K - 1``, given to its GroupQueryAttention
+nodes as ``position_ids`` (the CPU build rotates inside them); a ``p`` past the builder's
+cos/sin cache (the config's length) is not run, and the line says so."""
 
 from __future__ import annotations
 
 import runpy
 from pathlib import Path
 
+import numpy as np
+
 from .._check.onnx import check_onnx
-from .._check.steps import step
+from .._check.steps import EngineFailed, step
+from .._files import reading
+from .._rope.config import rope_config
 from ._weights import run_as_main, save_twin
 
-__all__ = ["read"]
+__all__ = ["read", "run"]
 
 
 def _build(model: Path, out: Path) -> None:
@@ -41,3 +50,131 @@ def read(folder, original: dict, length: int):
     ]
     notes = list(report.notes) + [note for part in report.parts for note in part.notes]
     return layers, tuple(dict.fromkeys(notes)), None
+
+
+def _positions_input(source: Path, target: Path) -> tuple:
+    """The built model with its positions given: where its rotary ops already take a
+    ``position_ids`` input, as built; else (the CPU build rotates inside GroupQueryAttention,
+    which then counts positions from the past it is given) a ``position_ids`` input added and
+    fed to each GroupQueryAttention node's ``position_ids`` (its tenth input, which the kernel
+    reads as the first position of a prompt). Returns how the positions are given, and the
+    rows of its shortest cos cache (the positions it can rotate), where it holds one, and
+    whether a cache is chosen at run time (LongRoPE's short and long caches, switched by the
+    total length)."""
+    import onnx  # type: ignore[import-not-found]
+
+    model = onnx.load(str(source))
+    graph = model.graph
+    names = [value.name for value in graph.input]
+    attention = [n for n in graph.node if n.op_type == "GroupQueryAttention"]
+    rotating = [n for n in attention if any(a.name == "do_rotary" and a.i for a in n.attribute)]
+    producers = {out: n.op_type for n in graph.node for out in n.output}
+    switched = any(len(n.input) > 7 and producers.get(n.input[7]) == "If" for n in rotating)
+    rows = min(
+        (int(t.dims[0]) for t in graph.initializer if t.name.startswith("cos_cache") and t.dims),
+        default=None,
+    )
+    if "position_ids" not in names and not rotating:
+        raise EngineFailed(
+            "the built graph takes no position_ids and rotates in no GroupQueryAttention: "
+            "sinpe cannot set its positions"
+        )
+    if "position_ids" in names:
+        onnx.save(model, str(target), save_as_external_data=True, location=target.name + ".data")
+        return "its position_ids input", rows, switched
+    graph.input.append(
+        onnx.helper.make_tensor_value_info(
+            "position_ids", onnx.TensorProto.INT64, ["batch_size", "sequence_length"]
+        )
+    )
+    for node in rotating:
+        inputs = list(node.input) + [""] * max(0, 10 - len(node.input))
+        inputs[9] = "position_ids"
+        del node.input[:]
+        node.input.extend(inputs)
+    onnx.save(model, str(target), save_as_external_data=True, location=target.name + ".data")
+    return (
+        (
+            f"a position_ids input added to its {len(rotating)} GroupQueryAttention nodes (their "
+            "tenth input: the builder's CPU graph counts positions from the past it is given)"
+        ),
+        rows,
+        switched,
+    )
+
+
+def _head_size(out: Path) -> int:
+    """The head size the builder wrote in its ``genai_config.json`` (the past's last axis)."""
+    config = reading.read_json(out / "genai_config.json", what="the builder's genai_config.json")
+    size = config.get("model", {}).get("decoder", {}).get("head_size")
+    if isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= 1 << 16:
+        raise EngineFailed(f"the builder's genai_config.json gives no head size: {size!r}")
+    return size
+
+
+def run(model, original: dict, offsets):
+    """ONNX Runtime GenAI's run line: its builder (fp32, CPU) on the run model
+    (``_engines/_run.py``), the ONNX model it writes run by onnxruntime on the CPU on the run's
+    tokens at positions ``p .. p + K - 1`` for each ``p`` (an empty past; the positions as
+    ``_positions_input`` gives them). The graph gives no hidden states."""
+    import onnxruntime  # type: ignore[import-not-found]
+
+    from . import _run
+
+    model = Path(model)
+    out = model.parent / "onnxruntime-genai-run"
+    with step("its model builder (the run model)"):
+        _build(model, out)
+    with step("the built graph's positions"):
+        given, rows, switched = _positions_input(out / "model.onnx", out / "run.onnx")
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 2
+    with step("onnxruntime loading the built model (CPU)"):
+        session = onnxruntime.InferenceSession(
+            str(out / "run.onnx"), options, providers=["CPUExecutionProvider"]
+        )
+    inputs = {port.name: port for port in session.get_inputs()}
+    vocab = session.get_outputs()[0].shape[-1]
+    if not isinstance(vocab, int) or not 0 < vocab < 1 << 24:
+        raise EngineFailed(f"the built model's logits have no vocabulary size: {vocab!r}")
+    ids = np.asarray([_run.tokens(vocab)], np.int64)
+    head_size = _head_size(out)
+    axes = _run.n_axes(rope_config(original))
+    logprobs, notes = {}, []
+    if switched:
+        notes.append(
+            "its cos/sin caches are chosen in the graph by the total length, which is K here "
+            "(an empty past): at every p the caches of a short sequence"
+        )
+    for p in offsets:
+        if rows is not None and p + _run.K > rows:
+            notes.append(
+                f"p = {p:,} not run: the builder's cos/sin cache has {rows:,} rows (the config's "
+                "length), and onnxruntime refuses positions past it"
+            )
+            continue
+        positions = np.arange(p, p + _run.K, dtype=np.int64)[None]
+        feed = {
+            "input_ids": ids,
+            "attention_mask": np.ones_like(ids),
+            "position_ids": np.broadcast_to(positions, (3, 1, _run.K)) if axes == 3 else positions,
+        }
+        for name, port in inputs.items():
+            if name.startswith("past_key_values"):
+                # (batch, kv heads, past length, head size): an empty past
+                shape = [1, port.shape[1], 0, head_size]
+                feed[name] = np.zeros(shape, np.float32)
+        missing = set(inputs) - set(feed)
+        if missing:
+            raise EngineFailed(
+                f"the built model takes inputs sinpe does not give: {sorted(missing)}"
+            )
+        with step(f"onnxruntime at positions {p:,}.."):
+            logits = session.run(["logits"], {k: v for k, v in feed.items() if k in inputs})[0]
+        logprobs[p] = _run.log_softmax(np.asarray(logits)[0])
+    how = (
+        "its builder's model of the run model (fp32, CPU) run by onnxruntime "
+        f"{onnxruntime.__version__} (CPU) on an empty past at positions p .. p + K - 1, given "
+        f"by {given}"
+    )
+    return _run.RunResult(logprobs, None, tuple(notes), how)
