@@ -2,10 +2,10 @@
 "`file`, `function`" it gives, a file and a function present in the installed engine's
 source, and every other file it names exists there: a footnote blames an engine only with
 the line that raises or reads. Each engine's leg runs this file (.ci/vllm, .ci/sglang,
-.ci/onnx, .ci/engines): the places of the engines installed in that interpreter are checked,
-and no other (no test is generated for an engine that is not here, so a leg that must not
-skip does not). vLLM's leg checks too that the twin (sinpe/_engines/_shrink.py) keeps the
-sizes vLLM's CPU experts take."""
+.ci/onnx, .ci/engines, .ci/openvino): the places of the engines installed in that
+interpreter are checked, and no other (no test is generated for an engine that is not here,
+so a leg that must not skip does not). vLLM's leg checks too that the twin
+(sinpe/_engines/_shrink.py) keeps the sizes vLLM's CPU experts take."""
 
 from __future__ import annotations
 
@@ -53,6 +53,8 @@ ENGINE_ROOTS = {
     "llama.cpp": _llama_cpp,
     "mlx-lm": lambda: _site("mlx_lm"),
     "keras-hub": lambda: _site("keras_hub"),
+    # optimum-intel's exporter and the transformers it runs: files named from site-packages
+    "openvino": lambda: _site("openvino"),
 }
 SINPE = Path(__file__).resolve().parent.parent / "src"
 

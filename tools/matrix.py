@@ -159,6 +159,45 @@ WHERE = [
         "(sinpe's limit, not keras-hub's reading)",
     ),
     (
+        "openvino",
+        "does not allow for the export of the model",
+        "`optimum/exporters/openvino/convert.py`, `export`: the export configuration of this "
+        "model type sets a `MAX_TRANSFORMERS_VERSION` below the leg's transformers 5.5.4 (the "
+        "one optimum-intel 2.2.0 takes for the other families: it wants < 5.6), and the export "
+        "stops (a limit of the exporter with this transformers, not a reading of the RoPE)",
+    ),
+    (
+        "openvino",
+        "custom or unsupported architecture",
+        "`optimum/exporters/openvino/__main__.py`, `main_export`: the config's `model_type` is "
+        "none of those its export configurations take (a limit of optimum-intel, not a reading "
+        "of the RoPE)",
+    ),
+    (
+        "openvino",
+        "Unsupported language model type provided",
+        "`optimum/exporters/openvino/model_configs.py`, `get_vlm_internal_text_generation_config`: "
+        "the vision-language model's language model type is none of those it exports (a limit "
+        "of optimum-intel, not a reading of the RoPE)",
+    ),
+    (
+        "openvino",
+        "Qwen3_5DynamicCache",
+        "`optimum/exporters/openvino/model_patcher.py`, `Qwen3_5ModelPatcher.__init__`: imports "
+        "`Qwen3_5DynamicCache` from transformers' `modeling_qwen3_5`, which the leg's "
+        "transformers 5.5.4 does not have (a limit of optimum-intel with this transformers, not "
+        "a reading of the RoPE)",
+    ),
+    (
+        "openvino",
+        "contains custom code",
+        "`transformers/dynamic_module_utils.py`, `resolve_trust_remote_code`: the leg's "
+        "transformers 5.5.4 (optimum-intel 2.2.0 wants < 5.6) has no class for this "
+        "`model_type`, so it takes the config for remote code sinpe does not run (a limit of "
+        "the leg's transformers, not a reading of the RoPE)",
+        "laguna-xs.2-fp8",
+    ),
+    (
         "sglang",
         "linear scaling not applied",
         "`srt/models/gemma3_causal.py`, `Gemma3Attention.__init__`: each layer's module built "
