@@ -198,6 +198,16 @@ WHERE = [
         "laguna-xs.2-fp8",
     ),
     (
+        "openvino",
+        "has no attribute 'pad_token_id'",
+        "`sinpe/_engines/_weights.py`, `save_twin`: the trimmed config has no `vision_config`, "
+        "so the twin is not built as its own `Llama4ForConditionalGeneration` but by the auto "
+        "causal class, which in the leg's transformers 5.5.4 gives the whole `Llama4Config` to "
+        "`transformers/models/llama4/modeling_llama4.py`, `Llama4TextModel.__init__` (reading "
+        "`config.pad_token_id`): sinpe's twin, not a reading of OpenVINO's",
+        "llama-4-scout-17b-16e-instruct.trimmed",
+    ),
+    (
         "sglang",
         "linear scaling not applied",
         "`srt/models/gemma3_causal.py`, `Gemma3Attention.__init__`: each layer's module built "
