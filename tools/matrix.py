@@ -92,9 +92,11 @@ WHERE = [
     (
         "onnxruntime-genai",
         "is not currently supported",
-        "`builder.py`, `create_model`: the config's own architecture (`config.architectures[0]`) "
-        "is none of those it dispatches on, and its last branch raises (a limit of the "
-        "builder, not a reading of the RoPE)",
+        "`builder.py`, `create_model`: the twin's architecture (`config.architectures[0]`, "
+        "the config's own; the trimmed Llama 4, without a `vision_config`, is saved as "
+        "`Llama4ForCausalLM`, and its own `Llama4ForConditionalGeneration` is not dispatched "
+        "either) is none of those it dispatches on, and its last branch raises (a limit of "
+        "the builder, not a reading of the RoPE)",
     ),
     (
         "onnxruntime-genai",
