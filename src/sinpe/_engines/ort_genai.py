@@ -12,6 +12,7 @@ cos/sin cache (the config's length) is not run, and the line says so."""
 
 from __future__ import annotations
 
+import json
 import runpy
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from .._check.onnx import check_onnx
 from .._check.steps import EngineFailed, step
-from .._files import reading
+from .._files import reading, writing
 from .._rope.config import rope_config
 from ._weights import run_as_main, save_twin
 
@@ -112,6 +113,25 @@ def _head_size(out: Path) -> int:
     return size
 
 
+def _float32_copy(model: Path, out: Path) -> Path:
+    """The run model in ``out``: its files, its config.json saying float32 (``torch_dtype``,
+    ``dtype``), which its weights are. The config as given names the published model's dtype
+    (bfloat16, most), in which its builder would load the weights, rounding them."""
+    from .._files import writing
+
+    writing.scratch_folder(out)
+    for path in sorted(Path(model).iterdir()):
+        if path.name != "config.json" and path.is_file():
+            writing.copy_new(path, out / path.name)
+    config = reading.read_json(Path(model) / "config.json", what="the run model's config")
+    for key in ("torch_dtype", "dtype"):
+        if key in config:
+            config[key] = "float32"
+    text = json.dumps(config, indent=2).encode()
+    writing.write_new(out / "config.json", lambda stream: stream.write(text))
+    return out
+
+
 def run(model, original: dict, offsets):
     """ONNX Runtime GenAI's run line: its builder (fp32, CPU) on the run model
     (``_engines/_run.py``), the ONNX model it writes run by onnxruntime on the CPU on the run's
@@ -123,7 +143,8 @@ def run(model, original: dict, offsets):
 
     model = Path(model)
     out = model.parent / "onnxruntime-genai-run"
-    with step("its model builder (the run model)"):
+    with step("its model builder (the run model)"), writing.scratch("sinpe-run-") as copy:
+        model = _float32_copy(model, Path(copy, "model"))
         _build(model, out)
     with step("the built graph's positions"):
         given, rows, switched = _positions_input(out / "model.onnx", out / "run.onnx")
@@ -173,7 +194,8 @@ def run(model, original: dict, offsets):
             logits = session.run(["logits"], {k: v for k, v in feed.items() if k in inputs})[0]
         logprobs[p] = _run.log_softmax(np.asarray(logits)[0])
     how = (
-        "its builder's model of the run model (fp32, CPU) run by onnxruntime "
+        "its builder's model of the run model (fp32, CPU; its config saying float32, as its "
+        "weights are) run by onnxruntime "
         f"{onnxruntime.__version__} (CPU) on an empty past at positions p .. p + K - 1, given "
         f"by {given}"
     )
