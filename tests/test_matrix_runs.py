@@ -72,3 +72,57 @@ def test_the_runtime_table_gives_each_cell_and_footnotes_each_disagreement():
 def test_a_run_without_run_lines_has_no_runtime_table():
     plain = {**RUN, "rows": [{**RUN["rows"][0], "lines": [_line("transformers", "drift")]}]}
     assert _module().section(plain) == []
+
+
+def test_tools_matrix_renders_the_runtime_table_after_the_engines(tmp_path):
+    """A run with run lines (``tools/matrix.py --run``), rendered from its JSON (``--merge``):
+    the engines' table, then the runtime table; a part without run lines has none."""
+    import json
+    import subprocess
+    import sys
+
+    import sinpe
+
+    tool = TOOLS / "matrix.py"
+    lines = []
+    for engine, table, run in [
+        ("transformers", "drift", _run("drift", [(0, 1e-6), (100_000, 2.5e-3)])),
+        ("vllm", "drift", _run("mismatch", [(0, 1.1)], ["at p = 0 it breaks"])),
+    ]:
+        line = _line(engine, table, run)
+        line.update(largest=0.009, reasons=[], notes=[], how="", python="", verdict=table)
+        lines.append(line)
+    part = {
+        "sinpe": sinpe.__version__,
+        "engines": ["transformers", "vllm"],
+        "configs": ["tests/data/configs/llama-3.1-8b.json"],
+        "pythons": [],
+        "run": True,
+        "shard": [1, 1],
+        "rows": [
+            {
+                "config": "tests/data/configs/llama-3.1-8b.json",
+                "family": "llama-3.1-8b",
+                "length": 131072,
+                "lines": lines,
+                "notes": [],
+                "seconds": 1.0,
+            }
+        ],
+        "seconds": 1.0,
+    }
+    (tmp_path / "part.json").write_text(json.dumps(part))
+    out = tmp_path / "page.md"
+    done = subprocess.run(
+        [sys.executable, str(tool), "--merge", str(tmp_path / "part.json"), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    page = out.read_text()
+    assert page.index("| llama-3.1-8b | 131,072 | drift (0.009) |") < page.index(
+        "## What each engine computes"
+    )
+    assert "| llama-3.1-8b | drift (0.0025 at 100,000) | mismatch (1.1 at 0) [r1] |" in page
+    assert "the table line says drift" in page

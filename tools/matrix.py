@@ -13,7 +13,12 @@ line saying how long it took. A merge refuses parts of different runs, a shard m
 twice, or a config not run exactly once.
 
 Each engine runs in the interpreter given for it (else this one), as ``sinpe engines
---python`` runs it; an engine absent there is a column of "not installed"."""
+--python`` runs it; an engine absent there is a column of "not installed". SGLang's model
+files and vLLM's vision-language ones import torchvision, whose PyPI build does not load
+beside a CPU torch: put ``tests/stubs`` (a stand-in, nothing of it runs) on ``PYTHONPATH``.
+
+``--run`` adds each engine's run line (``sinpe engines --run``) and the page's second table,
+what each engine computes (``tools/matrix_runs.py``), from the same calls."""
 
 from __future__ import annotations
 
@@ -242,16 +247,16 @@ def _shard(text: str) -> tuple:
     return index, count
 
 
-def collect(configs, pythons: dict, shard: tuple = (1, 1)) -> dict:
+def collect(configs, pythons: dict, shard: tuple = (1, 1), run: bool = False) -> dict:
     """Each config of the shard (round robin over the list as given: I, I + N, ...) through
-    ``sinpe.engines``: a part as strict JSON, the whole list named so that a merge can check
-    every config was run once."""
+    ``sinpe.engines`` (with each engine's run line where ``run``): a part as strict JSON, the
+    whole list named so that a merge can check every config was run once."""
     index, count = shard
     start = time.monotonic()
     rows = []
     for path in list(configs)[index - 1 :: count]:
         began = time.monotonic()
-        report = sinpe.engines(path, pythons=pythons)
+        report = sinpe.engines(path, pythons=pythons, run=run)
         rows.append(
             {
                 "config": str(path),
@@ -268,6 +273,7 @@ def collect(configs, pythons: dict, shard: tuple = (1, 1)) -> dict:
         "engines": [e.key for e in ENGINES],
         "configs": [str(p) for p in configs],
         "pythons": sorted(pythons),
+        "run": run,
         "shard": [index, count],
         "rows": rows,
         "seconds": round(time.monotonic() - start, 1),
@@ -281,8 +287,8 @@ def merge(parts: list) -> dict:
         raise ValueError("merge needs at least one part")
     first = parts[0]
     for part in parts:
-        for key in ("sinpe", "engines", "configs", "pythons"):
-            if part[key] != first[key]:
+        for key in ("sinpe", "engines", "configs", "pythons", "run"):
+            if part.get(key) != first.get(key):
                 raise ValueError(f"parts differ in {key!r}: {part[key]!r} and {first[key]!r}")
     count = first["shard"][1]
     shards = sorted(part["shard"][0] for part in parts)
@@ -359,7 +365,19 @@ def render(run: dict) -> str:
     for family, length, cells in rows:
         text.append(f"| {family} | {length:,} | " + " | ".join(cells) + " |")
     text += ["", *[f"{i}. {note}" for i, note in enumerate(notes, 1)], ""]
-    return "\n".join(text + ports_section())
+    return "\n".join(text + runs_section(run) + ports_section())
+
+
+def runs_section(run: dict) -> list:
+    """The runtime table (tools/matrix_runs.py: what each engine computes, from the run
+    lines), after the engines' table, where the run has run lines (``--run``)."""
+    path = Path(__file__).resolve().parent / "matrix_runs.py"
+    spec = importlib.util.spec_from_file_location("_matrix_runs", path)
+    if spec is None or spec.loader is None:
+        return []
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.section(run)
 
 
 def ports_section() -> list:
@@ -403,6 +421,9 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--json", type=Path, metavar="PART", help="write the run as JSON here")
     parser.add_argument(
+        "--run", action="store_true", help="each engine's run line too: the runtime table"
+    )
+    parser.add_argument(
         "--merge", nargs="+", type=Path, metavar="PART", help="render the page from shard parts"
     )
     args = parser.parse_args(argv)
@@ -419,7 +440,7 @@ def main(argv=None) -> int:
         if args.shard and not args.json:
             parser.error("--shard writes a part: give --json PART (then --merge the parts)")
         pythons = dict(item.split("=", 1) for item in args.python)
-        run = collect(args.configs, pythons, args.shard or (1, 1))
+        run = collect(args.configs, pythons, args.shard or (1, 1), run=args.run)
         if args.json:
             _write(args.json, json.dumps(run, indent=1, allow_nan=False) + "\n")
             print(f"wrote {args.json} ({len(run['rows'])} configs)", file=sys.stderr)
