@@ -71,6 +71,12 @@ def test_a_p_not_run_or_a_twin_without_signal_is_not_judged():
     del found[100_000]
     v = judge_run(found, REFERENCE, DRIFTS, NOISE, 1.0)
     assert v.verdict == UNCHECKED and v.reasons == ("the engine did not run p = 100,000",)
+    found = moved({0: 0.5})
+    del found[100_000]  # a p not run beside one that breaks: the break is said
+    v = judge_run(found, REFERENCE, DRIFTS, NOISE, 1.0)
+    assert v.verdict == MISMATCH and v.worst[0] == 0
+    v = judge_run({}, REFERENCE, DRIFTS, NOISE, 1.0)
+    assert v.verdict == UNCHECKED and v.reasons == ("the engine did not run p = 0",)
     v = judge_run(moved({}), REFERENCE, DRIFTS, NOISE, SIGNAL / 2)
     assert v.verdict == UNCHECKED and "move its log-probabilities by" in v.reason
     v = judge_run(moved({}), REFERENCE, DRIFTS, NOISE, float("nan"))

@@ -127,12 +127,28 @@ def sharpen(model, factor: float = SHARP) -> int:
     return done
 
 
+def _float32(config: dict) -> dict:
+    """``config`` saying float32 where it names a dtype (its text config's too): the weights
+    are float32, and an engine that honours a published ``torch_dtype: bfloat16`` would load
+    them rounded (OpenVINO's export, ONNX Runtime GenAI's builder: 0.0097 from the reference
+    at every p on Llama 3.1). A dtype says nothing of the rotation."""
+    out = dict(config)
+    for key in ("torch_dtype", "dtype"):
+        if key in out:
+            out[key] = "float32"
+    for key in ("text_config", "language_config", "llm_config"):
+        if isinstance(out.get(key), dict):
+            out[key] = _float32(out[key])
+    return out
+
+
 def save_run_model(twin, out) -> Path:
     """The run model: ``_weights.save_twin``'s model, sharpened (``sharpen``), saved in
     ``out`` (float32 safetensors, with its tokenizer), beside the twin's own config.json as
-    the config gives it: transformers writes its config in its own keys (``rope_parameters``,
-    which an engine's older reader may not take), and every engine's run, as its table line,
-    reads the config as given."""
+    the config gives it but for its dtype (float32, as the weights: ``_float32``):
+    transformers writes its config in its own keys (``rope_parameters``, which an engine's
+    older reader may not take), and every engine's run, as its table line, reads the config
+    as given."""
     import torch
     import transformers
 
@@ -145,7 +161,7 @@ def save_run_model(twin, out) -> Path:
     sharpen(model)
     model.save_pretrained(out)
     given = reading.read_json(Path(twin, "config.json"), what="the twin's config")
-    text = json.dumps(given, indent=2).encode()
+    text = json.dumps(_float32(given), indent=2).encode()
     Path(out, "config.json").unlink()  # transformers' own, just written in our folder
     writing.write_new(Path(out, "config.json"), lambda stream: stream.write(text))
     return Path(out)

@@ -132,6 +132,34 @@ def _float32_copy(model: Path, out: Path) -> Path:
     return out
 
 
+def _session(onnxruntime, path: Path):
+    """onnxruntime's CPU session of the built model (two threads)."""
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 2
+    with step("onnxruntime loading the built model (CPU)"):
+        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def _feed(inputs: dict, ids: np.ndarray, p: int, axes: int, head_size: int) -> dict:
+    """The graph's inputs for the run's tokens at positions ``p .. p + K - 1`` on an empty
+    past; ``EngineFailed`` where it takes one sinpe does not give."""
+    k = ids.shape[1]
+    positions = np.arange(p, p + k, dtype=np.int64)[None]
+    feed = {
+        "input_ids": ids,
+        "attention_mask": np.ones_like(ids),
+        "position_ids": np.broadcast_to(positions, (3, 1, k)) if axes == 3 else positions,
+    }
+    for name, port in inputs.items():
+        if name.startswith("past_key_values"):
+            # (batch, kv heads, past length, head size): an empty past
+            feed[name] = np.zeros([1, port.shape[1], 0, head_size], np.float32)
+    missing = set(inputs) - set(feed)
+    if missing:
+        raise EngineFailed(f"the built model takes inputs sinpe does not give: {sorted(missing)}")
+    return {name: value for name, value in feed.items() if name in inputs}
+
+
 def run(model, original: dict, offsets):
     """ONNX Runtime GenAI's run line: its builder (fp32, CPU) on the run model
     (``_engines/_run.py``), the ONNX model it writes run by onnxruntime on the CPU on the run's
@@ -148,12 +176,7 @@ def run(model, original: dict, offsets):
         _build(model, out)
     with step("the built graph's positions"):
         given, rows, switched = _positions_input(out / "model.onnx", out / "run.onnx")
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 2
-    with step("onnxruntime loading the built model (CPU)"):
-        session = onnxruntime.InferenceSession(
-            str(out / "run.onnx"), options, providers=["CPUExecutionProvider"]
-        )
+    session = _session(onnxruntime, out / "run.onnx")
     inputs = {port.name: port for port in session.get_inputs()}
     vocab = session.get_outputs()[0].shape[-1]
     if not isinstance(vocab, int) or not 0 < vocab < 1 << 24:
@@ -174,24 +197,9 @@ def run(model, original: dict, offsets):
                 "length), and onnxruntime refuses positions past it"
             )
             continue
-        positions = np.arange(p, p + _run.K, dtype=np.int64)[None]
-        feed = {
-            "input_ids": ids,
-            "attention_mask": np.ones_like(ids),
-            "position_ids": np.broadcast_to(positions, (3, 1, _run.K)) if axes == 3 else positions,
-        }
-        for name, port in inputs.items():
-            if name.startswith("past_key_values"):
-                # (batch, kv heads, past length, head size): an empty past
-                shape = [1, port.shape[1], 0, head_size]
-                feed[name] = np.zeros(shape, np.float32)
-        missing = set(inputs) - set(feed)
-        if missing:
-            raise EngineFailed(
-                f"the built model takes inputs sinpe does not give: {sorted(missing)}"
-            )
+        feed = _feed(inputs, ids, p, axes, head_size)
         with step(f"onnxruntime at positions {p:,}.."):
-            logits = session.run(["logits"], {k: v for k, v in feed.items() if k in inputs})[0]
+            logits = session.run(["logits"], feed)[0]
         logprobs[p] = _run.log_softmax(np.asarray(logits)[0])
     how = (
         "its builder's model of the run model (fp32, CPU; its config saying float32, as its "

@@ -109,12 +109,13 @@ def judge_run(
     log-probabilities}``, ``drift`` ``{p: what float32 angles move them by}``, ``noise``
     ``{p: what float32 arithmetic moves them by}``, ``signal`` what
     a change of positions moves them by. ``hidden``/``ref_hidden``: ``{p: [each layer's
-    output]}`` where the engine gives them. Every ``p`` of the reference is judged: one the
-    engine did not run makes the line unchecked, naming it."""
+    output]}`` where the engine gives them. Every ``p`` the engine ran is judged, and one it
+    did not run is named: the line is a mismatch where a ``p`` it ran breaks, else unchecked
+    (what did not run cannot be said to match)."""
     if not signal >= SIGNAL:
         return not_judged(finding("run_no_signal", engine=signal, config=SIGNAL))
     missing = [p for p in reference if p not in found]
-    if missing:
+    if len(missing) == len(reference):
         return not_judged(finding("run_missing", engine=f"{missing[0]:,}"))
     far = distances(found, reference)
     allowed, matched = allowances(drift, noise), noise_bounds(noise)
@@ -138,6 +139,8 @@ def judge_run(
             worst=(p, far[p], allowed[p]),
             bound=allowed[p],
         )
+    if missing:  # what ran is within float32; a p not run judges nothing: named
+        return not_judged(finding("run_missing", engine=f"{missing[0]:,}"))
     kind = MATCH if all(far[p] <= matched[p] for p in far) else DRIFT
     worst = max(sorted(far), key=lambda p: far[p])
     return Verdict(
