@@ -286,7 +286,7 @@ def test_keras_hub_runs_llama_3_1_as_the_exact_twin_where_its_norm_epsilon_is_re
     """At cache index p = 0, 100,000 and the trained length (the cache's first p entries
     masked out), keras-hub's Llama 3.1 with keras-hub's own norm epsilon in the config is
     within float32 noise at p = 0 and within what float32 angles allow at every p."""
-    from sinpe._engines import _run
+    from sinpe._check import run as _run
 
     _, run = _run_lines(run_twins("llama-3.1-8b, epsilon 1e-6"), table=False)
     assert run.verdict in ("match", "drift"), run.text

@@ -510,7 +510,7 @@ def _run_lines(twin, python=sys.executable, table=True):
 def test_mlx_lm_runs_each_family_as_the_exact_twin_at_every_position(run_twins, family):
     """MLX-LM's forward with a cache at offset p, at p = 0, 100,000 and the trained length:
     within float32 noise at p = 0 and within what float32 angles allow at every p."""
-    from sinpe._engines import _run
+    from sinpe._check import run as _run
 
     _, run = _run_lines(run_twins(family), table=False)
     assert run.verdict in ("match", "drift"), run.text

@@ -375,7 +375,7 @@ def _run_line(config, python=None):
 def test_the_run_line_is_the_configs_model_at_every_p(name):
     """The builder's model in onnxruntime at p = 0, 100,000 and the trained length - K (its
     GroupQueryAttention given position_ids): within what float32 angles allow at every p."""
-    from sinpe._engines import _run
+    from sinpe._check import run as _run
 
     config = RUN_FAMILIES[name]
     line = _run_line(config)

@@ -591,7 +591,7 @@ def test_the_run_line_is_the_configs_model_at_every_p(name):
     float32 angles allow at every p (a match at p = 0), as transformers' own run is."""
     pytest.importorskip("openvino")
     pytest.importorskip("optimum.exporters.openvino")
-    from sinpe._engines import _run
+    from sinpe._check import run as _run
 
     config = json.loads((CONFIGS / RUN_FAMILIES[name]).read_text())
     line = _openvino_line(config)

@@ -17,7 +17,10 @@ pytest.importorskip("transformers")
 import torch  # noqa: E402
 from defects import defective_python  # noqa: E402
 
-from sinpe._engines import _run, engines  # noqa: E402
+from sinpe._check import run as _run  # noqa: E402
+from sinpe._check.run import SHARP  # noqa: E402
+from sinpe._engines import engines  # noqa: E402
+from sinpe._engines._run import sharpen  # noqa: E402
 from sinpe._engines._side import RunLine  # noqa: E402
 from sinpe._verdict.verdict import DRIFT, MATCH, MISMATCH  # noqa: E402
 
@@ -147,8 +150,8 @@ def test_sharpen_scales_query_and_key_through_a_norm_either_way():
             width = target.weight.shape[-1]
             probe = torch.randn(2, width)
             outs[n] = (target, probe, target(probe).detach().clone())
-        assert _run.sharpen(model) == len(before)
+        assert sharpen(model) == len(before)
         for target, probe, out in outs.values():
             np.testing.assert_allclose(
-                target(probe).detach().numpy(), _run.SHARP * out.numpy(), rtol=1e-5, atol=1e-6
+                target(probe).detach().numpy(), SHARP * out.numpy(), rtol=1e-5, atol=1e-6
             )

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from sinpe._engines._run import decode, encode
+from sinpe._check.run import decode, encode
 from sinpe._verdict.run import (
     DRIFT_MARGIN,
     FLOOR,

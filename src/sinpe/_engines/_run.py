@@ -22,44 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .._check.run import (
-    FAR,
-    MODEL,
-    SHARP,
-    K,
-    RunResult,
-    decode,
-    encode,
-    forward,
-    load,
-    log_softmax,
-    n_axes,
-    offsets,
-    position_ids,
-    tokens,
-)
+from .._check.run import MODEL, SHARP, K, encode, forward, load, n_axes, offsets, tokens
 
-_load = load  # the name the engines' readers first took (their home is _check.run)
-
-__all__ = [
-    "FAR",
-    "MODEL",
-    "K",
-    "SHARP",
-    "RunResult",
-    "decode",
-    "encode",
-    "forward",
-    "load",
-    "log_softmax",
-    "n_axes",
-    "offsets",
-    "position_ids",
-    "reference",
-    "save_run_model",
-    "sharpen",
-    "tokens",
-]
+__all__ = ["float64_throughout", "main", "reference", "save_run_model", "sharpen"]
 
 # ------------------------------------------------------------------ the model
 

@@ -261,7 +261,7 @@ def _reference_python(pythons: dict) -> str:
 def _reference(python: str, folder: Path) -> dict | str:
     """The run model's reference (``_run.main`` in ``python``), arrays decoded; words where it
     could not be made."""
-    from ._run import decode
+    from .._check.run import decode
 
     answer = _answer([python, "-m", "sinpe._engines._run", str(folder)], folder, python)
     if isinstance(answer, str):
@@ -282,8 +282,8 @@ def _reference(python: str, folder: Path) -> dict | str:
 def _run_line(line: EngineLine, folder: Path, length: int, ref) -> RunLine:
     """One engine's run line: not installed or failed as its table line is; else its run
     (the probe's ``run`` mode) judged by the core against ``ref``."""
+    from .._check.run import decode
     from .._verdict.run import allowances, distances, judge_run
-    from ._run import decode
 
     if line.verdict == ABSENT:
         return RunLine(ABSENT)

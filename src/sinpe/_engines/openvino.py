@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import warnings
 from pathlib import Path
 
@@ -26,7 +25,7 @@ import numpy as np
 
 from .._check.openvino import check_openvino
 from .._check.steps import EngineFailed, step
-from .._files import reading, writing
+from .._files import reading
 from .._rope.config import rope_config
 from ._weights import save_twin
 
@@ -94,25 +93,6 @@ def _language_model(out: Path, xml: Path):
     return xml, (embeddings if xml.name == "openvino_language_model.xml" else None)
 
 
-def _float32_copy(model: Path, out: Path) -> Path:
-    """The run model in ``out``: its files, its config.json saying float32 (``torch_dtype``,
-    ``dtype``), which its weights are. The config as given names the published model's dtype
-    (bfloat16, most), in which optimum-intel's export would load the weights, rounding them."""
-    from .._files import writing
-
-    writing.scratch_folder(out)
-    for path in sorted(Path(model).iterdir()):
-        if path.name != "config.json" and path.is_file():
-            writing.copy_new(path, out / path.name)
-    config = reading.read_json(Path(model) / "config.json", what="the run model's config")
-    for key in ("torch_dtype", "dtype"):
-        if key in config:
-            config[key] = "float32"
-    text = json.dumps(config, indent=2).encode()
-    writing.write_new(out / "config.json", lambda stream: stream.write(text))
-    return out
-
-
 def run(model, original: dict, offsets):
     """OpenVINO's run line: optimum-intel's export (fp32) of the run model
     (``_engines/_run.py``), the IR compiled by the OpenVINO runtime for the CPU (float32
@@ -121,12 +101,11 @@ def run(model, original: dict, offsets):
     embedded by its own text embeddings IR. The IR gives no hidden states."""
     import openvino  # type: ignore[import-not-found]
 
-    from . import _run
+    from .._check import run as _run
 
     model = Path(model)
     out = model.parent / "openvino-run"
-    with step("optimum-intel's export (the run model)"), writing.scratch("sinpe-run-") as copy:
-        model = _float32_copy(model, Path(copy, "model"))
+    with step("optimum-intel's export (the run model)"):
         xml, embeddings = _language_model(out, _export(model, out))
     core = openvino.Core()
     hints = {"INFERENCE_PRECISION_HINT": "f32", "KV_CACHE_PRECISION": "f32"}

@@ -12,7 +12,6 @@ cos/sin cache (the config's length) is not run, and the line says so."""
 
 from __future__ import annotations
 
-import json
 import runpy
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import numpy as np
 
 from .._check.onnx import check_onnx
 from .._check.steps import EngineFailed, step
-from .._files import reading, writing
+from .._files import reading
 from .._rope.config import rope_config
 from ._weights import run_as_main, save_twin
 
@@ -113,25 +112,6 @@ def _head_size(out: Path) -> int:
     return size
 
 
-def _float32_copy(model: Path, out: Path) -> Path:
-    """The run model in ``out``: its files, its config.json saying float32 (``torch_dtype``,
-    ``dtype``), which its weights are. The config as given names the published model's dtype
-    (bfloat16, most), in which its builder would load the weights, rounding them."""
-    from .._files import writing
-
-    writing.scratch_folder(out)
-    for path in sorted(Path(model).iterdir()):
-        if path.name != "config.json" and path.is_file():
-            writing.copy_new(path, out / path.name)
-    config = reading.read_json(Path(model) / "config.json", what="the run model's config")
-    for key in ("torch_dtype", "dtype"):
-        if key in config:
-            config[key] = "float32"
-    text = json.dumps(config, indent=2).encode()
-    writing.write_new(out / "config.json", lambda stream: stream.write(text))
-    return out
-
-
 def _session(onnxruntime, path: Path):
     """onnxruntime's CPU session of the built model (two threads)."""
     options = onnxruntime.SessionOptions()
@@ -167,12 +147,11 @@ def run(model, original: dict, offsets):
     ``_positions_input`` gives them). The graph gives no hidden states."""
     import onnxruntime  # type: ignore[import-not-found]
 
-    from . import _run
+    from .._check import run as _run
 
     model = Path(model)
     out = model.parent / "onnxruntime-genai-run"
-    with step("its model builder (the run model)"), writing.scratch("sinpe-run-") as copy:
-        model = _float32_copy(model, Path(copy, "model"))
+    with step("its model builder (the run model)"):
         _build(model, out)
     with step("the built graph's positions"):
         given, rows, switched = _positions_input(out / "model.onnx", out / "run.onnx")
