@@ -52,7 +52,8 @@ def section(run: dict) -> list:
     if not any(line.get("run") for row in run["rows"] for line in row["lines"]):
         return []
     names, versions, rows, notes = {}, {}, [], []
-    for row in run["rows"]:
+    ran = [row for row in run["rows"] if any(line.get("run") for line in row["lines"])]
+    for row in ran:
         cells = []
         for line in row["lines"]:
             names[line["engine"]] = line["name"]
@@ -79,7 +80,14 @@ def section(run: dict) -> list:
         "reaches, said), judged against the twin in float64 with sinpe's exact tables; in "
         "parentheses, the largest distance of the log-probabilities at the farthest `p` run. "
         "A footnote (`[rN]`) where the line says more, and wherever the run line and the table "
-        "line above disagree: that is the finding.",
+        "line above disagree: that is the finding."
+        + (
+            f" Run so far for {len(ran)} of the {len(run['rows'])} families"
+            + (f", in {run['run_seconds']:.0f} s" if run.get("run_seconds") else "")
+            + " (the others: not yet run)."
+            if len(ran) < len(run["rows"])
+            else ""
+        ),
         "",
         "| family | " + " | ".join(heads) + " |",
         "| --- | " + " | ".join("---" for _ in heads) + " |",
