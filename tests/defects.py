@@ -9,6 +9,7 @@ the body of ``def patch(module):``, run once on the freshly imported module."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -62,3 +63,37 @@ def defective_python(folder, target: str, body: str, python: str = sys.executabl
     wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{path}" exec "{python}" "$@"\n')
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
     return str(wrapper)
+
+
+def side_folder(folder, data: dict):
+    """``(folder, length, reference)``: the folder and reference ``sinpe.engines(...,
+    run=True)`` makes for the config ``data``, kept for several engine interpreters (the
+    reference, in this interpreter, made once)."""
+    import sinpe
+    from sinpe._engines import _side
+    from sinpe._engines._shrink import shrink
+
+    folder = Path(folder)
+    data, _ = _side._aliased(data)
+    length = _side._length(None, sinpe.rope_config(data))
+    (folder / "twin").mkdir()
+    (folder / "twin" / "config.json").write_text(json.dumps(shrink(data), indent=2))
+    (folder / "original.json").write_text(json.dumps(data))
+    reference = _side._reference(sys.executable, folder)
+    assert not isinstance(reference, str), reference
+    return folder, length, reference
+
+
+def run_lines(key: str, name: str, twin, python: str | None = None, table: bool = True):
+    """The engine ``key``'s table line (or ``None``: its probe not run) and run line on
+    ``twin`` (``side_folder``'s), its probe in ``python`` (this interpreter by default)."""
+    from sinpe._engines import _side
+
+    folder, length, reference = twin
+    python = python or sys.executable
+    if table:
+        line = _side._line(key, python, folder, length)
+        assert line.verdict != "failed", line.text
+    else:  # what the run line reads of a table line: its engine and interpreter
+        line = _side.EngineLine(key, name, None, "", "unread", python=python)
+    return (line if table else None), _side._run_line(line, folder, length, reference)

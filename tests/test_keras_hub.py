@@ -15,6 +15,8 @@ keras_hub = pytest.importorskip("keras_hub")
 
 from pathlib import Path  # noqa: E402
 
+from defects import run_lines, side_folder  # noqa: E402
+
 import sinpe  # noqa: E402
 from sinpe._engines import keras_hub as reader  # noqa: E402
 from sinpe._engines._shrink import shrink  # noqa: E402
@@ -249,37 +251,11 @@ def run_twins(tmp_path_factory):
 
 
 def _side_folder(folder, data):
-    """The folder and reference ``sinpe.engines(..., run=True)`` makes, kept for several
-    engine interpreters (the reference, in this interpreter, made once)."""
-    import sys
-
-    from sinpe._engines import _side
-
-    data, _ = _side._aliased(data)
-    length = _side._length(None, sinpe.rope_config(data))
-    (folder / "twin").mkdir()
-    (folder / "twin" / "config.json").write_text(json.dumps(shrink(data), indent=2))
-    (folder / "original.json").write_text(json.dumps(data))
-    reference = _side._reference(sys.executable, folder)
-    assert not isinstance(reference, str), reference
-    return folder, length, reference
+    return side_folder(folder, data)
 
 
 def _run_lines(twin, python=None, table=True):
-    """keras-hub's table line (or ``None``: its probe not run) and run line on ``twin``, its
-    probe in ``python`` (this interpreter by default)."""
-    import sys
-
-    from sinpe._engines import _side
-
-    folder, length, reference = twin
-    python = python or sys.executable
-    if table:
-        line = _side._line("keras-hub", python, folder, length)
-        assert line.verdict != "failed", line.text
-    else:  # what the run line reads of a table line: its engine and interpreter
-        line = _side.EngineLine("keras-hub", "keras-hub", None, "", "unread", python=python)
-    return (line if table else None), _side._run_line(line, folder, length, reference)
+    return run_lines("keras-hub", "keras-hub", twin, python, table)
 
 
 def test_keras_hub_runs_llama_3_1_as_the_exact_twin_where_its_norm_epsilon_is_read(run_twins):

@@ -20,7 +20,7 @@ transformers = pytest.importorskip("transformers")
 import engine_models  # noqa: E402
 import shift  # noqa: E402
 from command import run  # noqa: E402
-from defects import defective_python  # noqa: E402
+from defects import defective_python, run_lines, side_folder  # noqa: E402
 from engine_rules import changed_interpreter  # noqa: E402
 
 import sinpe  # noqa: E402
@@ -477,33 +477,11 @@ def run_twins(tmp_path_factory):
 
 
 def _side_folder(folder, data):
-    """The folder and reference ``sinpe.engines(..., run=True)`` makes, kept for several
-    engine interpreters (the reference, in this interpreter, made once)."""
-    from sinpe._engines import _side
-    from sinpe._engines._shrink import shrink
-
-    data, _ = _side._aliased(data)
-    length = _side._length(None, sinpe.rope_config(data))
-    (folder / "twin").mkdir()
-    (folder / "twin" / "config.json").write_text(json.dumps(shrink(data), indent=2))
-    (folder / "original.json").write_text(json.dumps(data))
-    reference = _side._reference(sys.executable, folder)
-    assert not isinstance(reference, str), reference
-    return folder, length, reference
+    return side_folder(folder, data)
 
 
-def _run_lines(twin, python=sys.executable, table=True):
-    """MLX-LM's table line (or ``None``: its probe not run) and run line on ``twin``, its
-    probe in ``python``."""
-    from sinpe._engines import _side
-
-    folder, length, reference = twin
-    if table:
-        line = _side._line("mlx-lm", python, folder, length)
-        assert line.verdict != "failed", line.text
-    else:  # what the run line reads of a table line: its engine and interpreter
-        line = _side.EngineLine("mlx-lm", "MLX-LM", None, "", "unread", python=python)
-    return (line if table else None), _side._run_line(line, folder, length, reference)
+def _run_lines(twin, python=None, table=True):
+    return run_lines("mlx-lm", "MLX-LM", twin, python, table)
 
 
 @pytest.mark.parametrize("family", RUN_FAMILIES)
