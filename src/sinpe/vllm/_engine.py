@@ -143,9 +143,17 @@ def run(model, original: dict, offsets):
     vocab = llm.llm_engine.model_config.get_vocab_size()
     ids = _run.tokens(vocab)
     llm.apply_model(hook)
+    rows = min(llm.apply_model(_cache_rows) or [None], key=lambda n: n or 1 << 62)
     params = vllm.SamplingParams(max_tokens=1, temperature=0.0)
-    logprobs, seconds = {}, {}
+    logprobs, seconds, skipped = {}, {}, []
     for p in offsets:
+        if rows is not None and p + _run.K > rows:  # past its cache, vLLM reads past it
+            skipped.append(
+                f"p = {p:,} not run: vLLM's cos/sin cache has {rows:,} rows (the config's "
+                "length), and it would read past it (it runs no longer sequences unless "
+                "VLLM_ALLOW_LONG_MAX_MODEL_LEN is set)"
+            )
+            continue
         state["p"], state["rows"] = p, []
         start = time.perf_counter()
         with step(f"generate, the prompt's positions moved to {p:,}.."):
@@ -158,12 +166,23 @@ def run(model, original: dict, offsets):
         "pre-hook: vLLM takes no positions from a request); logits from the model's own "
         "compute_logits"
     )
-    far = max(offsets)
+    far = max(seconds, default=0)
     notes = (
         "vLLM takes no positions from a request: the positions its runner passes moved by p "
-        f"(a hook), every p reached (the farthest, {far:,}, in {seconds[far]:.1f} s)",
+        f"(a hook; the farthest run, {far:,}, in {seconds.get(far, 0.0):.1f} s)",
+        *skipped,
     )
     return _run.RunResult(logprobs, None, notes, how)
+
+
+def _cache_rows(model) -> int | None:
+    """The fewest rows of the model's rotary cos/sin caches (``cos_sin_cache``), if any."""
+    found = [
+        int(module.cos_sin_cache.shape[0])
+        for module in model.modules()
+        if getattr(module, "cos_sin_cache", None) is not None
+    ]
+    return min(found) if found else None
 
 
 def _logprobs(llm, rows: list, p: int):
