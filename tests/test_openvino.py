@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from command import run
+from defects import GLOBAL_EVERYWHERE, SWAPPED, TWICE, WHOLE, defective_python
 from openvino_files import Net, tables, traced, write
 
 from sinpe._check.openvino import check_openvino
@@ -509,65 +510,14 @@ def test_dynamic_ntk_frozen_at_export_is_what_the_runtime_computes(exported):
 CONFIGS = Path(__file__).parent / "data" / "configs"
 RUN_FAMILIES = {"llama-3.1": "llama-3.1-8b.json", "qwen3-yarn": "qwen3-8b.yarn-4x.json"}
 QWEN3 = "transformers.models.qwen3.modeling_qwen3"
-DEFECTS = {
-    "rotation style swapped": (
-        "qwen3-8b.yarn-4x.json",
-        QWEN3,
-        """
-import torch
-def rotate_pairs(x):
-    x1, x2 = x[..., 0::2], x[..., 1::2]
-    return torch.stack((-x2, x1), dim=-1).flatten(-2)
-module.rotate_half = rotate_pairs
-""",
-    ),
-    "attention factor applied twice": (
-        "qwen3-8b.yarn-4x.json",
-        QWEN3,
-        """
-apply = module.apply_rotary_pos_emb
-def twice(q, k, cos, sin, *args, **kwargs):
-    factor = (cos * cos + sin * sin).sqrt()
-    return apply(q, k, cos * factor, sin * factor, *args, **kwargs)
-module.apply_rotary_pos_emb = twice
-""",
-    ),
-    "partial width ignored": (
-        "phi-2.json",
-        "transformers.models.phi.modeling_phi",
-        # PhiAttention splits the head at rotary_ndims before apply_rotary_pos_emb: the whole
-        # head passed to it, the rotary width's cos and sin repeated across the head
-        """
-init = module.PhiAttention.__init__
-def whole_head(self, *args, **kwargs):
-    init(self, *args, **kwargs)
-    self.rotary_ndims = self.head_dim
-module.PhiAttention.__init__ = whole_head
-apply = module.apply_rotary_pos_emb
-def whole(q, k, cos, sin, *args, **kwargs):
-    width = q.shape[-1]
-    reps = -(-width // cos.shape[-1])
-    def wide(t):
-        return t.repeat(*([1] * (t.dim() - 1)), reps)[..., :width]
-    return apply(q, k, wide(cos), wide(sin), *args, **kwargs)
-module.apply_rotary_pos_emb = whole
-""",
-    ),
+DEFECTS = {  # transformers' modeling code, which the export traces (tests/defects.py)
+    "rotation style swapped": ("qwen3-8b.yarn-4x.json", QWEN3, SWAPPED),
+    "attention factor applied twice": ("qwen3-8b.yarn-4x.json", QWEN3, TWICE),
+    "partial width ignored": ("phi-2.json", "transformers.models.phi.modeling_phi", WHOLE),
     "a sliding layer given the full RoPE": (
         "gemma-3-4b-it.transformers-5.json",
         "transformers.models.gemma3.modeling_gemma3",
-        """
-forward = module.Gemma3TextModel.forward
-def full_everywhere(self, *args, **kwargs):
-    rotary = self.rotary_emb
-    own = type(rotary).forward
-    rotary.forward = lambda x, ids, layer_type=None: own(rotary, x, ids, "full_attention")
-    try:
-        return forward(self, *args, **kwargs)
-    finally:
-        del rotary.forward
-module.Gemma3TextModel.forward = full_everywhere
-""",
+        GLOBAL_EVERYWHERE,
     ),
 }
 
@@ -615,7 +565,6 @@ def test_a_defect_in_the_traced_code_turns_the_run_line_only(tmp_path, defect):
     what it computes is not the config's model (the run line a mismatch)."""
     pytest.importorskip("openvino")
     pytest.importorskip("optimum.exporters.openvino")
-    from defects import defective_python
 
     config, target, body = DEFECTS[defect]
     python = defective_python(tmp_path / "python", target, body)

@@ -15,7 +15,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 import torch  # noqa: E402
-from defects import defective_python  # noqa: E402
+from defects import GLOBAL_EVERYWHERE, SWAPPED, TWICE, WHOLE, defective_python  # noqa: E402
 
 from sinpe._check import run as _run  # noqa: E402
 from sinpe._check.run import SHARP  # noqa: E402
@@ -25,55 +25,6 @@ from sinpe._engines._side import RunLine  # noqa: E402
 from sinpe._verdict.verdict import DRIFT, MATCH, MISMATCH  # noqa: E402
 
 CONFIGS = "tests/data/configs/"
-SWAPPED = """
-import torch
-
-def rotate_half(x):  # the pairs' rotation where the model rotates halves
-    x1, x2 = x[..., 0::2], x[..., 1::2]
-    return torch.stack((-x2, x1), dim=-1).flatten(-2)
-
-module.rotate_half = rotate_half
-"""
-TWICE = """
-apply = module.apply_rotary_pos_emb
-
-def twice(q, k, cos, sin, *args, **kwargs):  # cos and sin carry the factor: once more
-    factor = (cos * cos + sin * sin).sqrt()
-    return apply(q, k, cos * factor, sin * factor, *args, **kwargs)
-
-module.apply_rotary_pos_emb = twice
-"""
-WHOLE = """
-apply = module.apply_rotary_pos_emb
-init = module.PhiAttention.__init__
-
-def whole_head(self, *args, **kwargs):  # the partial rotary factor ignored
-    init(self, *args, **kwargs)
-    self.rotary_ndims = self.head_dim
-
-def tiled(q, k, cos, sin, *args, **kwargs):  # the partial width's angles, over the head
-    reps = -(-q.shape[-1] // cos.shape[-1])
-    cos = cos.repeat(*([1] * (cos.dim() - 1)), reps)[..., : q.shape[-1]]
-    sin = sin.repeat(*([1] * (sin.dim() - 1)), reps)[..., : q.shape[-1]]
-    return apply(q, k, cos, sin, *args, **kwargs)
-
-module.PhiAttention.__init__ = whole_head
-module.apply_rotary_pos_emb = tiled
-"""
-GLOBAL_EVERYWHERE = """
-forward = module.Gemma3TextModel.forward
-
-def full_everywhere(self, *args, **kwargs):  # sliding layers given the full layers' RoPE
-    rotary = self.rotary_emb
-    own = type(rotary).forward
-    rotary.forward = lambda x, ids, layer_type=None: own(rotary, x, ids, "full_attention")
-    try:
-        return forward(self, *args, **kwargs)
-    finally:
-        del rotary.forward
-
-module.Gemma3TextModel.forward = full_everywhere
-"""
 DEFECTS = {
     "rotation style swapped": ("qwen2.5-7b-instruct.yarn-4x", "qwen2", SWAPPED),
     "attention factor applied twice": ("qwen3-8b.yarn-4x", "qwen3", TWICE),

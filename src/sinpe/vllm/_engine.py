@@ -106,8 +106,6 @@ def run(model, original: dict, offsets):
     model's own ``compute_logits`` gives their logits."""
     import time
 
-    import torch
-
     from .._check import run as _run
 
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -117,32 +115,9 @@ def run(model, original: dict, offsets):
     import vllm
 
     state: dict = {"p": 0, "rows": []}
-
-    def shift(module, args, kwargs):
-        kwargs["positions"] = kwargs["positions"] + state["p"]
-        return args, kwargs
-
-    def keep(module, args, kwargs, output):
-        if isinstance(output, torch.Tensor):
-            state["rows"].append((kwargs["positions"].clone(), output.detach().clone()))
-
-    def hook(module):
-        module.register_forward_pre_hook(shift, with_kwargs=True)
-        module.register_forward_hook(keep, with_kwargs=True)
-
-    with step("vllm.LLM (the run model, float32)"):
-        llm = vllm.LLM(
-            model=str(model),
-            skip_tokenizer_init=True,
-            dtype="float32",
-            enforce_eager=True,
-            seed=0,
-            max_model_len=max(offsets) + _run.K,
-            enable_prefix_caching=False,
-        )
+    llm = _run_llm(vllm, model, max(offsets) + _run.K, state)
     vocab = llm.llm_engine.model_config.get_vocab_size()
     ids = _run.tokens(vocab)
-    llm.apply_model(hook)
     rows = min(llm.apply_model(_cache_rows) or [None], key=lambda n: n or 1 << 62)
     params = vllm.SamplingParams(max_tokens=1, temperature=0.0)
     logprobs, seconds, skipped = {}, {}, []
@@ -173,6 +148,38 @@ def run(model, original: dict, offsets):
         *skipped,
     )
     return _run.RunResult(logprobs, None, notes, how)
+
+
+def _run_llm(vllm, model, length: int, state: dict):
+    """The run model in ``vllm.LLM`` (float32, eager), its model hooked: a forward
+    pre-hook adds ``state["p"]`` to the positions vLLM's runner passes, a forward hook
+    keeps (positions, final hidden states) in ``state["rows"]``."""
+    import torch
+
+    def shift(module, args, kwargs):
+        kwargs["positions"] = kwargs["positions"] + state["p"]
+        return args, kwargs
+
+    def keep(module, args, kwargs, output):
+        if isinstance(output, torch.Tensor):
+            state["rows"].append((kwargs["positions"].clone(), output.detach().clone()))
+
+    def hook(module):
+        module.register_forward_pre_hook(shift, with_kwargs=True)
+        module.register_forward_hook(keep, with_kwargs=True)
+
+    with step("vllm.LLM (the run model, float32)"):
+        llm = vllm.LLM(
+            model=str(model),
+            skip_tokenizer_init=True,
+            dtype="float32",
+            enforce_eager=True,
+            seed=0,
+            max_model_len=length,
+            enable_prefix_caching=False,
+        )
+    llm.apply_model(hook)
+    return llm
 
 
 def _cache_rows(model) -> int | None:
