@@ -118,6 +118,34 @@ def test_the_moe_twins_take_the_fewest_heads_that_align():
     }
 
 
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.json")), ids=lambda p: p.stem)
+def test_a_fourfold_mlp_stays_fourfold_and_a_nested_vocabulary_is_said_at_the_top(path):
+    """An MLP of exactly four times the hidden size (Phi-2's, Gemma 3's) stays so in the twin
+    (llama.cpp's Phi-2 converter writes ``4 * n_embd`` as the MLP's width, whatever the
+    config says); a config nesting a ``text_config`` gives the twin's vocabulary at the top
+    too where it gives none there (MLX-LM's Gemma 3 reads the top level's, else 262,208)."""
+    data = json.loads(path.read_text())
+    twin = shrink(data)
+    for given, small in ((data, twin), (data.get("text_config"), twin.get("text_config"))):
+        if not isinstance(given, dict) or not isinstance(given.get("intermediate_size"), int):
+            continue
+        experts = any(isinstance(given.get(k), int) and given[k] > 1 for k in
+                      ("n_routed_experts", "num_experts", "num_local_experts"))  # fmt: skip
+        if given["intermediate_size"] == 4 * given.get("hidden_size", 0) and not experts:
+            assert small["intermediate_size"] == 4 * small["hidden_size"] < 4 * 4096
+    if isinstance(data.get("text_config"), dict):
+        assert twin["vocab_size"] == VOCAB == twin["text_config"]["vocab_size"]
+
+
+def test_phi_2_and_gemma_3_twins_keep_their_fourfold_mlp():
+    for name, width in (("phi-2", 640), ("gemma-3-4b-it.transformers-5", 2560)):
+        twin = shrink(json.loads((CONFIGS / f"{name}.json").read_text()))
+        text = twin.get("text_config", twin)
+        assert text["intermediate_size"] == width == 4 * text["hidden_size"], name
+    llama = shrink(json.loads(LLAMA.read_text()))  # 14,336 / 4,096: not fourfold, shrunk
+    assert llama["intermediate_size"] == 64 and "vocab_size" in llama
+
+
 def test_the_twin_keeps_the_head_dim_where_an_engine_derives_it():
     data = json.loads(LLAMA.read_text())
     twin = shrink(data)

@@ -3,6 +3,7 @@ gives it (head dims, rotary widths, rope parameters, layer types and patterns, l
 sizes that say nothing of the rotation shrunk, so that an engine builds the model in seconds:
 two attention heads (one key-value head where the model groups them), at most four experts,
 small MLPs and vocabularies, and only as many layers as it takes to hold one of each kind.
+An MLP of four times the hidden size stays four times the twin's (a converter may write it so).
 
 The ratio ``hidden_size / num_attention_heads`` is kept (an engine that takes the head dim from
 it, ignoring ``head_dim``, reads the twin as it reads the model), and so is every per-layer
@@ -72,6 +73,10 @@ def shrink(config: dict) -> dict:
     for key in ("text_config", "vision_config", "audio_config", "thinker_config"):
         if isinstance(twin.get(key), dict):
             _shrink_text(twin[key], vocabulary=key == "text_config")
+    if isinstance(twin.get("text_config"), dict) and "vocab_size" not in twin:
+        # said at the top too: MLX-LM's Gemma 3 (mlx_lm/models/gemma3.py, ModelArgs) sets
+        # the text model's vocabulary from the top level's, 262,208 where none is given
+        twin["vocab_size"] = VOCAB
     return twin
 
 
@@ -82,11 +87,14 @@ def _shrink_text(config: dict, vocabulary: bool) -> None:
     # kernels and dtypes an engine may not have on this machine (gpt-oss's MXFP4)
     config.pop("quantization_config", None)
     alignment = MOE_ALIGNMENT if _has_experts(config) else 1
+    fourfold = _fourfold(config)
     _shrink_layers(config)
     _shrink_heads(config, alignment)
     for key, small in _SMALL.items():
         if isinstance(config.get(key), int) and config[key] > small:
             config[key] = small
+    if fourfold:
+        config["intermediate_size"] = 4 * config["hidden_size"]
     for key in _INTERMEDIATE:
         if isinstance(config.get(key), int) and config[key] > 0:
             config[key] = _round_up(config[key], alignment)
@@ -110,6 +118,22 @@ def _shrink_layers(config: dict) -> None:
     for key in ("first_k_dense_replace", "max_window_layers"):
         if isinstance(config.get(key), int):
             config[key] = min(config[key], kept - 1 if kept > 1 else kept)
+
+
+def _fourfold(config: dict) -> bool:
+    """An MLP four times the hidden size (GPT-2's, Phi-2's, Gemma 3's) stays four times the
+    twin's: llama.cpp's Phi-2 converter (``conversion/phi.py``,
+    ``Phi2Model.set_gguf_parameters``) writes ``feed_forward_length = 4 * n_embd`` whatever
+    ``intermediate_size`` says, and its loader checks the tensors against it."""
+    hidden, inner = config.get("hidden_size"), config.get("intermediate_size")
+    return (
+        isinstance(hidden, int)
+        and isinstance(inner, int)
+        and not isinstance(hidden, bool)
+        and hidden > 0
+        and inner == 4 * hidden
+        and not _has_experts(config)
+    )
 
 
 def _has_experts(config: dict) -> bool:

@@ -101,8 +101,9 @@ def llama_bpe_tokenizer(folder) -> None:
 
 
 def tokenizer(folder) -> None:
-    """A byte-level BPE tokenizer of at most 500 ids, trained on a few sentences, saved in
-    ``folder`` (transformers' ``PreTrainedTokenizerFast``)."""
+    """A byte-level BPE tokenizer of ``VOCAB`` ids (the twin's vocabulary: about 490 trained
+    on a few sentences, the rest unused special tokens), saved in ``folder``
+    (transformers' ``PreTrainedTokenizerFast``)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -116,6 +117,11 @@ def tokenizer(folder) -> None:
         show_progress=False,
     )
     bpe.train_from_iterator([f"the fox jumps over the dog {i} times" for i in range(200)], trainer)
+    # exactly the twin's vocabulary: a converter may cut the embedding to the tokenizer's
+    # ids (llama.cpp's Gemma 3, conversion/gemma.py Gemma3Model.modify_tensors) where its
+    # vocabulary list is the config's size
+    filler = [f"<unused{i}>" for i in range(VOCAB - bpe.get_vocab_size(with_added_tokens=True))]
+    bpe.add_special_tokens(filler)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=bpe, unk_token="<unk>", bos_token="<s>", eos_token="</s>"
     )
