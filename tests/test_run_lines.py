@@ -106,3 +106,40 @@ def test_sharpen_scales_query_and_key_through_a_norm_either_way():
             np.testing.assert_allclose(
                 target(probe).detach().numpy(), SHARP * out.numpy(), rtol=1e-5, atol=1e-6
             )
+
+
+def test_the_run_model_names_its_tensors_as_the_published_checkpoint(tmp_path):
+    """transformers 5 saves Gemma 3's SigLIP tower as ``vision_tower.embeddings.*``; the
+    published checkpoint (and keras-hub's converter) has ``vision_tower.vision_model.*``:
+    the run model is written with the published names, transformers loads it back to the
+    same weights, and its tokenizer has exactly the twin's vocabulary."""
+    import json
+
+    import transformers
+    from safetensors import safe_open
+
+    from sinpe._engines._run import save_run_model
+    from sinpe._engines._shrink import VOCAB, shrink
+    from sinpe._files.reading import read_json
+
+    data = shrink(read_json(CONFIGS + "gemma-3-4b-it.transformers-5.json"))
+    (tmp_path / "twin").mkdir()
+    (tmp_path / "twin" / "config.json").write_text(json.dumps(data))
+    out = save_run_model(tmp_path / "twin", tmp_path / "run")
+    with safe_open(out / "model.safetensors", "pt") as stored:
+        names = list(stored.keys())
+        tensors = {k: stored.get_tensor(k) for k in names}
+    tower = [k for k in names if k.startswith("vision_tower.")]
+    assert tower and all(k.startswith("vision_tower.vision_model.") for k in tower)
+    model = _run.load(transformers, out, None, torch.float32)
+    loaded = model.state_dict()
+    assert sum(t.numel() for t in tensors.values()) == sum(
+        t.numel()
+        for k, t in loaded.items()
+        if k != "lm_head.weight"  # tied to the embedding
+    )
+    embed = next(t for k, t in loaded.items() if k.endswith("embed_tokens.weight"))
+    assert torch.equal(embed, tensors["language_model.model.embed_tokens.weight"])
+    vocabulary = json.loads((out / "tokenizer.json").read_text())
+    ids = set(vocabulary["model"]["vocab"].values()) | {t["id"] for t in vocabulary["added_tokens"]}
+    assert ids == set(range(VOCAB))  # llama.cpp's Gemma 3 converter keeps that many rows

@@ -125,11 +125,50 @@ def save_run_model(twin, out) -> Path:
     model = load(transformers, out, config, torch.float32, attn_implementation=None)
     sharpen(model)
     model.save_pretrained(out)
+    _published_names(model, Path(out, "model.safetensors"))
     given = reading.read_json(Path(twin, "config.json"), what="the twin's config")
     text = json.dumps(_float32(given), indent=2).encode()
     Path(out, "config.json").unlink()  # transformers' own, just written in our folder
     writing.write_new(Path(out, "config.json"), lambda stream: stream.write(text))
     return Path(out)
+
+
+def _published_names(model, path: Path) -> None:
+    """The run model's tensors named as its published checkpoint names them. transformers
+    drops a tower's own prefix on loading (``PrefixChange``: a SigLIP tower's
+    ``vision_model.``) and, nested in a vision-language model, does not put it back on
+    saving (5.24 writes Gemma 3's ``vision_tower.embeddings.*`` where the checkpoint has
+    ``vision_tower.vision_model.embeddings.*``, which keras-hub's Gemma 3 converter reads):
+    such names get the prefix back, the file rewritten in place (a run model's, sinpe's own
+    scratch). Nothing changes where transformers wrote them as published."""
+    try:
+        from safetensors.torch import load_file, save
+        from transformers.conversion_mapping import PrefixChange, get_checkpoint_conversion_mapping
+    except ImportError:  # another transformers: nothing to put back
+        return
+    from .._files import writing
+
+    if not path.is_file():
+        return
+    tensors, renamed = load_file(path), {}
+    for name, module in model.named_modules():
+        changes = get_checkpoint_conversion_mapping(type(module).__name__) or []
+        removed = [c.prefix_to_remove for c in changes if isinstance(c, PrefixChange)]
+        own = max((n for n, _ in module.named_parameters()), key=len, default=None)
+        if not removed or not removed[0] or own is None or not name:
+            continue
+        saved = [k for k in tensors if k.endswith("." + own)]
+        if len(saved) != 1:
+            continue
+        prefix = saved[0][: -len(own) - 1]
+        if prefix.endswith("." + removed[0]):
+            continue  # as published
+        for key in [k for k in tensors if k.startswith(prefix + ".")]:
+            renamed[key] = f"{prefix}.{removed[0]}.{key[len(prefix) + 1 :]}"
+    if renamed:
+        data = save({renamed.get(k, k): v for k, v in tensors.items()}, {"format": "pt"})
+        path.unlink()
+        writing.write_new(path, lambda stream: stream.write(data))
 
 
 # ------------------------------------------------------------------ running it
