@@ -151,9 +151,9 @@ def run(model, original: dict, offsets):
 
 
 def _run_llm(vllm, model, length: int, state: dict):
-    """The run model in ``vllm.LLM`` (float32, eager), its model hooked: a forward
-    pre-hook adds ``state["p"]`` to the positions vLLM's runner passes, a forward hook
-    keeps (positions, final hidden states) in ``state["rows"]``."""
+    """The run model in ``vllm.LLM`` (float32, eager, its language model only), its model
+    hooked: a forward pre-hook adds ``state["p"]`` to the positions vLLM's runner passes, a
+    forward hook keeps (positions, final hidden states) in ``state["rows"]``."""
     import torch
 
     def shift(module, args, kwargs):
@@ -177,6 +177,10 @@ def _run_llm(vllm, model, length: int, state: dict):
             seed=0,
             max_model_len=length,
             enable_prefix_caching=False,
+            # a vision-language model's language model alone (its multimodal processor,
+            # which wants a tokenizer and a processor config, is never built): the run is
+            # text (vllm/config/multimodal.py, MultiModalConfig.language_model_only)
+            language_model_only=True,
         )
     llm.apply_model(hook)
     return llm
