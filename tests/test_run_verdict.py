@@ -117,3 +117,44 @@ def test_arrays_travel_as_strict_json_bit_for_bit():
     ):
         with pytest.raises(ValueError):
             decode(bad)
+
+
+def test_llama_cpps_run_line_says_when_its_gelu_rounds_to_float16():
+    """ggml's CPU GELU reads a float16 table: a GELU family's llama.cpp run line says so
+    (Phi-2's flat 0.0004 at every p, Gemma 3's 0.078 at p = 0), a SiLU family's does not."""
+    from sinpe._engines.llama_cpp import _gelu_note
+
+    for config in ({"hidden_act": "gelu_new"}, {"text_config": {"hidden_activation":
+                   "gelu_pytorch_tanh"}}, {"hidden_act": "gelu"}):  # fmt: skip
+        (note,) = _gelu_note(config)
+        assert "float16" in note and "ggml_vec_gelu_f32" in note
+    for config in ({"hidden_act": "silu"}, {"hidden_act": "gelu_quick"}, {}, {"text_config": 3}):
+        assert _gelu_note(config) == ()
+
+
+def test_keras_hubs_run_skips_a_cache_whose_square_mask_does_not_fit(monkeypatch):
+    """keras-hub's Gemma 3 sliding layers build a (cache x cache) mask on every call (85 GiB
+    at 131,072): such a p is named, not run (the process would be killed), where the
+    machine's free memory is short of it; a model without that attention runs every p."""
+    import types
+
+    from sinpe._engines import keras_hub
+
+    class Gemma3Attention:
+        def _mask_sliding_window(self):
+            pass
+
+    Gemma3Attention.__module__ = "keras_hub.src.models.gemma3.gemma3_attention"
+    cached = type("CachedGemma3Attention", (Gemma3Attention,), {})
+    backbone = types.SimpleNamespace(transformer_layers=[types.SimpleNamespace(attention=cached())])
+    pages = {"SC_AVPHYS_PAGES": (16 << 30) // 4096, "SC_PAGE_SIZE": 4096}
+    monkeypatch.setattr(keras_hub.os, "sysconf", pages.__getitem__)
+    why = keras_hub._square_mask(backbone, 131_072)
+    assert why == (
+        "keras-hub's sliding attention (gemma3_attention.py, Gemma3Attention._mask_sliding_"
+        "window) builds a 131,072 x 131,072 mask on every call, about 96 GiB where this "
+        "machine has 16 GiB free"
+    )
+    assert keras_hub._square_mask(backbone, 32_768) == ""  # 6 GiB: fits
+    plain = types.SimpleNamespace(transformer_layers=[types.SimpleNamespace(attention=object())])
+    assert keras_hub._square_mask(plain, 10**6) == ""

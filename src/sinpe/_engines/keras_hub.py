@@ -138,8 +138,12 @@ def run(model, original: dict, offsets):
     with step("keras_hub.models.CausalLM.from_preset (the run model, its converter)"):
         causal_lm = keras_hub.models.CausalLM.from_preset(str(Path(model)), preprocessor=None)
     ids = np.asarray([_run.tokens(int(causal_lm.backbone.token_embedding.input_dim))], "int32")
-    logprobs, hidden = {}, {}
+    logprobs, hidden, skipped = {}, {}, []
     for p in offsets:
+        too_big = _square_mask(causal_lm.backbone, p + _run.K)
+        if too_big:
+            skipped.append(f"p = {p:,} not run: {too_big}")
+            continue
         with step(f"{type(causal_lm).__name__}.call_with_cache at cache index {p:,}"):
             cache = _empty_cache(causal_lm, p + _run.K)
             with _past_masked(causal_lm.backbone, p, _run.K) as outputs:
@@ -159,7 +163,38 @@ def run(model, original: dict, offsets):
         "the run model loaded by CausalLM.from_preset (its Hugging Face converter, float32), "
         "call_with_cache at cache index p, the cache's first p entries masked out"
     )
-    return _run.RunResult(logprobs, hidden, (), how)
+    return _run.RunResult(logprobs, hidden, tuple(skipped), how)
+
+
+# bytes per entry of a (cache x cache) mask at its peak: 4.6 and 5.2 measured (Gemma 3's twin,
+# caches of 32,768 and 16,384 entries: 5.5 and 2.0 GB)
+MASK_BYTES = 6
+
+
+def _square_mask(backbone, length: int) -> str:
+    """Why a cache ``length`` long is not run ("" where it is): keras-hub's sliding-window
+    attention (Gemma 3's ``gemma3_attention.py``, ``Gemma3Attention._mask_sliding_window``)
+    builds a ``length x length`` mask on every call, more than this machine's free memory
+    (the process would be killed, as a user's generation at that length would be)."""
+    layers = list(getattr(backbone, "transformer_layers", ()))
+    attentions = [getattr(layer, "attention", None) for layer in layers] + layers
+    if not any(hasattr(a, "_mask_sliding_window") for a in attentions):
+        return ""
+    need = MASK_BYTES * length * length
+    try:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):  # no such figure here: try it
+        return ""
+    if need <= free:
+        return ""
+    found = type(next(a for a in attentions if hasattr(a, "_mask_sliding_window")))
+    owner = next(c for c in found.__mro__ if "_mask_sliding_window" in vars(c))
+    where = f"{owner.__module__.rpartition('.')[2]}.py, {owner.__name__}"
+    return (
+        f"keras-hub's sliding attention ({where}._mask_sliding_window) builds a "
+        f"{length:,} x {length:,} mask on every call, about {need / 2**30:.0f} GiB where "
+        f"this machine has {free / 2**30:.0f} GiB free"
+    )
 
 
 def _with_nones(method, **given) -> dict:

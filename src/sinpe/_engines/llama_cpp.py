@@ -172,7 +172,23 @@ def run(model, original: dict, offsets):
         f"{_llama_cpp_python()} (F32 KV cache, flash attention off): one batch of K tokens at "
         "positions p .. p + K - 1 into an emptied cache"
     )
-    return _run.RunResult(logprobs, None, (), how)
+    return _run.RunResult(logprobs, None, _gelu_note(original), how)
+
+
+def _gelu_note(original: dict) -> tuple:
+    """A GELU model's run in llama.cpp rounds the activation's input to float16: ggml's CPU
+    GELU reads a float16 table (``ggml/src/ggml-cpu/vec.h``, ``ggml_vec_gelu_f32`` under
+    ``GGML_GELU_FP16``), which the float32 bounds do not allow for; said in the line."""
+    text = original.get("text_config") if isinstance(original.get("text_config"), dict) else None
+    config = text or original
+    act = config.get("hidden_act") or config.get("hidden_activation")
+    if not (isinstance(act, str) and act.startswith("gelu") and act != "gelu_quick"):
+        return ()
+    return (
+        f"{act}: llama.cpp's CPU GELU rounds its input to float16 and reads a float16 table "
+        "(ggml-cpu/vec.h, ggml_vec_gelu_f32 under GGML_GELU_FP16), an error beyond float32's "
+        "at every p, the rotation's or not",
+    )
 
 
 def _decoded(gguf: Path, offsets) -> dict:
@@ -214,9 +230,12 @@ class _Context:
         except ImportError as exc:
             raise EngineFailed(f"llama-cpp-python is not installed here ({exc})") from None
 
+        errors: list = []
+
         @llama.llama_log_callback
         def quiet(level, text, user_data):  # llama.cpp logs to stderr: its errors only
             if level >= 4:
+                errors.append(text.decode(errors="replace").strip())
                 sys.stderr.write(text.decode(errors="replace"))
 
         self.llama, self._log = llama, quiet
@@ -224,8 +243,9 @@ class _Context:
         llama.llama_backend_init()
         params = llama.llama_model_default_params()
         self.model = llama.llama_model_load_from_file(str(path).encode(), params)
-        if not self.model:
-            raise EngineFailed(f"llama.cpp did not load {path.name}")
+        if not self.model:  # its first error says why (a tensor's shape, a key missing)
+            why = next((e for e in errors if e), "no error logged")
+            raise EngineFailed(f"llama.cpp did not load {path.name}: {why}")
         context = llama.llama_context_default_params()
         context.n_ctx, context.n_batch, context.n_ubatch, context.n_seq_max = n_ctx, 256, 256, 1
         context.n_threads = context.n_threads_batch = min(2, os.cpu_count() or 1)
