@@ -102,6 +102,14 @@ WHERE = [
         "`Llama4ForCausalLM`, and its own `Llama4ForConditionalGeneration` is not dispatched "
         "either) is none of those it dispatches on, and its last branch raises (a limit of "
         "the builder, not a reading of the RoPE)",
+        "llama-4-scout-17b-16e-instruct.trimmed",
+    ),
+    (
+        "onnxruntime-genai",
+        "is not currently supported",
+        "`builder.py`, `create_model`: the twin's architecture (`config.architectures[0]`, "
+        "the config's own class) is none of those it dispatches on, and its last branch "
+        "raises (a limit of the builder, not a reading of the RoPE)",
     ),
     (
         "onnxruntime-genai",
