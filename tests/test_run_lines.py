@@ -143,3 +143,25 @@ def test_the_run_model_names_its_tensors_as_the_published_checkpoint(tmp_path):
     vocabulary = json.loads((out / "tokenizer.json").read_text())
     ids = set(vocabulary["model"]["vocab"].values()) | {t["id"] for t in vocabulary["added_tokens"]}
     assert ids == set(range(VOCAB))  # llama.cpp's Gemma 3 converter keeps that many rows
+
+
+@pytest.mark.parametrize(
+    "name", ["qwen2.5-7b-instruct.yarn-4x", "qwen3.5-27b", "gemma-3-4b-it.transformers-5"]
+)
+def test_the_twins_tokenizer_fits_its_vocabulary_in_the_class_transformers_picks(name, tmp_path):
+    """Exactly VOCAB ids (llama.cpp's Gemma 3 converter cuts the embedding to the tokenizer's
+    count), none past it in the tokenizer class the model type maps to: Qwen's classes add
+    ``<|endoftext|>`` where it is absent (one id past the vocabulary, which llama.cpp's
+    converter refuses), so the twin's tokenizer has it."""
+    import json
+
+    import transformers
+
+    from sinpe._engines._shrink import VOCAB, shrink
+    from sinpe._engines._weights import tokenizer
+    from sinpe._files.reading import read_json
+
+    (tmp_path / "config.json").write_text(json.dumps(shrink(read_json(CONFIGS + name + ".json"))))
+    tokenizer(tmp_path)
+    ids = transformers.AutoTokenizer.from_pretrained(tmp_path).get_vocab().values()
+    assert max(ids) == VOCAB - 1 and len(set(ids)) == VOCAB

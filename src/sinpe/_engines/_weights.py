@@ -119,9 +119,11 @@ def tokenizer(folder) -> None:
     bpe.train_from_iterator([f"the fox jumps over the dog {i} times" for i in range(200)], trainer)
     # exactly the twin's vocabulary: a converter may cut the embedding to the tokenizer's
     # ids (llama.cpp's Gemma 3, conversion/gemma.py Gemma3Model.modify_tensors) where its
-    # vocabulary list is the config's size
-    filler = [f"<unused{i}>" for i in range(VOCAB - bpe.get_vocab_size(with_added_tokens=True))]
-    bpe.add_special_tokens(filler)
+    # vocabulary list is the config's size. Its first filler is the token Qwen's tokenizer
+    # classes (Qwen2Tokenizer, Qwen3_5Tokenizer) add where it is absent: one id past the
+    # vocabulary, which llama.cpp's converter refuses (get_vocab_base's assertion)
+    count = VOCAB - bpe.get_vocab_size(with_added_tokens=True)
+    bpe.add_special_tokens(["<|endoftext|>", *(f"<unused{i}>" for i in range(count - 1))])
     fast = PreTrainedTokenizerFast(
         tokenizer_object=bpe, unk_token="<unk>", bos_token="<s>", eos_token="</s>"
     )
