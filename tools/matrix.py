@@ -126,6 +126,18 @@ WHERE = [
     ),
     (
         "llama.cpp",
+        "not the config's model",
+        "`src/models/exaone4.cpp`, `llama_model_exaone4::load_arch_hparams`: its sliding "
+        "pattern, and with it the full layers' running without RoPE, is set only for a model "
+        "of 64 layers (`if (hparams.n_layer() == 64)`, the 32B); the twin has 4, so llama.cpp "
+        "rotates every layer (its graph's `use_rope` holds wherever no sliding type is set): "
+        "the twin's layer count, "
+        "sinpe's, not the published 32B's (whose table line the GGUF keys give); an EXAONE 4 "
+        "of another depth with sliding layers would be run so",
+        "exaone-4.0-32b",
+    ),
+    (
+        "llama.cpp",
         "YaRN truncate false",
         "`ggml/src/ggml.c`, `ggml_rope_yarn_corr_dims`: the ramp's ends always floored and "
         "ceiled; no GGUF key carries `truncate`",
