@@ -445,17 +445,18 @@ module.Model.make_group_query_attention = whole
 
 def test_phi_2_runs_with_another_layernorm_epsilon_and_its_partial_width_in_the_cache(tmp_path):
     """Phi-2 as published (2,048 positions): p = 100,000 is past the builder's cache, which
-    onnxruntime refuses, said in the run line (unchecked: judged nowhere it did not run); at
-    p = 0 and 2,016 it departs by the same amount, not by its RoPE: the builder's LayerNorm
-    epsilon, 1e-6 for the config's 1e-5. At 131,072 positions with the epsilon given, a drift;
-    with the partial width also ignored (the caches tiled across the head), a
-    mismatch, far larger. The table line cannot stay a match there: GroupQueryAttention's
+    onnxruntime refuses, said in the run line; at p = 0 and 2,016 it departs by the same
+    amount, not by its RoPE: the builder's LayerNorm epsilon, 1e-6 for the config's 1e-5 (a
+    mismatch at p = 0, which the p not run does not hide). At 131,072 positions with the
+    epsilon given, a drift; with the partial width also ignored (the caches tiled across the
+    head), a mismatch, far larger. The table line cannot stay a match there: GroupQueryAttention's
     rotary width is its cache's, so that defect is in what the table line reads (which it does
     not follow through Concat and Slice)."""
     from defects import defective_python
 
     built = _run_line(_config("phi-2.json")).run
-    assert built is not None and built.verdict == "unchecked", built
+    assert built is not None and built.verdict == "mismatch", built
+    assert built.reasons[0].startswith("at p = 0 its log-probabilities are "), built.reasons
     assert [p for p, _, _ in built.distances] == [0, 2016]
     assert any("p = 100,000 not run: the builder's cos/sin cache has 2,048 rows" in n
                for n in built.notes), built.notes  # fmt: skip
