@@ -441,6 +441,20 @@ def test_step_says_memory_as_memory():
             raise MemoryError
 
 
+def test_step_cuts_a_long_error_and_says_so():
+    from sinpe._check.steps import WORDS
+
+    with pytest.raises(EngineFailed) as caught:
+        with step("running"):
+            raise ValueError("x" * (WORDS - 10) + " status message:\n  position_ids exceed " * 3)
+    said = str(caught.value)
+    assert said.startswith("running raised ValueError: xxx") and said.endswith(" [cut]")
+    assert len(said) <= len("running raised ValueError: ") + WORDS + len(" [cut]")
+    with pytest.raises(EngineFailed, match=r"running raised ValueError: short$"):
+        with step("running"):
+            raise ValueError("short")
+
+
 # --------------------------------------------------------------------------- the command
 
 

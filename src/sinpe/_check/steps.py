@@ -4,7 +4,10 @@ sinpe's reading. Every adapter wraps each call into the engine with ``step``."""
 
 from __future__ import annotations
 
-__all__ = ["EngineFailed", "step"]
+__all__ = ["WORDS", "EngineFailed", "step"]
+
+# the most of an engine's error message a line carries; a longer one is cut, and says so
+WORDS = 400
 
 
 class EngineFailed(Exception):
@@ -24,7 +27,9 @@ class step:
     def __exit__(self, kind, error, _):
         if error is None or isinstance(error, (EngineFailed, KeyboardInterrupt)):
             return False
-        words = " ".join(str(error).split())[:240]
+        words = " ".join(str(error).split())
+        if len(words) > WORDS:
+            words = words[:WORDS].rstrip() + " [cut]"
         if isinstance(error, MemoryError):
             words = "out of memory (the twin keeps the config's lengths)"
         raise EngineFailed(f"{self.where} raised {type(error).__name__}: {words}") from error
