@@ -165,3 +165,11 @@ def test_the_twins_tokenizer_fits_its_vocabulary_in_the_class_transformers_picks
     tokenizer(tmp_path)
     ids = transformers.AutoTokenizer.from_pretrained(tmp_path).get_vocab().values()
     assert max(ids) == VOCAB - 1 and len(set(ids)) == VOCAB
+
+
+def test_a_mixture_of_experts_has_its_float64_reference():
+    """transformers' grouped matmul takes no float64: the reference loops its experts in
+    eager code, so DeepSeek-V3's run line is judged (it was unchecked, "no reference")."""
+    line, _ = _line("deepseek-v3")
+    assert line.run.verdict in (MATCH, DRIFT), line.run.text
+    assert [p for p, _, _ in line.run.distances] == [0, _run.FAR, 163_840 - _run.K]

@@ -86,8 +86,13 @@ def decode(data) -> np.ndarray:
     return np.frombuffer(raw, "<f8").reshape(shape).copy()
 
 
-def load(transformers, folder, config, dtype, attn_implementation="eager"):
+def load(transformers, folder, config, dtype, attn_implementation="eager", experts=None):
+    """The model in ``folder`` by transformers' auto classes (a causal LM, else image-text);
+    ``experts``: its experts' implementation where given (the float64 reference's "eager":
+    the default grouped matmul takes no float64)."""
     extra = {} if attn_implementation is None else {"attn_implementation": attn_implementation}
+    if experts is not None:
+        extra["experts_implementation"] = experts
     classes = [transformers.AutoModelForCausalLM, transformers.AutoModelForImageTextToText]
     errors = []
     for cls in classes:

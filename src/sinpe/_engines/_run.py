@@ -213,7 +213,9 @@ def _exact_model(transformers, folder, config, dtype):
     """The run model in ``dtype`` with sinpe's exact tables in place of its rotary modules."""
     import sinpe.torch as st
 
-    model = load(transformers, folder, config, dtype)
+    # experts looped in eager code: transformers' grouped matmul takes no float64 (gpt-oss's,
+    # DeepSeek-V3's "Expected mat_a to be Float32, BFloat16 or Float16")
+    model = load(transformers, folder, config, dtype, experts="eager")
     report = st.patch(model, warn=False, max_positions=K + 1)
     if not report:
         raise ValueError(f"sinpe.torch.patch replaced none of the model's rotary modules: {report}")
