@@ -69,6 +69,14 @@ def test_the_runtime_table_gives_each_cell_and_footnotes_each_disagreement():
     )
 
 
+def test_the_runtime_table_says_how_long_its_runs_took():
+    text = "\n".join(_module().section({**RUN, "run_seconds": 6375.0}))
+    assert "Run for all 1 families in 6375 s." in text
+    partial = {**RUN, "rows": [*RUN["rows"], {**RUN["rows"][0], "lines": []}]}
+    text = "\n".join(_module().section({**partial, "run_seconds": 10.0}))
+    assert "Run so far for 1 of the 2 families, in 10 s" in text
+
+
 def test_a_run_without_run_lines_has_no_runtime_table():
     plain = {**RUN, "rows": [{**RUN["rows"][0], "lines": [_line("transformers", "drift")]}]}
     assert _module().section(plain) == []

@@ -86,7 +86,11 @@ def section(run: dict) -> list:
             + (f", in {run['run_seconds']:.0f} s" if run.get("run_seconds") else "")
             + " (the others: not yet run)."
             if len(ran) < len(run["rows"])
-            else ""
+            else (
+                f" Run for all {len(ran)} families in {run['run_seconds']:.0f} s."
+                if run.get("run_seconds")
+                else ""
+            )
         ),
         "",
         "| family | " + " | ".join(heads) + " |",
