@@ -155,3 +155,19 @@ def run_lines(key: str, name: str, twin, python: str | None = None, table: bool 
     else:  # what the run line reads of a table line: its engine and interpreter
         line = _side.EngineLine(key, name, None, "", "unread", python=python)
     return (line if table else None), _side._run_line(line, folder, length, reference)
+
+
+def assert_a_far_run(line, trained: int) -> None:
+    """An engine's clean run line: its table line and its run a match or a drift, run at
+    p = 0, 100,000 and the trained length - K, within what float32 angles allow at each, p = 0
+    within float32 arithmetic, and the far positions run as far positions (float32 angles
+    move them: an engine that counted them from 0 would match everywhere)."""
+    from sinpe._check import run as _run
+
+    assert line.verdict in ("match", "drift"), line.text
+    run = line.run
+    assert run is not None and run.verdict in ("match", "drift"), run
+    assert [p for p, _, _ in run.distances] == sorted({0, _run.FAR, trained - _run.K})
+    assert all(distance <= allowed for _, distance, allowed in run.distances), run.distances
+    assert run.distances[0][1] < 1e-4  # p = 0: float32 arithmetic only
+    assert run.distances[-1][1] > 10 * run.distances[0][1], run.distances

@@ -375,21 +375,12 @@ def _run_line(config, python=None):
 def test_the_run_line_is_the_configs_model_at_every_p(name):
     """The builder's model in onnxruntime at p = 0, 100,000 and the trained length - K (its
     GroupQueryAttention given position_ids): within what float32 angles allow at every p."""
-    from sinpe._check import run as _run
+    from defects import assert_a_far_run
 
     config = RUN_FAMILIES[name]
     line = _run_line(config)
-    assert line.verdict in ("match", "drift"), line.text
-    run = line.run
-    assert run is not None and run.verdict in ("match", "drift"), run
-    assert "GroupQueryAttention" in run.how and not run.notes, run
-    trained = config["max_position_embeddings"]
-    assert [p for p, _, _ in run.distances] == sorted({0, _run.FAR, trained - _run.K})
-    assert all(distance <= allowed for _, distance, allowed in run.distances), run.distances
-    assert run.distances[0][1] < 1e-4  # p = 0: float32 arithmetic only
-    # the far positions reach the kernel: its float32 angles move them (a kernel that counted
-    # from 0 would match everywhere)
-    assert run.distances[-1][1] > 10 * run.distances[0][1], run.distances
+    assert_a_far_run(line, config["max_position_embeddings"])  # the kernel reached at p
+    assert "GroupQueryAttention" in line.run.how and not line.run.notes, line.run
 
 
 @pytest.mark.parametrize("defect", DEFECTS)
