@@ -10,8 +10,9 @@ tests each C function against its pure-Python "slow" twin on generated inputs.
    of the same kinds, in the twin, and in the kernel wherever Cython gives a signature; the
    kernel has every name of the stub and nothing public the stub lacks.
 2. The same bits on generated input. ``exact_cos_sin``, ``prepare_frequency_table``,
-   ``log_dd``, ``power_vector``, ``Plan`` + ``fill``, ``round_half`` and
-   ``correctly_rounded`` are called on the kernel and on the twin with the same arguments
+   ``log_dd``, ``power_vector``, ``Plan`` + ``fill``, ``round_half``, ``tally_block`` (the
+   verdict core's pass over a block: NaN and inf entries, ties, float32 rows, halves read
+   in place) and ``correctly_rounded`` are called on the kernel and on the twin with the same arguments
    (hypothesis, seeded generators and edge cases: odd widths, width 1, no frequencies, no
    rows, offsets crossing anchors, positions up to 2**53, frequencies past 2**32, factors
    other than 1, every output dtype, one and two threads) and their outputs compared bit
@@ -843,3 +844,123 @@ def test_fill_matches_mpmath(dtype):
             assert np.abs(got - want).max() <= 1.37e-15, r
         else:
             assert got.tolist() == want, r
+
+
+# --------------------------------------------------------------------------- tally_block
+
+entry_st = st.one_of(
+    st.floats(-2.0, 2.0, allow_nan=False, width=64),
+    st.sampled_from([0.0, -0.0, 1.0, -1.0, np.nan, np.inf, -np.inf, 1e300, -1e300, 5e-324]),
+)
+
+
+def _tally_both(cos, sin, want_cos, want_sin, cols, positions, rates, match):
+    """Both backends' ``tally_block`` on the same block: results and row maxima, each."""
+    found = {}
+    for name, module in (("kernel", kernel), ("twin", _twin)):
+        rows = np.full(cos.shape[0], -7.0)
+        counts = module.tally_block(
+            cos, sin, want_cos, want_sin, cols, positions, rates, match, rows
+        )
+        found[name] = (np.array(counts, dtype=np.float64), rows)
+    return found
+
+
+@needs_kernel
+@settings(max_examples=400, deadline=None)
+@given(
+    n=st.integers(0, 12),
+    m=st.integers(0, 6),
+    extra=st.integers(0, 3),
+    with_sin=st.booleans(),
+    kinds=st.sampled_from([1, 2]),
+    dtype=st.sampled_from([np.float64, np.float32]),
+    halves=st.booleans(),
+    data=st.data(),
+)
+def test_tally_block_on_generated_blocks(n, m, extra, with_sin, kinds, dtype, halves, data):
+    """Every count of a block (errors, NaN and inf entries, ties, the two drift kinds, the
+    radii, a column map into wider exact rows; float64 or float32 rows, whole or the halves
+    of one [cos | sin] block, read in place) the same bits from both; the row maxima too."""
+    width = m + extra
+
+    def block(rows, columns):
+        values = data.draw(st.lists(entry_st, min_size=rows * columns, max_size=rows * columns))
+        return np.array(values, dtype=np.float64).reshape(rows, columns)
+
+    with np.errstate(over="ignore"):  # 1e300 as float32: inf, an entry without an error
+        both = np.concatenate([block(n, m), block(n, m)], axis=1).astype(dtype)
+    if halves:
+        cos, sin = both[:, :m], both[:, m:]
+    else:
+        cos, sin = np.ascontiguousarray(both[:, :m]), np.ascontiguousarray(both[:, m:])
+    sin = sin if with_sin else None
+    want = np.random.default_rng(n * 31 + m).uniform(-1.5, 1.5, (2, n, width))
+    cols = np.array(data.draw(st.permutations(range(width)))[:m], dtype=np.intp)
+    positions = np.array(data.draw(st.lists(st.integers(0, 2**53), min_size=n, max_size=n)))
+    rates = np.array(
+        data.draw(
+            st.lists(
+                st.sampled_from([0.0, 1e-7, 2.5e-16, 3.0]), min_size=kinds * m, max_size=kinds * m
+            )
+        )
+    )
+    match = data.draw(st.sampled_from([0.0, 2.0**-21, 0.5]))
+    found = _tally_both(
+        cos, sin, want[0], want[1], cols, positions.astype(np.int64), rates.reshape(kinds, m), match
+    )
+    assert_same_bits(found["kernel"][0], found["twin"][0], "counts")
+    assert_same_bits(found["kernel"][1], found["twin"][1], "row maxima")
+
+
+@pytest.mark.parametrize("name", ["kernel", "twin"])
+def test_tally_block_known_counts(name):
+    """Two 3 x 2 blocks worked by hand. Column 0 reads exact column 2, column 1 column 0.
+    All numbers: errors 0 / 0.25, 0 / 0, 0 / 0.25 (the tie at (0, 1) and (2, 1): the first
+    is the worst), radii 1, 0.25; float32's bound 0 and float64's 0.01 per position. Then
+    entry (1, 0) made inf: it has no error (the first bad entry, NaN in its row and at the
+    top) and is past every bound (the worst, at once)."""
+    if name == "kernel" and kernel is None:
+        pytest.skip(f"compiled kernel not built: {backends.KERNEL_ERROR}")
+    module = kernel if name == "kernel" else _twin
+    cos = np.array([[1.0, 0.5], [0.0, 0.0], [0.0, 0.5]])
+    sin = np.array([[0.0, 0.0], [1.0, 1.0], [1.0, 0.0]])
+    want_cos = np.array([[0.25, 9.0, 1.0], [0.0, 9.0, 0.0], [0.25, 9.0, 0.0]])
+    want_sin = np.array([[0.0, 9.0, 0.0], [1.0, 9.0, 1.0], [0.0, 9.0, 1.0]])
+    args = (np.array([2, 0], dtype=np.intp), np.array([0, 10, 20], dtype=np.int64))
+    rates = np.array([[0.0, 0.0], [0.01, 0.01]])
+    rows = np.empty(3)
+    counts = module.tally_block(cos, sin, want_cos, want_sin, *args, rates, 0.125, rows)
+    top, bad, worst, worst_at, worst_error, other, low, high = counts
+    assert (top, bad, worst, worst_at, worst_error) == (0.25, -1, 0.125, 1, 0.25)
+    assert other == 0.125  # at position 0, where float64's bound allows nothing more
+    assert (low, high) == (0.25, 1.0) and rows.tolist() == [0.25, 0.0, 0.25]
+    cos[1, 0] = np.inf
+    counts = module.tally_block(cos, sin, want_cos, want_sin, *args, rates, 0.125, rows)
+    top, bad, worst, worst_at, worst_error, other, low, high = counts
+    assert np.isnan(top) and bad == 2 and np.isnan(rows[1]) and rows[[0, 2]].tolist() == [0.25] * 2
+    assert (worst, worst_at, other) == (np.inf, 2, np.inf) and np.isnan(worst_error)
+    assert (low, high) == (0.25, 1.0)  # the inf entry's radius is not among them
+
+
+@needs_kernel
+def test_tally_block_refuses_what_it_cannot_read():
+    """Rows it cannot read through its pointers (reversed, another dtype, sin strided
+    otherwise than cos, a column past the exact rows) are a ValueError, never read."""
+    block = np.zeros((4, 6))
+    want, cols, positions = np.zeros((4, 3)), np.arange(3, dtype=np.intp), np.arange(4)
+    rates, rows = np.zeros((1, 3)), np.empty(4)
+    good = (block[:, :3], block[:, 3:], want, want, cols, positions, rates, 0.0, rows)
+    kernel.tally_block(*good)
+    bad = {
+        0: block[::-1, :3],
+        1: np.ascontiguousarray(block[:, 3:]),
+        4: np.array([0, 1, 3]),
+    }
+    for index, value in bad.items():
+        args = list(good)
+        args[index] = value if index != 4 else value.astype(np.intp)
+        with pytest.raises(ValueError):
+            kernel.tally_block(*args)
+    with pytest.raises(ValueError):
+        kernel.tally_block(block[:, :3].astype(np.float16), None, *good[2:])

@@ -299,6 +299,38 @@ def test_float32_angles_drift_up_to_ten_million_positions(base):
     assert errors == sorted(errors) and errors[-1] > 1e4 * errors[0], verdict.decades
 
 
+@pytest.mark.parametrize("radius", [1.0, 1.07])
+def test_float32_rows_read_in_place_judge_as_their_float64_copies(radius):
+    """A reader may hand the core the float32 halves of one ``[cos | sin]`` block (vLLM's
+    does): they are read in place (no copy) and judged exactly as the same values widened to
+    float64 (every field of the verdict, every row's error), a drift and a radius off too;
+    a float16 block is widened to float64 first."""
+    n, h = 40_000, 32
+    spec = sinpe.rope_config({**PLAIN, "max_position_embeddings": n})
+    cos, sin = _angles(n)
+    block = np.concatenate([cos, sin], axis=1).astype(np.float32) * np.float32(radius)
+
+    def halves(positions):
+        rows = block[positions[0] : positions[-1] + 1]
+        return rows[:, :h], rows[:, h:]
+
+    def wide(positions):
+        return tuple(np.array(half, np.float64) for half in halves(positions))
+
+    read = core._read_block(halves, np.arange(5, 9), h)
+    assert all(r.dtype == np.float32 and np.shares_memory(r, block) for r in read)
+    narrow = core._read_block(
+        lambda p: tuple(r.astype(np.float16) for r in halves(p)), np.arange(5, 9), h
+    )
+    assert all(r.dtype == np.float64 for r in narrow)
+    tables = [
+        core.judge_table(spec._one(), r, n, np.arange(h), "float32", n) for r in (halves, wide)
+    ]
+    assert tables[0].verdict == tables[1].verdict, tables
+    assert tables[0].errors.tobytes() == tables[1].errors.tobytes()
+    assert tables[0].verdict.verdict == ("drift" if radius == 1.0 else "mismatch")
+
+
 def test_a_flat_error_from_row_0_is_not_drift():
     """An error that does not grow with the position: off from position 0, where float32
     angles are exact. The old envelope (the largest frequency for every column) called it

@@ -71,6 +71,17 @@ def correctly_rounded(
     p: float, w: float, factor: float, dtype: str
 ) -> tuple[float, float, bool]: ...
 def undecided() -> int: ...
+def tally_block(
+    cos: npt.NDArray[np.float64] | npt.NDArray[np.float32],
+    sin: npt.NDArray[np.float64] | npt.NDArray[np.float32] | None,
+    want_cos: npt.NDArray[np.float64],
+    want_sin: npt.NDArray[np.float64],
+    cols: npt.NDArray[np.intp],
+    positions: npt.NDArray[np.int64],
+    rates: npt.NDArray[np.float64],
+    match: float,
+    row_max: npt.NDArray[np.float64],
+) -> tuple[float, int, float, int, float, float, float, float]: ...
 def undecided_log() -> list[dict[str, float | str]]: ...
 
 CHECKED: bool

@@ -15,7 +15,9 @@ the work in the C headers beside this file. Glue only:
 - ``round_half(values, out)``: the float16/bfloat16 converter of the filler's stores.
 - ``correctly_rounded(p, w, factor, dtype)``, ``undecided()``, ``undecided_log()``: the
   correctly rounding evaluator of narrow values (``correct.h``), how many the filler could
-  not decide and the inputs of the last of them.
+  not decide and the inputs of the last of them;
+- ``tally_block(cos, sin, want_cos, want_sin, cols, positions, rates, match, row_max)``:
+  the verdict core's one pass over a block of a held table and its exact rows (``tally.h``).
 
 Arguments are trusted: ``sinpe._tables`` builds the plans and checks every array (shape,
 dtype, C order, writable). Everything is read and written through raw pointers (acquiring a
@@ -133,6 +135,22 @@ cdef extern from "fill.h":
         int kind
         int isa
     undecided_entry* undecided_ring_c "sinpe__undecided_ring"
+
+cdef extern from "tally.h":
+    ctypedef struct tally_t "sinpe_tally":
+        double top
+        Py_ssize_t bad
+        double worst
+        Py_ssize_t worst_at
+        double worst_error
+        double other
+        double square_min
+        double square_max
+    int tally_block_c "sinpe_tally_block"(
+        const void* cos, const void* sin, int narrow, const double* want_cos,
+        const double* want_sin, Py_ssize_t want_width, const Py_ssize_t* cols,
+        const int64_t* positions, const double* rates, int kinds, double match, Py_ssize_t n,
+        Py_ssize_t m, Py_ssize_t stride, double* row_max, tally_t* t) noexcept nogil
 
 
 NAME = "cython"
@@ -588,3 +606,73 @@ def undecided_log():
         log.append({"p": e.p, "w": e.w, "factor": e.factor,
                     "dtype": _TABLE_DTYPES[e.kind], "isa": ISA_NAMES[e.isa]})
     return log
+
+
+cdef bint _float64_rows(a, Py_ssize_t n, Py_ssize_t m):
+    return (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == 2
+            and a.flags.c_contiguous and a.shape[0] == n and a.shape[1] == m)
+
+
+cdef Py_ssize_t _row_stride(a, Py_ssize_t n, Py_ssize_t m):
+    """The elements from one row of ``a`` to the next, where ``a`` is float64 or float32
+    ``(n, m)`` with each row contiguous, rows in order at least ``m`` apart (a view of a
+    wider block too); else -1."""
+    if not (isinstance(a, np.ndarray) and a.dtype in (np.float64, np.float32) and a.ndim == 2
+            and a.shape[0] == n and a.shape[1] == m):
+        return -1
+    if a.flags.c_contiguous or n <= 1:
+        return m
+    cdef Py_ssize_t size = a.itemsize, inner = a.strides[1], outer = a.strides[0]
+    if (inner == size or m <= 1) and outer % size == 0 and outer >= size * m:
+        return outer // size
+    return -1
+
+
+def tally_block(cnp.ndarray cos, object sin, cnp.ndarray want_cos, cnp.ndarray want_sin,
+                cnp.ndarray cols, cnp.ndarray positions, cnp.ndarray rates, double match,
+                cnp.ndarray row_max):
+    """One block of a held table against its exact rows, in one pass (``tally.h``): each
+    row's largest error into ``row_max`` and ``(top, bad, worst, worst_at, worst_error,
+    other, square_min, square_max)``. ``cos`` (and ``sin``, or ``None``: the same dtype and
+    strides) are float64 or float32 ``(n, m)`` with contiguous rows (views of a wider block
+    too), ``want_cos``/``want_sin`` float64 ``(n, W)`` read at columns ``cols`` (intp, ``m``,
+    each below ``W``), ``positions`` int64 ``(n,)``, ``rates`` float64 ``(k, m)`` (k = 1 or 2
+    drift kinds), ``row_max`` float64 ``(n,)``, those C-contiguous (all checked: the pass
+    reads them through raw pointers). ``_twin.tally.tally_block`` is its twin."""
+    cdef Py_ssize_t n = cos.shape[0] if cos.ndim == 2 else -1
+    cdef Py_ssize_t m = cos.shape[1] if cos.ndim == 2 else -1
+    cdef Py_ssize_t width = want_cos.shape[1] if want_cos.ndim == 2 else -1
+    cdef int kinds = rates.shape[0] if rates.ndim == 2 else 0
+    cdef Py_ssize_t stride = _row_stride(cos, n, m)
+    if not (stride >= 0
+            and (sin is None or (_row_stride(sin, n, m) == stride and sin.dtype == cos.dtype
+                                 and (n <= 1 or sin.strides[0] == cos.strides[0])))
+            and _float64_rows(want_cos, n, width) and _float64_rows(want_sin, n, width)
+            and _float64_rows(rates, kinds, m) and 1 <= kinds <= 2
+            and positions.dtype == np.int64 and positions.ndim == 1
+            and positions.flags.c_contiguous and positions.shape[0] == n
+            and cols.dtype == np.intp and cols.ndim == 1 and cols.flags.c_contiguous
+            and cols.shape[0] == m and row_max.dtype == np.float64 and row_max.ndim == 1
+            and row_max.flags.c_contiguous and row_max.flags.writeable
+            and row_max.shape[0] == n):
+        raise ValueError("tally_block: arrays of other shapes, dtypes or orders than it reads")
+    if m and not (0 <= cols.min() and cols.max() < width):
+        raise ValueError(f"tally_block: a column outside the exact rows' {width}")
+    cdef const void* sin_data = NULL
+    if sin is not None:
+        sin_data = cnp.PyArray_DATA(<cnp.ndarray>sin)
+    cdef int narrow = cos.dtype == np.float32
+    cdef int failed
+    cdef tally_t t
+    with nogil:
+        failed = tally_block_c(cnp.PyArray_DATA(cos), sin_data, narrow,
+                               <const double*>cnp.PyArray_DATA(want_cos),
+                               <const double*>cnp.PyArray_DATA(want_sin), width,
+                               <const Py_ssize_t*>cnp.PyArray_DATA(cols),
+                               <const int64_t*>cnp.PyArray_DATA(positions),
+                               <const double*>cnp.PyArray_DATA(rates), kinds, match, n, m,
+                               stride, <double*>cnp.PyArray_DATA(row_max), &t)
+    if failed:
+        raise MemoryError(f"no memory to widen a row of {m} float32 values")
+    return (t.top, t.bad, t.worst, t.worst_at, t.worst_error, t.other, t.square_min,
+            t.square_max)

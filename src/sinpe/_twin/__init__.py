@@ -9,6 +9,8 @@ kernel (``sinpe._c._kernel``), module by module with the C headers of the same s
 - ``correctly_rounded``, ``undecided``, ``undecided_log`` (``correct.py`` <-> ``correct.h``
   and ``fill.h``): narrow values correctly rounded (the same bits by other operations: both
   are correct), how many were not decided and the inputs of the last of them;
+- ``tally_block`` (``tally.py`` <-> ``tally.h``): the verdict core's pass over a block of a
+  held table against its exact rows;
 - ``dd.py`` <-> ``dd.h``: the error-free transformations they share.
 
 ``turns.exact_columns`` and ``exact.slow_columns`` (big integers) have no compiled twin:
@@ -21,6 +23,7 @@ from .exact import exact_cos_sin
 from .fill import Plan, fill
 from .frequencies import log_dd, power_vector
 from .half import round_half
+from .tally import tally_block
 from .turns import prepare_frequency_table
 
 NAME = "numpy"
@@ -37,6 +40,7 @@ __all__ = [
     "power_vector",
     "prepare_frequency_table",
     "round_half",
+    "tally_block",
     "undecided",
     "undecided_log",
 ]

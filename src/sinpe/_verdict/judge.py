@@ -42,6 +42,7 @@ import numpy as np
 from .._rope import rotary as rot
 from .._rope.rope_types import ROPE_TYPES
 from .._rope.rotary import table_block
+from .._tables import backends
 from .._tables.checks import F64
 from .verdict import DRIFT, MATCH, MISMATCH, Finding, Verdict, finding, mismatch, number
 
@@ -215,74 +216,72 @@ class _Tally:
         self.shifts: dict = {}  # each row's whole shift read off its slowest pair: rows
         self.rows = 0
         self.entries = 0
+        self.rates: np.ndarray | None = None  # float32's and float64's drift rates at ``pairs``
         w = bounds.inv_freq[pairs] if pairs.size else np.zeros(0)
         turning = np.flatnonzero(w > 0)
         self.slow = int(turning[np.argmin(w[turning])]) if turning.size else None
 
-    def add(self, bounds: _Bounds, positions, error, pairs, cos, sin, want, lo: int = 0) -> None:
-        """One block's errors (``lo``: its first row in the table)."""
-        self.rows += positions.shape[0]
-        self.entries += error.size * (1 if sin is None else 2)
-        # the largest error is a number where every entry is (_errors marks the others NaN)
-        if math.isfinite(top := float(error.max(initial=0.0))):
-            excess = np.subtract(error, bounds.match)
-            within = top <= bounds.match  # fl(e - m) <= 0 exactly where e <= m
-        else:
-            finite = np.isfinite(error)
-            if self.bad is None:
-                row, column = np.argwhere(~finite)[0]
-                values = [v for v in (cos, sin) if v is not None]
-                value = next(v[row, column] for v in values if not np.isfinite(v[row, column]))
-                self.bad = (int(positions[row]), int(column), float(value))
-            excess = np.where(finite, error, np.inf) - bounds.match
-            within = bool((excess <= 0).all())
+    def add(self, bounds: _Bounds, positions, pairs, cos, sin, want, lo: int, row_max) -> None:
+        """One block (``lo``: its first row in the table), in the backend's one pass over it
+        (``tally.h`` or its NumPy twin); each row's largest error goes into ``row_max``."""
+        n, m = cos.shape
+        positions = np.ascontiguousarray(positions, np.int64)
+        self.rows += n
+        self.entries += n * m * (1 if sin is None else 2)
+        if self.rates is None:  # the drift kinds' rates at these pairs: float32's first
+            self.rates = np.stack([bounds.rates["float32"][pairs], bounds.rates["float64"][pairs]])
+        want_cos, want_sin = (np.ascontiguousarray(plane, np.float64) for plane in want)
+        counts = backends.DEFAULT.tally_block(
+            cos, sin, want_cos, want_sin, pairs, positions, self.rates, bounds.match, row_max
+        )
+        top, bad, worst, worst_at, worst_error, beyond, square_min, square_max = counts
+        within = top <= bounds.match  # fl(e - m) <= 0 exactly where e <= m; NaN: not within
+        if bad >= 0 and self.bad is None:
+            row, column = divmod(bad, m)
+            values = [v for v in (cos, sin) if v is not None]
+            value = next(v[row, column] for v in values if not np.isfinite(v[row, column]))
+            self.bad = (int(positions[row]), int(column), float(value))
         self.within[MATCH] &= within
-        p = positions.astype(np.float64)[:, None]
-        for kind, rates in bounds.rates.items():
-            if kind != "float32" and (within or not self.within[kind]):
-                # a block within match is within every drift (e - m <= 0 <= p * rate); a
-                # narrower drift already ruled out: nothing more to learn either way
-                continue
-            if not excess.size:
-                continue
-            rate = rates[pairs]
-            past = np.multiply(p, rate[None, :])  # the allowed drift, then how far past it
-            np.subtract(excess, past, out=past)
-            if kind != "float32":
-                self.within[kind] &= bool(past.max() <= 0)  # no NaN: excess is never one
-                continue
-            row, column = np.unravel_index(int(np.argmax(past)), past.shape)
-            self.within[kind] &= bool(past[row, column] <= 0)
-            if past[row, column] > self.worst[0]:
-                allowed = p[row, 0] * rate[column]
+        if not within and self.within["float64"]:
+            # a block within match is within every drift (e - m <= 0 <= p * rate); a
+            # narrower drift already ruled out: nothing more to learn either way
+            self.within["float64"] &= beyond <= 0
+        if worst_at >= 0:
+            self.within["float32"] &= worst <= 0
+            if worst > self.worst[0]:
+                row, column = divmod(worst_at, m)
+                allowed = float(positions[row]) * self.rates[0, column]
                 entry = (
                     int(positions[row]),
                     int(pairs[column]),
-                    float(error[row, column]),
-                    float(allowed + bounds.match),
+                    worst_error,
+                    allowed + bounds.match,
                 )
-                self.worst = (float(past[row, column]), entry)
-        if sin is not None and self.bad is None and error.size:
-            self._angles(bounds, positions, pairs, cos, sin, want, within, lo)
+                self.worst = (worst, entry)
+        if sin is not None and self.bad is None and n * m:
+            self._angles(
+                bounds, positions, pairs, cos, sin, want, within, lo, square_min, square_max
+            )
 
-    def _angles(self, bounds: _Bounds, positions, pairs, cos, sin, want, within, lo) -> None:
+    def _angles(self, bounds, positions, pairs, cos, sin, want, within, lo, low2, high2) -> None:
         """What only an angle's error does: keep each (cos, sin) at the attention factor's
         radius (within twice the match bound: entries within it are within that), and move
         each pair by its own amount (a shift by k positions moves every pair by k w_i: read
-        off the slowest pair, where k w stays below pi)."""
+        off the slowest pair, where k w stays below pi). ``low2``, ``high2``: the block's
+        least and largest cos^2 + sin^2."""
         if not within:
-            with np.errstate(invalid="ignore", over="ignore"):
-                square = cos * cos
-                square += sin * sin
-                # sqrt and fl(r - A) are monotone: the block's least and largest radius
-                # tell its radii, and whether any entry is off the factor's radius
-                low, high = np.sqrt(square.min()), np.sqrt(square.max())
+            # sqrt and fl(r - A) are monotone: the block's least and largest radius tell its
+            # radii, and whether any entry is off the factor's radius
+            low, high = math.sqrt(low2), math.sqrt(high2)
             self.radii = [min(self.radii[0], low), max(self.radii[1], high)]
             self.past_match.append((lo, positions))
             off = max(abs(low - bounds.factor), abs(high - bounds.factor)) > 2 * bounds.match
             if off and self.radial is None:
+                cos, sin = _wide(cos), _wide(sin)
                 with np.errstate(invalid="ignore", over="ignore"):
-                    radius = np.sqrt(square, out=square)
+                    radius = cos * cos
+                    radius += sin * sin
+                    np.sqrt(radius, out=radius)
                     radius -= bounds.factor
                     row, column = np.argwhere(np.abs(radius, out=radius) > 2 * bounds.match)[0]
                 found = float(np.hypot(cos[row, column], sin[row, column]))
@@ -309,7 +308,7 @@ class _Tally:
         for _, chunk in self.past_match:
             if not self.scaled:
                 return
-            cos, sin = _read_block(read, chunk, pairs.shape[0])
+            cos, sin = (_wide(rows) for rows in _read_block(read, chunk, pairs.shape[0]))
             want = _exact(rotary, chunk, length)
             with np.errstate(invalid="ignore", over="ignore"):
                 radius = cos * cos
@@ -345,9 +344,16 @@ def _blocks(rows: int, columns: int, start: int):
 
 def _read_block(read: Callable, chunk: np.ndarray, columns: int) -> tuple:
     cos, sin = read(chunk)
-    # contiguous: every pass over a block after this one runs at memory speed
-    cos = np.ascontiguousarray(cos, np.float64)
-    sin = None if sin is None else np.ascontiguousarray(sin, np.float64)
+    cos = _kept(np.asarray(cos))
+    sin = None if sin is None else _kept(np.asarray(sin), cos.dtype)
+    if not (
+        _rows_in_order(cos)
+        and (sin is None or (_rows_in_order(sin) and sin.strides == cos.strides))
+    ):
+        # contiguous: every pass over a block after this one runs at memory speed (rows in
+        # order, as the halves of one [cos | sin] block are, are read in place)
+        cos = np.ascontiguousarray(cos)
+        sin = None if sin is None else np.ascontiguousarray(sin)
     for name, values in (("cos", cos), ("sin", sin)):
         if values is not None and values.shape != (chunk.shape[0], columns):
             raise ValueError(
@@ -356,28 +362,11 @@ def _read_block(read: Callable, chunk: np.ndarray, columns: int) -> tuple:
     return cos, sin
 
 
-def _errors(cos, sin, want_cos, want_sin, pairs) -> np.ndarray:
-    """Each entry's larger error of cos and sin (NaN where either is not a number)."""
-    if not (pairs.shape[0] == want_cos.shape[1] and (pairs == np.arange(pairs.shape[0])).all()):
-        want_cos, want_sin = want_cos[:, pairs], want_sin[:, pairs]
-    with np.errstate(invalid="ignore"):
-        error = np.subtract(cos, want_cos)
-        np.abs(error, out=error)
-        if sin is not None:
-            other = np.subtract(sin, want_sin)
-            np.maximum(error, np.abs(other, out=other), out=error)
-        if math.isfinite(error.max(initial=0.0)):  # every entry a number: nothing to mark
-            return error
-        if sin is not None:
-            error[~np.isfinite(sin)] = np.nan
-        error[~np.isfinite(cos)] = np.nan
-    return error
-
-
 def judge_table(rotary, read: Callable, rows: int, pairs, dtype: str, length: int, start=0):
     """The ``Table`` of a table an engine holds: **every** row of it, ``read(positions)``
     giving the rows standing for positions ``start .. start + rows - 1`` (``(cos, sin)``
-    float64 arrays of ``(rows, columns)``, sin may be ``None``; column ``j`` holds pair
+    arrays of ``(rows, columns)``, float64 or float32 (any other dtype is widened to float64),
+    sin may be ``None``; column ``j`` holds pair
     ``pairs[j]``), against the exact table of ``rotary`` at the current length ``length``,
     a block at a time. There is no way to judge a subset: a verdict's words never claim
     more than was compared, and this compares everything held."""
@@ -405,7 +394,7 @@ def preview(rotary, read: Callable, rows: int, pairs, dtype: str, length: int, s
 
 
 def _judge(rotary, read, rows, pairs, dtype: str, length: int, start: int, held: bool) -> Table:
-    pairs = np.asarray(pairs, np.intp)
+    pairs = np.ascontiguousarray(pairs, np.intp)
     bounds = _Bounds(rotary, length, dtype)
     tally = _Tally(bounds, pairs)
     if held:
@@ -419,9 +408,7 @@ def _judge(rotary, read, rows, pairs, dtype: str, length: int, start: int, held:
     for lo, chunk in blocks:
         cos, sin = _read_block(read, chunk, pairs.shape[0])
         want = _exact(rotary, chunk, length)
-        error = _errors(cos, sin, want[0], want[1], pairs)
-        tally.add(bounds, chunk, error, pairs, cos, sin, want, lo)
-        errors[lo : lo + chunk.shape[0]] = error.max(axis=1, initial=0.0) if error.shape[1] else 0.0
+        tally.add(bounds, chunk, pairs, cos, sin, want, lo, errors[lo : lo + chunk.shape[0]])
     low, high = tally.radii
     if tally.radial is not None and tally.bad is None and high - low <= 4 * bounds.match:
         tally.rescale(bounds, rotary, read, pairs, length)  # only the radius verdict asks
@@ -441,12 +428,44 @@ def _shifted(rotary, read, blocks, pairs, dtype, length, k: int, verdict: Verdic
     largest = 0.0
     for _, chunk in blocks:
         cos, sin = _read_block(read, chunk, pairs.shape[0])
-        want = _exact(rotary, chunk + k, length)
-        largest = max(largest, float(_errors(cos, sin, want[0], want[1], pairs).max(initial=0.0)))
+        largest = max(largest, _largest_error(cos, sin, _exact(rotary, chunk + k, length), pairs))
     if not largest < 0.5 * (verdict.largest or 0.0):
         return verdict
     found = finding("shifted", engine=k, error=largest)
     return verdict._replace(verdict=MISMATCH, findings=(found,), drift=None)
+
+
+def _kept(values: np.ndarray, dtype=None) -> np.ndarray:
+    """An engine's rows as the block pass reads them: float64, or float32 as they are (it
+    widens them itself, exactly); any other dtype widened to float64 here (``dtype``: the
+    cos rows', which sin's follow)."""
+    if dtype is None:
+        dtype = values.dtype if values.dtype in (np.float32, np.float64) else np.float64
+    return values.astype(dtype, copy=False)
+
+
+def _wide(values: np.ndarray) -> np.ndarray:
+    """Rows as float64 (exactly), for the few passes the block pass does not make."""
+    return values.astype(np.float64, copy=False)
+
+
+def _rows_in_order(values: np.ndarray) -> bool:
+    """Whether ``values`` is 2-D with each row contiguous, rows in order at least a row apart."""
+    if values.ndim != 2 or values.flags.c_contiguous:
+        return values.flags.c_contiguous
+    outer, inner = values.strides
+    return inner == values.itemsize and outer >= inner * values.shape[1] and outer % inner == 0
+
+
+def _largest_error(cos, sin, want, pairs) -> float:
+    """A block's largest error against ``want`` (NaN where an entry is not a number)."""
+    want_cos, want_sin = (np.ascontiguousarray(plane, np.float64) for plane in want)
+    n = cos.shape[0]
+    no_drift = np.zeros((1, pairs.shape[0]))  # no drift bound is asked of these rows
+    counts = backends.DEFAULT.tally_block(
+        cos, sin, want_cos, want_sin, pairs, np.zeros(n, np.int64), no_drift, 0.0, np.empty(n)
+    )
+    return float(counts[0])
 
 
 def _uniform_radius(tally: _Tally, bounds: _Bounds) -> float | None:
@@ -737,7 +756,10 @@ def fit(read: Callable, end: int | None, dtype: str = "float32") -> Held | None:
     while positions[-1] * 2 <= top:
         positions.append(positions[-1] * 2)
     cos, sin = read(np.array(positions, np.int64))
-    if sin is None or not (np.isfinite(cos).all() and np.isfinite(sin).all()):
+    if sin is None:
+        return None
+    cos, sin = _wide(np.asarray(cos)), _wide(np.asarray(sin))  # float32 atan2 would err 1e-4
+    if not (np.isfinite(cos).all() and np.isfinite(sin).all()):
         return None
     factor = float(np.mean(cos[0]))
     agree = factor > 0 and relative(cos[0], np.full_like(cos[0], factor)) <= FACTOR_TOLERANCE

@@ -148,8 +148,8 @@ def _parts(layer, buffer: str) -> list:
 
 def _reader(tensor, first: int, h: int):
     """``read(positions)``: the rows at ``positions`` (the core asks a block of consecutive
-    rows at a time: a slice of the cache on its device) copied to the host, as float64
-    ``(cos, sin)``."""
+    rows at a time: a slice of the cache on its device) copied to the host, as float32
+    ``(cos, sin)`` (float64 for a float64 cache), views of one block."""
     import torch
 
     def read(positions: np.ndarray):
@@ -160,9 +160,8 @@ def _reader(tensor, first: int, h: int):
         else:
             index = torch.as_tensor(first + positions, dtype=torch.long, device=tensor.device)
             rows = tensor.index_select(0, index).to(wide)
-        values = rows.cpu().numpy()
-        # each half widened into an array of its own (contiguous: the core's passes run fast)
-        return values[:, :h].astype(np.float64), values[:, h : 2 * h].astype(np.float64)
+        values = rows.cpu().numpy()  # each half a view the core reads in place
+        return values[:, :h], values[:, h : 2 * h]
 
     return read
 

@@ -1,0 +1,215 @@
+/* One block of a table an engine holds, against the exact rows: what the verdict core
+   (sinpe._verdict.judge) reads off the block's errors, in one pass over the four arrays. The
+   NumPy twin (sinpe._twin.tally) makes the same quantities one array operation at a time.
+
+   Nothing here is approximate. Every value is formed by the twin's operations in the twin's
+   order, each rounded once (a difference, an absolute value, a product, two differences;
+   this file is compiled without FMA contraction, setup.py's -ffp-contract=off), and every
+   largest and least is a comparison, so both give the same bits. A row-major scan keeps the
+   first entry where a largest is reached, as NumPy's argmax does.
+
+   Entry (r, j), against column cols[j] of the exact rows:
+   - its error e = max(|cos - want_cos|, |sin - want_sin|) (|cos - want_cos| without sin);
+     an entry whose cos or sin is not a number (NaN, inf) has none: NaN, in its row's largest
+     and the block's;
+   - how far it is past kind k's drift bound: past_k = (x - match) - p_r rate_k[j], x = e,
+     or +inf for an entry without an error (never within any bound);
+   - its squared radius cos^2 + sin^2 (with sin; entries with an error only).
+   cos and sin are float64, or float32 (`narrow`: each row widened first, exactly, as NumPy
+   widens float32 operands against float64 ones); row r starts `stride` elements after row
+   r - 1 (the halves of a [cos | sin] block are read in place). Returns 0, or -1 (nothing
+   counted) when four rows of scratch could not be had. Per block: each row's largest e (0 for no column), the largest e, the first entry without
+   an error, kind 0's largest past with its first entry and e there, kind 1's largest past
+   (when asked), the least and largest squared radius. */
+#ifndef SINPE_TALLY_H
+#define SINPE_TALLY_H
+#include <float.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <stdint.h>
+
+typedef struct {
+    double top;          /* the largest e: NaN if an entry has none, 0 for no entry */
+    ptrdiff_t bad;       /* the first entry (r * m + j) without an error, or -1 */
+    double worst;        /* kind 0's largest past (-inf for no entry) */
+    ptrdiff_t worst_at;  /* its first entry, or -1 */
+    double worst_error;  /* e there */
+    double other;        /* kind 1's largest past (-inf for no entry or no kind 1) */
+    double square_min, square_max; /* of cos^2 + sin^2 (+inf, -inf for none) */
+} sinpe_tally;
+
+/* One entry of a row: its error into *err, its squared radius into the least and largest
+   so far (sin given); whether cos or sin is not a number, or-ed into *bad. */
+static inline void sinpe__tally_entry(double c, const double *s, ptrdiff_t j, double wc,
+                                      double ws, double *err, double *low, double *high,
+                                      int *bad)
+{
+    double e = fabs(c - wc);
+    *bad |= !(fabs(c) <= DBL_MAX);
+    if (s) {
+        const double es = fabs(s[j] - ws), square = c * c + s[j] * s[j];
+        *bad |= !(fabs(s[j]) <= DBL_MAX);
+        e = es > e ? es : e;
+        *low = square < *low ? square : *low;
+        *high = square > *high ? square : *high;
+    }
+    *err = e;
+}
+
+/* Row r's errors into err[] (NaN for an entry that is not a number), its squared radii
+   into the least and largest so far (entries that are numbers only: a row with another
+   is redone one entry at a time); returns whether every entry is a number. Four
+   accumulators each: the least and largest are exact in any order, and four independent
+   chains keep the core busy where one waited on each comparison. */
+static int sinpe__tally_errors(const double *c, const double *s, const double *wc,
+                               const double *ws, const ptrdiff_t *cols, ptrdiff_t m,
+                               double *err, double *square_min, double *square_max)
+{
+    ptrdiff_t j = 0;
+    int bad = 0;
+    double l0 = *square_min, l1 = l0, l2 = l0, l3 = l0;
+    double h0 = *square_max, h1 = h0, h2 = h0, h3 = h0;
+    for (; j + 4 <= m; j += 4) {
+        sinpe__tally_entry(c[j], s, j, wc[cols[j]], ws[cols[j]], err + j, &l0, &h0, &bad);
+        sinpe__tally_entry(c[j + 1], s, j + 1, wc[cols[j + 1]], ws[cols[j + 1]], err + j + 1,
+                           &l1, &h1, &bad);
+        sinpe__tally_entry(c[j + 2], s, j + 2, wc[cols[j + 2]], ws[cols[j + 2]], err + j + 2,
+                           &l2, &h2, &bad);
+        sinpe__tally_entry(c[j + 3], s, j + 3, wc[cols[j + 3]], ws[cols[j + 3]], err + j + 3,
+                           &l3, &h3, &bad);
+    }
+    for (; j < m; j++)
+        sinpe__tally_entry(c[j], s, j, wc[cols[j]], ws[cols[j]], err + j, &l0, &h0, &bad);
+    if (bad) { /* again, one entry at a time: NaN errors, radii of the numbers only */
+        double low = *square_min, high = *square_max;
+        for (j = 0; j < m; j++) {
+            int not_number = 0;
+            double square_low = INFINITY, square_high = -INFINITY;
+            sinpe__tally_entry(c[j], s, j, wc[cols[j]], ws[cols[j]], err + j, &square_low,
+                               &square_high, &not_number);
+            if (not_number) {
+                err[j] = NAN;
+            } else {
+                low = square_low < low ? square_low : low;
+                high = square_high > high ? square_high : high;
+            }
+        }
+        *square_min = low;
+        *square_max = high;
+        return 0;
+    }
+    l0 = l1 < l0 ? l1 : l0;
+    l2 = l3 < l2 ? l3 : l2;
+    h0 = h1 > h0 ? h1 : h0;
+    h2 = h3 > h2 ? h3 : h2;
+    *square_min = l2 < l0 ? l2 : l0;
+    *square_max = h2 > h0 ? h2 : h0;
+    return 1;
+}
+
+/* The largest of v[0 .. m) and `start`, with four accumulators (exact in any order: the
+   values are numbers, none of them -0). */
+static double sinpe__largest(const double *v, ptrdiff_t m, double start)
+{
+    ptrdiff_t j = 0;
+    double a0 = start, a1 = start, a2 = start, a3 = start;
+    for (; j + 4 <= m; j += 4) {
+        a0 = v[j] > a0 ? v[j] : a0;
+        a1 = v[j + 1] > a1 ? v[j + 1] : a1;
+        a2 = v[j + 2] > a2 ? v[j + 2] : a2;
+        a3 = v[j + 3] > a3 ? v[j + 3] : a3;
+    }
+    for (; j < m; j++)
+        a0 = v[j] > a0 ? v[j] : a0;
+    a0 = a1 > a0 ? a1 : a0;
+    a2 = a3 > a2 ? a3 : a2;
+    return a2 > a0 ? a2 : a0;
+}
+
+static int sinpe_tally_block(const void *cos_rows, const void *sin_rows, int narrow,
+                             const double *want_cos, const double *want_sin,
+                             ptrdiff_t want_width, const ptrdiff_t *cols,
+                             const int64_t *positions, const double *rates, int kinds,
+                             double match, ptrdiff_t n, ptrdiff_t m, ptrdiff_t stride,
+                             double *row_max, sinpe_tally *t)
+{
+    ptrdiff_t r, j, bad = -1, worst_at = -1;
+    int nan_seen = 0;
+    double top = 0.0, worst = -INFINITY, worst_error = 0.0, other = -INFINITY;
+    double square_min = INFINITY, square_max = -INFINITY;
+    const double *rates_other = kinds > 1 ? rates + m : NULL;
+    /* a row's errors, how far past a bound each is, and a float32 row of cos and one of
+       sin widened (exactly) */
+    double *scratch = (double *)malloc(4 * (size_t)(m > 0 ? m : 1) * sizeof(double));
+    double *err = scratch, *past = scratch + m, *wide = scratch + 2 * m;
+    if (!scratch)
+        return -1;
+    for (r = 0; r < n; r++) {
+        const double *c, *s;
+        const double p = (double)positions[r];
+        double largest, row_worst;
+        int numbers;
+        if (narrow) {
+            const float *c32 = (const float *)cos_rows + r * stride;
+            const float *s32 = sin_rows ? (const float *)sin_rows + r * stride : NULL;
+            for (j = 0; j < m; j++)
+                wide[j] = (double)c32[j];
+            if (s32)
+                for (j = 0; j < m; j++)
+                    wide[m + j] = (double)s32[j];
+            c = wide;
+            s = s32 ? wide + m : NULL;
+        } else {
+            c = (const double *)cos_rows + r * stride;
+            s = sin_rows ? (const double *)sin_rows + r * stride : NULL;
+        }
+        numbers = sinpe__tally_errors(c, s, want_cos + r * want_width,
+                                      want_sin + r * want_width, cols, m, err, &square_min,
+                                      &square_max);
+        /* how far past each bound (an entry that is not a number is past every one): the
+           row's largest, then its first entry only where it is the block's worst so far */
+        for (j = 0; j < m; j++) {
+            const double x = err[j] == err[j] ? err[j] : INFINITY;
+            past[j] = (x - match) - p * rates[j];
+        }
+        row_worst = sinpe__largest(past, m, -INFINITY);
+        if (m > 0 && (row_worst > worst || worst_at < 0)) {
+            for (j = 0; past[j] != row_worst; j++)
+                ;
+            worst = row_worst;
+            worst_at = r * m + j;
+            worst_error = err[j];
+        }
+        if (rates_other) {
+            for (j = 0; j < m; j++) {
+                const double x = err[j] == err[j] ? err[j] : INFINITY;
+                past[j] = (x - match) - p * rates_other[j];
+            }
+            other = sinpe__largest(past, m, other);
+        }
+        if (numbers) {
+            largest = sinpe__largest(err, m, 0.0);
+            row_max[r] = largest;
+            top = largest > top ? largest : top;
+        } else {
+            for (j = 0; j < m && bad < 0; j++)
+                if (err[j] != err[j])
+                    bad = r * m + j;
+            row_max[r] = NAN;
+            nan_seen = 1;
+        }
+    }
+    t->top = nan_seen ? NAN : top;
+    t->bad = bad;
+    t->worst = worst;
+    t->worst_at = worst_at;
+    t->worst_error = worst_error;
+    t->other = other;
+    t->square_min = square_min;
+    t->square_max = square_max;
+    free(scratch);
+    return 0;
+}
+
+#endif /* SINPE_TALLY_H */
