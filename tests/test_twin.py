@@ -12,11 +12,11 @@ tests each C function against its pure-Python "slow" twin on generated inputs.
 2. The same bits on generated input. ``exact_cos_sin``, ``prepare_frequency_table``,
    ``log_dd``, ``power_vector``, ``Plan`` + ``fill``, ``round_half``, ``tally_block`` (the
    verdict core's pass over a block: NaN and inf entries, ties, float32 rows, halves read
-   in place) and ``correctly_rounded`` are called on the kernel and on the twin with the same arguments
-   (hypothesis, seeded generators and edge cases: odd widths, width 1, no frequencies, no
-   rows, offsets crossing anchors, positions up to 2**53, frequencies past 2**32, factors
-   other than 1, every output dtype, one and two threads) and their outputs compared bit
-   for bit (a NaN is equal to itself as bits). The inputs of ``fill`` are built by the
+   in place) and ``correctly_rounded`` are called on the kernel and on the twin with the
+   same arguments (hypothesis, seeded generators and edge cases: odd widths, width 1, no
+   frequencies, no rows, offsets crossing anchors, positions up to 2**53, frequencies past
+   2**32, factors other than 1, every output dtype, one and two threads) and their outputs
+   compared bit for bit (a NaN is equal to itself as bits). The inputs of ``fill`` are built by the
    front's own helpers (``_tables.plan``), but every comparison calls the backends'
    functions themselves. ``correctly_rounded`` reaches the same bits by other operations
    (double-doubles in C, big integers in the twin): both are correct. A difference this

@@ -331,6 +331,25 @@ def test_float32_rows_read_in_place_judge_as_their_float64_copies(radius):
     assert tables[0].verdict.verdict == ("drift" if radius == 1.0 else "mismatch")
 
 
+def test_a_block_s_exact_rows_made_into_an_earlier_block_s_planes_are_its_own():
+    """The core refills one pair of planes block after block (``table_block``'s ``out``):
+    the same bits as planes of the block's own, a shorter last block in their first rows;
+    planes of another width or dtype are not used."""
+    from sinpe._rope.rotary import table_block
+
+    one = sinpe.rope_config({**PLAIN, "max_position_embeddings": 10_000})._one()
+    f64 = np.dtype(np.float64)
+    out = table_block(one, 10_000, 0, 512, "compact", f64)
+    for start, n in ((512, 512), (9_000, 300)):
+        made = table_block(one, 10_000, start, n, "compact", f64, out)
+        own = table_block(one, 10_000, start, n, "compact", f64)
+        assert all(np.shares_memory(m, o) for m, o in zip(made, out))
+        assert all(m.tobytes() == w.tobytes() for m, w in zip(made, own))
+    narrow = tuple(plane.astype(np.float32) for plane in out)
+    made = table_block(one, 10_000, 0, 512, "compact", f64, narrow)
+    assert not any(np.shares_memory(m, o) for m, o in zip(made, narrow))
+
+
 def test_a_flat_error_from_row_0_is_not_drift():
     """An error that does not grow with the position: off from position 0, where float32
     angles are exact. The old envelope (the largest frequency for every column) called it

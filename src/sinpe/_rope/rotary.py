@@ -524,14 +524,29 @@ def table_run(rotary: Rotary, seq_len, offset, name: str, dtype, threads, backen
     return planes
 
 
-def table_block(rotary: Rotary, length: int, start: int, n: int, name: str, dtype) -> tuple:
+def table_block(
+    rotary: Rotary, length: int, start: int, n: int, name: str, dtype, out: tuple | None = None
+) -> tuple:
     """The planes of rows ``start .. start + n - 1`` of the table of a run of ``length``
     positions (the current length of a length-dependent RoPE): one block of a table made a
-    block at a time, each value as the whole table has it."""
+    block at a time, each value as the whole table has it; into ``out`` (the planes of an
+    earlier block of at least ``n`` rows, reused: their first ``n`` rows) when given."""
     backend = get_backend("auto")
-    reserve(n, rotary.h, name, dtype)
     filler_ = filler(backend, rotary, length, name)
-    planes = tables(filler_, n, dtype)
+    if (
+        out is not None
+        and all(
+            plane.dtype == dtype
+            and plane.shape[0] >= n
+            and plane.shape[1:] == (filler_.layout.width,)
+            for plane in out
+        )
+        and len(out) == filler_.layout.planes
+    ):
+        planes = tuple(plane[:n] for plane in out)
+    else:
+        reserve(n, rotary.h, name, dtype)
+        planes = tables(filler_, n, dtype)
     fill_run(filler_, planes + (None,) * (2 - len(planes)), start, n, None)
     return planes
 

@@ -172,11 +172,13 @@ def _preview_rows(rows: int) -> np.ndarray:
     return np.unique(np.concatenate([np.arange(SAMPLE_ROWS), far, even, [rows - 1]]))
 
 
-def _exact(rotary, positions: np.ndarray, length: int):
+def _exact(rotary, positions: np.ndarray, length: int, out: tuple | None = None):
+    """The exact rows at ``positions`` (``out``: the planes of an earlier block, refilled
+    where this one is a run of rows: no memory of its own for each block)."""
     n = positions.shape[0]
     if rotary.n_axes == 1 and n and bool((np.diff(positions) == 1).all()):
         # a run of rows (a held table's block): the filler's run, without a row's anchor each
-        return table_block(rotary, length, int(positions[0]), n, "compact", F64)
+        return table_block(rotary, length, int(positions[0]), n, "compact", F64, out)
     if rotary.n_axes > 1:  # a text run: every axis at the same position
         positions = np.broadcast_to(positions, (rotary.n_axes, positions.shape[0]))
     return rot.table_at(rotary, positions, "compact", F64, None, "auto", length)
@@ -405,9 +407,10 @@ def _judge(rotary, read, rows, pairs, dtype: str, length: int, start: int, held:
         blocks = [(lo, rows[lo : lo + step]) for lo in range(0, rows.shape[0], step)]
         count = rows.shape[0]
     errors = np.empty(count)
+    want = None
     for lo, chunk in blocks:
         cos, sin = _read_block(read, chunk, pairs.shape[0])
-        want = _exact(rotary, chunk, length)
+        want = _exact(rotary, chunk, length, want)
         tally.add(bounds, chunk, pairs, cos, sin, want, lo, errors[lo : lo + chunk.shape[0]])
     low, high = tally.radii
     if tally.radial is not None and tally.bad is None and high - low <= 4 * bounds.match:
