@@ -22,6 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import matrix  # noqa: E402
+import matrix_runs  # noqa: E402
 
 # "`file`, `function`": the pairs a place names; and every backquoted file
 PAIR = re.compile(r"`([\w./-]+\.(?:py|c|cpp|h))`, `([\w.:]+)`")
@@ -60,12 +61,15 @@ SINPE = Path(__file__).resolve().parent.parent / "src"
 
 
 def _places() -> list:
-    """``(engine, root, place, id)`` for each WHERE entry whose engine is installed here."""
+    """``(engine, root, place, id)`` for each WHERE entry (the table's, and the runtime
+    table's ``WHERE_RUN``) whose engine is installed here."""
     found = []
-    for index, (engine, _words, place, *_only) in enumerate(matrix.WHERE):
-        root = ENGINE_ROOTS[engine]() if engine in ENGINE_ROOTS else None
-        if root is not None:
-            found.append(pytest.param(engine, root, place, id=f"{engine}-{index}"))
+    tables = (("", matrix.WHERE), ("run-", matrix_runs.WHERE_RUN))
+    for table, entries in tables:
+        for index, (engine, _words, place, *_only) in enumerate(entries):
+            root = ENGINE_ROOTS[engine]() if engine in ENGINE_ROOTS else None
+            if root is not None:
+                found.append(pytest.param(engine, root, place, id=f"{table}{engine}-{index}"))
     return found
 
 
