@@ -17,10 +17,11 @@
    - its squared radius cos^2 + sin^2 (with sin; entries with an error only).
    cos and sin are float64, or float32 (`narrow`: each row widened first, exactly, as NumPy
    widens float32 operands against float64 ones); row r starts `stride` elements after row
-   r - 1 (the halves of a [cos | sin] block are read in place). Returns 0, or -1 (nothing
-   counted) when four rows of scratch could not be had. Per block: each row's largest e (0 for no column), the largest e, the first entry without
-   an error, kind 0's largest past with its first entry and e there, kind 1's largest past
-   (when asked), the least and largest squared radius. */
+   r - 1 (the halves of a [cos | sin] block are read in place). Per block: each row's
+   largest e (0 for no column), the largest e, the first entry without an error, kind 0's
+   largest past with its first entry and e there, kind 1's largest past (when asked), the
+   least and largest squared radius. Returns 0, or -1 (nothing counted) when its rows of
+   scratch could not be had. */
 #ifndef SINPE_TALLY_H
 #define SINPE_TALLY_H
 #include <float.h>
@@ -39,65 +40,88 @@ typedef struct {
     double square_min, square_max; /* of cos^2 + sin^2 (+inf, -inf for none) */
 } sinpe_tally;
 
-/* One entry of a row: its error into *err, its squared radius into the least and largest
-   so far (sin given); whether cos or sin is not a number, or-ed into *bad. */
-static inline void sinpe__tally_entry(double c, const double *s, ptrdiff_t j, double wc,
-                                      double ws, double *err, double *low, double *high,
-                                      int *bad)
-{
-    double e = fabs(c - wc);
-    *bad |= !(fabs(c) <= DBL_MAX);
-    if (s) {
-        const double es = fabs(s[j] - ws), square = c * c + s[j] * s[j];
-        *bad |= !(fabs(s[j]) <= DBL_MAX);
-        e = es > e ? es : e;
-        *low = square < *low ? square : *low;
-        *high = square > *high ? square : *high;
-    }
-    *err = e;
-}
-
 /* Row r's errors into err[] (NaN for an entry that is not a number), its squared radii
    into the least and largest so far (entries that are numbers only: a row with another
-   is redone one entry at a time); returns whether every entry is a number. Four
+   is redone one entry at a time); returns whether every entry is a number. `cols` NULL:
+   column j of the exact rows is column j, and the loops run on whole vectors. Four
    accumulators each: the least and largest are exact in any order, and four independent
    chains keep the core busy where one waited on each comparison. */
 static int sinpe__tally_errors(const double *c, const double *s, const double *wc,
                                const double *ws, const ptrdiff_t *cols, ptrdiff_t m,
-                               double *err, double *square_min, double *square_max)
+                               double *err, double *square, double *square_min,
+                               double *square_max)
 {
     ptrdiff_t j = 0;
     int bad = 0;
     double l0 = *square_min, l1 = l0, l2 = l0, l3 = l0;
     double h0 = *square_max, h1 = h0, h2 = h0, h3 = h0;
-    for (; j + 4 <= m; j += 4) {
-        sinpe__tally_entry(c[j], s, j, wc[cols[j]], ws[cols[j]], err + j, &l0, &h0, &bad);
-        sinpe__tally_entry(c[j + 1], s, j + 1, wc[cols[j + 1]], ws[cols[j + 1]], err + j + 1,
-                           &l1, &h1, &bad);
-        sinpe__tally_entry(c[j + 2], s, j + 2, wc[cols[j + 2]], ws[cols[j + 2]], err + j + 2,
-                           &l2, &h2, &bad);
-        sinpe__tally_entry(c[j + 3], s, j + 3, wc[cols[j + 3]], ws[cols[j + 3]], err + j + 3,
-                           &l3, &h3, &bad);
+    if (!cols) {
+        for (j = 0; j < m; j++)
+            err[j] = fabs(c[j] - wc[j]);
+        if (s)
+            for (j = 0; j < m; j++) {
+                const double es = fabs(s[j] - ws[j]);
+                err[j] = es > err[j] ? es : err[j];
+            }
+    } else {
+        for (j = 0; j < m; j++)
+            err[j] = fabs(c[j] - wc[cols[j]]);
+        if (s)
+            for (j = 0; j < m; j++) {
+                const double es = fabs(s[j] - ws[cols[j]]);
+                err[j] = es > err[j] ? es : err[j];
+            }
     }
-    for (; j < m; j++)
-        sinpe__tally_entry(c[j], s, j, wc[cols[j]], ws[cols[j]], err + j, &l0, &h0, &bad);
+    /* every entry a number? z is 0 where every square (or error, without sin) is finite, and
+       NaN where one is not (inf * 0, NaN * 0): exactly where a cos or sin is not a number,
+       or a square overflows (a finite |cos| > 1e154, which the exact pass below takes) */
+    {
+        const double *v = s ? square : err;
+        double z0 = 0.0, z1 = 0.0, z2 = 0.0, z3 = 0.0;
+        if (s)
+            for (j = 0; j < m; j++)
+                square[j] = c[j] * c[j] + s[j] * s[j];
+        for (j = 0; j + 4 <= m; j += 4) {
+            z0 += v[j] * 0.0;
+            z1 += v[j + 1] * 0.0;
+            z2 += v[j + 2] * 0.0;
+            z3 += v[j + 3] * 0.0;
+        }
+        for (; j < m; j++)
+            z0 += v[j] * 0.0;
+        bad = (z0 + z1) + (z2 + z3) != 0.0;
+    }
     if (bad) { /* again, one entry at a time: NaN errors, radii of the numbers only */
-        double low = *square_min, high = *square_max;
+        int numbers = 1;
         for (j = 0; j < m; j++) {
-            int not_number = 0;
-            double square_low = INFINITY, square_high = -INFINITY;
-            sinpe__tally_entry(c[j], s, j, wc[cols[j]], ws[cols[j]], err + j, &square_low,
-                               &square_high, &not_number);
-            if (not_number) {
+            if (!(fabs(c[j]) <= DBL_MAX) || (s && !(fabs(s[j]) <= DBL_MAX))) {
                 err[j] = NAN;
-            } else {
-                low = square_low < low ? square_low : low;
-                high = square_high > high ? square_high : high;
+                numbers = 0;
+            } else if (s) {
+                const double sq = c[j] * c[j] + s[j] * s[j];
+                l0 = sq < l0 ? sq : l0;
+                h0 = sq > h0 ? sq : h0;
             }
         }
-        *square_min = low;
-        *square_max = high;
-        return 0;
+        *square_min = l0;
+        *square_max = h0;
+        return numbers;
+    }
+    if (!s)
+        return 1;
+    for (j = 0; j + 4 <= m; j += 4) {
+        l0 = square[j] < l0 ? square[j] : l0;
+        l1 = square[j + 1] < l1 ? square[j + 1] : l1;
+        l2 = square[j + 2] < l2 ? square[j + 2] : l2;
+        l3 = square[j + 3] < l3 ? square[j + 3] : l3;
+        h0 = square[j] > h0 ? square[j] : h0;
+        h1 = square[j + 1] > h1 ? square[j + 1] : h1;
+        h2 = square[j + 2] > h2 ? square[j + 2] : h2;
+        h3 = square[j + 3] > h3 ? square[j + 3] : h3;
+    }
+    for (; j < m; j++) {
+        l0 = square[j] < l0 ? square[j] : l0;
+        h0 = square[j] > h0 ? square[j] : h0;
     }
     l0 = l1 < l0 ? l1 : l0;
     l2 = l3 < l2 ? l3 : l2;
@@ -139,12 +163,17 @@ static int sinpe_tally_block(const void *cos_rows, const void *sin_rows, int nar
     double top = 0.0, worst = -INFINITY, worst_error = 0.0, other = -INFINITY;
     double square_min = INFINITY, square_max = -INFINITY;
     const double *rates_other = kinds > 1 ? rates + m : NULL;
-    /* a row's errors, how far past a bound each is, and a float32 row of cos and one of
-       sin widened (exactly) */
+    /* a row's errors; its squared radii, then how far past a bound each entry is; a float32
+       row of cos and one of sin widened (exactly) */
     double *scratch = (double *)malloc(4 * (size_t)(m > 0 ? m : 1) * sizeof(double));
-    double *err = scratch, *past = scratch + m, *wide = scratch + 2 * m;
+    double *err = scratch, *square = scratch + m, *past = scratch + m, *wide = scratch + 2 * m;
+    const ptrdiff_t *mapped = cols; /* NULL below where every column j reads column j */
     if (!scratch)
         return -1;
+    for (j = 0; j < m && cols[j] == j; j++)
+        ;
+    if (j == m)
+        mapped = NULL;
     for (r = 0; r < n; r++) {
         const double *c, *s;
         const double p = (double)positions[r];
@@ -165,8 +194,8 @@ static int sinpe_tally_block(const void *cos_rows, const void *sin_rows, int nar
             s = sin_rows ? (const double *)sin_rows + r * stride : NULL;
         }
         numbers = sinpe__tally_errors(c, s, want_cos + r * want_width,
-                                      want_sin + r * want_width, cols, m, err, &square_min,
-                                      &square_max);
+                                      want_sin + r * want_width, mapped, m, err, square,
+                                      &square_min, &square_max);
         /* how far past each bound (an entry that is not a number is past every one): the
            row's largest, then its first entry only where it is the block's worst so far */
         for (j = 0; j < m; j++) {
