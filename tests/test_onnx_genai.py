@@ -320,7 +320,12 @@ def _reaching(name: str, **scaling) -> dict:
 # zero) and truncate: false (the builder's ramp is not rounded: a mismatch otherwise, which the
 # table line says too), at its 131,072 positions
 QWEN3_YARN = _reaching("qwen3-8b.yarn-4x.json", beta_fast=32.0, beta_slow=1.0, truncate=False)
-RUN_FAMILIES = {"llama-3.1": _config("llama-3.1-8b.json"), "qwen3-yarn": QWEN3_YARN}
+RUN_FAMILIES = {
+    "llama-3.1": _config("llama-3.1-8b.json"),
+    "qwen3-yarn": QWEN3_YARN,
+    # sliding layers of 128: onnxruntime's GroupQueryAttention refuses an empty past there
+    "gpt-oss": _config("gpt-oss-20b.json"),
+}
 DEFECTS = {
     # its Q and K projections' rows permuted from halves to pairs: the kernel's half rotation
     # of the permuted vectors is the pair rotation of the model's own
@@ -374,13 +379,18 @@ def _run_line(config, python=None):
 @pytest.mark.parametrize("name", RUN_FAMILIES)
 def test_the_run_line_is_the_configs_model_at_every_p(name):
     """The builder's model in onnxruntime at p = 0, 100,000 and the trained length - K (its
-    GroupQueryAttention given position_ids): within what float32 angles allow at every p."""
+    GroupQueryAttention given position_ids): within what float32 angles allow at every p;
+    a model with sliding layers (gpt-oss: 128) on as many slots of masked past, which the
+    kernel wants (an empty past: "KV cache capacity (0) must be at least local_window_size")."""
     from defects import assert_a_far_run
 
     config = RUN_FAMILIES[name]
     line = _run_line(config)
     assert_a_far_run(line, config["max_position_embeddings"])  # the kernel reached at p
     assert "GroupQueryAttention" in line.run.how and not line.run.notes, line.run
+    window = config.get("sliding_window") or 0
+    said = f"a past of {window:,} slots the attention mask leaves out" if window else "empty past"
+    assert said in line.run.how, line.run.how
 
 
 @pytest.mark.parametrize("defect", DEFECTS)

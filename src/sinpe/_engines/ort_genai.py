@@ -58,9 +58,10 @@ def _positions_input(source: Path, target: Path) -> tuple:
     which then counts positions from the past it is given) a ``position_ids`` input added and
     fed to each GroupQueryAttention node's ``position_ids`` (its tenth input, which the kernel
     reads as the first position of a prompt). Returns how the positions are given, and the
-    rows of its shortest cos cache (the positions it can rotate), where it holds one, and
+    rows of its shortest cos cache (the positions it can rotate), where it holds one,
     whether a cache is chosen at run time (LongRoPE's short and long caches, switched by the
-    total length)."""
+    total length), and its GroupQueryAttention nodes' largest ``local_window_size`` (a
+    sliding window; 0 for none)."""
     import onnx  # type: ignore[import-not-found]
 
     model = onnx.load(str(source))
@@ -74,6 +75,10 @@ def _positions_input(source: Path, target: Path) -> tuple:
         (int(t.dims[0]) for t in graph.initializer if t.name.startswith("cos_cache") and t.dims),
         default=None,
     )
+    window = max(  # -1 (the attribute's default) where a layer has no sliding window
+        (a.i for n in attention for a in n.attribute if a.name == "local_window_size" and a.i > 0),
+        default=0,
+    )
     if "position_ids" not in names and not rotating:
         raise EngineFailed(
             "the built graph takes no position_ids and rotates in no GroupQueryAttention: "
@@ -81,7 +86,7 @@ def _positions_input(source: Path, target: Path) -> tuple:
         )
     if "position_ids" in names:
         onnx.save(model, str(target), save_as_external_data=True, location=target.name + ".data")
-        return "its position_ids input", rows, switched
+        return "its position_ids input", rows, switched, window
     graph.input.append(
         onnx.helper.make_tensor_value_info(
             "position_ids", onnx.TensorProto.INT64, ["batch_size", "sequence_length"]
@@ -100,6 +105,7 @@ def _positions_input(source: Path, target: Path) -> tuple:
         ),
         rows,
         switched,
+        window,
     )
 
 
@@ -120,20 +126,32 @@ def _session(onnxruntime, path: Path):
         return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def _feed(inputs: dict, ids: np.ndarray, p: int, axes: int, head_size: int) -> dict:
+# the most slots of masked past a sliding window may ask (each a kv head's row per layer)
+MASKED_PAST = 1 << 16
+
+
+def _feed(inputs: dict, ids: np.ndarray, p: int, axes: int, head_size: int, window: int) -> dict:
     """The graph's inputs for the run's tokens at positions ``p .. p + K - 1`` on an empty
-    past; ``EngineFailed`` where it takes one sinpe does not give."""
+    past, or (a sliding window of ``window`` positions: onnxruntime's GroupQueryAttention
+    wants a KV cache of at least that capacity, as GenAI's preallocated one has) on
+    ``window`` slots of past that the attention mask leaves out; ``EngineFailed`` where it
+    takes an input sinpe does not give."""
     k = ids.shape[1]
+    if window > MASKED_PAST:
+        raise EngineFailed(
+            f"its sliding window of {window:,} positions would need a past of that many slots "
+            f"(sinpe gives at most {MASKED_PAST:,})"
+        )
     positions = np.arange(p, p + k, dtype=np.int64)[None]
     feed = {
         "input_ids": ids,
-        "attention_mask": np.ones_like(ids),
+        "attention_mask": np.concatenate([np.zeros((1, window), ids.dtype), np.ones_like(ids)], 1),
         "position_ids": np.broadcast_to(positions, (3, 1, k)) if axes == 3 else positions,
     }
     for name, port in inputs.items():
         if name.startswith("past_key_values"):
-            # (batch, kv heads, past length, head size): an empty past
-            feed[name] = np.zeros([1, port.shape[1], 0, head_size], np.float32)
+            # (batch, kv heads, past length, head size): empty, or masked slots
+            feed[name] = np.zeros([1, port.shape[1], window, head_size], np.float32)
     missing = set(inputs) - set(feed)
     if missing:
         raise EngineFailed(f"the built model takes inputs sinpe does not give: {sorted(missing)}")
@@ -143,8 +161,9 @@ def _feed(inputs: dict, ids: np.ndarray, p: int, axes: int, head_size: int) -> d
 def run(model, original: dict, offsets):
     """ONNX Runtime GenAI's run line: its builder (fp32, CPU) on the run model
     (``_engines/_run.py``), the ONNX model it writes run by onnxruntime on the CPU on the run's
-    tokens at positions ``p .. p + K - 1`` for each ``p`` (an empty past; the positions as
-    ``_positions_input`` gives them). The graph gives no hidden states."""
+    tokens at positions ``p .. p + K - 1`` for each ``p`` (an empty past, or masked slots for
+    a sliding window; the positions as ``_positions_input`` gives them). The graph gives no
+    hidden states."""
     import onnxruntime  # type: ignore[import-not-found]
 
     from .._check import run as _run
@@ -154,7 +173,7 @@ def run(model, original: dict, offsets):
     with step("its model builder (the run model)"):
         _build(model, out)
     with step("the built graph's positions"):
-        given, rows, switched = _positions_input(out / "model.onnx", out / "run.onnx")
+        given, rows, switched, window = _positions_input(out / "model.onnx", out / "run.onnx")
     session = _session(onnxruntime, out / "run.onnx")
     inputs = {port.name: port for port in session.get_inputs()}
     vocab = session.get_outputs()[0].shape[-1]
@@ -176,14 +195,20 @@ def run(model, original: dict, offsets):
                 "length), and onnxruntime refuses positions past it"
             )
             continue
-        feed = _feed(inputs, ids, p, axes, head_size)
+        feed = _feed(inputs, ids, p, axes, head_size, window)
         with step(f"onnxruntime at positions {p:,}.."):
             logits = session.run(["logits"], feed)[0]
         logprobs[p] = _run.log_softmax(np.asarray(logits)[0])
+    past = (
+        f"a past of {window:,} slots the attention mask leaves out (its sliding window's "
+        "GroupQueryAttention wants a KV cache at least that large, as GenAI preallocates one)"
+        if window
+        else "an empty past"
+    )
     how = (
         "its builder's model of the run model (fp32, CPU; its config saying float32, as its "
         "weights are) run by onnxruntime "
-        f"{onnxruntime.__version__} (CPU) on an empty past at positions p .. p + K - 1, given "
+        f"{onnxruntime.__version__} (CPU) on {past} at positions p .. p + K - 1, given "
         f"by {given}"
     )
     return _run.RunResult(logprobs, None, tuple(notes), how)
