@@ -626,3 +626,20 @@ def test_the_engines_help_names_every_engine_and_key(monkeypatch):
     assert named == [e.name for e in ENGINES] and keys == [e.key for e in ENGINES]
     top = " ".join(run("--help").stdout.split())
     assert "sinusoidal and rotary" in top and "engine" in top
+
+
+def _bare_assert(x: int) -> None:
+    if x <= 0:  # what a bare ``assert`` raises outside pytest's rewriting
+        raise AssertionError
+
+
+def test_step_says_where_an_error_without_a_message_was_raised():
+    """An engine's bare ``assert`` (vLLM's MiniMax and Laguna runs once said only
+    "AssertionError: "): the line names the file, line and function that raised it."""
+    line = _bare_assert.__code__.co_firstlineno + 2
+    with pytest.raises(EngineFailed) as caught:
+        with step("generate"):
+            _bare_assert(0)
+    said = str(caught.value)
+    assert said.startswith("generate raised AssertionError: (no message) at "), said
+    assert said.endswith(f"test_side_by_side.py line {line}, in _bare_assert"), said

@@ -15,6 +15,16 @@ from pathlib import Path
 # (engine key, words of its run line's reasons or notes[, the only family]) -> the place
 WHERE_RUN: list = [
     (
+        "vllm",
+        "fused_moe/router/cpu_router.py",
+        "`model_executor/layers/fused_moe/router/cpu_router.py`, "
+        "`CPURouter._compute_routing`: on the CPU, experts without grouped top-k or a routing "
+        "function of their own are routed by softmax only (`assert self.scoring_func == "
+        '"softmax"`); this model scores its experts with a sigmoid (MiniMax-M2: the '
+        "config's `scoring_func`; Laguna: `model_executor/models/laguna.py` sets it), as the "
+        "published model does: a limit of vLLM's CPU path, not a reading of the RoPE",
+    ),
+    (
         "mlx-lm",
         "Received 6 parameters not in model",
         "`mlx_lm/models/gpt_oss.py`, `Model.sanitize`: it takes the experts as the published "

@@ -27,9 +27,22 @@ class step:
     def __exit__(self, kind, error, _):
         if error is None or isinstance(error, (EngineFailed, KeyboardInterrupt)):
             return False
-        words = " ".join(str(error).split())
+        words = " ".join(str(error).split()) or _raised_at(error)
         if len(words) > WORDS:
             words = words[:WORDS].rstrip() + " [cut]"
         if isinstance(error, MemoryError):
             words = "out of memory (the twin keeps the config's lengths)"
         raise EngineFailed(f"{self.where} raised {type(error).__name__}: {words}") from error
+
+
+def _raised_at(error: BaseException) -> str:
+    """Where an error without a message was raised (a bare ``assert``): the innermost frame,
+    its file named from its package (the part after ``site-packages/``)."""
+    import traceback
+
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return "(no message)"
+    last = frames[-1]
+    name = last.filename.replace("\\", "/").rpartition("site-packages/")[2]
+    return f"(no message) at {name} line {last.lineno}, in {last.name}"
