@@ -946,7 +946,8 @@ def test_tally_block_known_counts(name):
 @needs_kernel
 def test_tally_block_refuses_what_it_cannot_read():
     """Rows it cannot read through its pointers (reversed, another dtype, sin strided
-    otherwise than cos, a column past the exact rows) are a ValueError, never read."""
+    otherwise than cos, a column past the exact rows) and drift rates that are not numbers
+    are a ValueError, never read."""
     block = np.zeros((4, 6))
     want, cols, positions = np.zeros((4, 3)), np.arange(3, dtype=np.intp), np.arange(4)
     rates, rows = np.zeros((1, 3)), np.empty(4)
@@ -964,3 +965,5 @@ def test_tally_block_refuses_what_it_cannot_read():
             kernel.tally_block(*args)
     with pytest.raises(ValueError):
         kernel.tally_block(block[:, :3].astype(np.float16), None, *good[2:])
+    with pytest.raises(ValueError, match="drift rate"):
+        kernel.tally_block(*good[:6], np.full((1, 3), np.inf), *good[7:])

@@ -658,6 +658,8 @@ def tally_block(cnp.ndarray cos, object sin, cnp.ndarray want_cos, cnp.ndarray w
         raise ValueError("tally_block: arrays of other shapes, dtypes or orders than it reads")
     if m and not (0 <= cols.min() and cols.max() < width):
         raise ValueError(f"tally_block: a column outside the exact rows' {width}")
+    if not np.isfinite(rates).all():
+        raise ValueError("tally_block: a drift rate that is not a number")
     cdef const void* sin_data = NULL
     if sin is not None:
         sin_data = cnp.PyArray_DATA(<cnp.ndarray>sin)

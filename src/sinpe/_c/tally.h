@@ -204,7 +204,9 @@ static int sinpe_tally_block(const void *cos_rows, const void *sin_rows, int nar
         }
         row_worst = sinpe__largest(past, m, -INFINITY);
         if (m > 0 && (row_worst > worst || worst_at < 0)) {
-            for (j = 0; past[j] != row_worst; j++)
+            /* the first entry holding it (bounded: rates the core never gives, infinite
+               ones, could make a NaN that is no entry's largest) */
+            for (j = 0; j < m - 1 && past[j] != row_worst; j++)
                 ;
             worst = row_worst;
             worst_at = r * m + j;
