@@ -252,12 +252,12 @@ class _Tally:
             self.within["float32"] &= worst <= 0
             if worst > self.worst[0]:
                 row, column = divmod(worst_at, m)
-                allowed = float(positions[row]) * self.rates[0, column]
+                allowed = float(positions[row]) * float(self.rates[0, column])
                 entry = (
                     int(positions[row]),
                     int(pairs[column]),
-                    worst_error,
-                    allowed + bounds.match,
+                    float(worst_error),
+                    float(allowed + bounds.match),
                 )
                 self.worst = (worst, entry)
         if sin is not None and self.bad is None and n * m:
@@ -367,11 +367,11 @@ def _read_block(read: Callable, chunk: np.ndarray, columns: int) -> tuple:
 def judge_table(rotary, read: Callable, rows: int, pairs, dtype: str, length: int, start=0):
     """The ``Table`` of a table an engine holds: **every** row of it, ``read(positions)``
     giving the rows standing for positions ``start .. start + rows - 1`` (``(cos, sin)``
-    arrays of ``(rows, columns)``, float64 or float32 (any other dtype is widened to float64),
-    sin may be ``None``; column ``j`` holds pair
-    ``pairs[j]``), against the exact table of ``rotary`` at the current length ``length``,
-    a block at a time. There is no way to judge a subset: a verdict's words never claim
-    more than was compared, and this compares everything held."""
+    arrays of ``(rows, columns)``, float64 or float32, any other dtype widened to float64;
+    sin may be ``None``; column ``j`` holds pair ``pairs[j]``), against the exact table of
+    ``rotary`` at the current length ``length``, a block at a time. There is no way to judge
+    a subset: a verdict's words never claim more than was compared, and this compares
+    everything held."""
     rows = bounded("the table's rows", rows, MAX_POSITION, 1)
     start = bounded("the table's first position", start, MAX_POSITION)
     return _judge(rotary, read, rows, pairs, dtype, length, start, held=True)
