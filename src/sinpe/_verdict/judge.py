@@ -218,7 +218,8 @@ class _Tally:
         self.shifts: dict = {}  # each row's whole shift read off its slowest pair: rows
         self.rows = 0
         self.entries = 0
-        self.rates: np.ndarray | None = None  # float32's and float64's drift rates at ``pairs``
+        # float32's and float64's drift rates at ``pairs``, as the block pass takes them
+        self.rates = np.stack([bounds.rates["float32"][pairs], bounds.rates["float64"][pairs]])
         w = bounds.inv_freq[pairs] if pairs.size else np.zeros(0)
         turning = np.flatnonzero(w > 0)
         self.slow = int(turning[np.argmin(w[turning])]) if turning.size else None
@@ -230,8 +231,6 @@ class _Tally:
         positions = np.ascontiguousarray(positions, np.int64)
         self.rows += n
         self.entries += n * m * (1 if sin is None else 2)
-        if self.rates is None:  # the drift kinds' rates at these pairs: float32's first
-            self.rates = np.stack([bounds.rates["float32"][pairs], bounds.rates["float64"][pairs]])
         want_cos, want_sin = (np.ascontiguousarray(plane, np.float64) for plane in want)
         counts = backends.DEFAULT.tally_block(
             cos, sin, want_cos, want_sin, pairs, positions, self.rates, bounds.match, row_max
