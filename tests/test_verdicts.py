@@ -323,6 +323,10 @@ def test_float32_rows_read_in_place_judge_as_their_float64_copies(radius):
         lambda p: tuple(r.astype(np.float16) for r in halves(p)), np.arange(5, 9), h
     )
     assert all(r.dtype == np.float64 for r in narrow)
+    # float32 cos beside float64 sin: neither is rounded to the other's type
+    mixed = core._read_block(lambda p: (halves(p)[0], wide(p)[1] + 1e-12), np.arange(5, 9), h)
+    assert all(r.dtype == np.float64 for r in mixed)
+    assert (mixed[1] == wide(np.arange(5, 9))[1] + 1e-12).all()
     tables = [
         core.judge_table(spec._one(), r, n, np.arange(h), "float32", n) for r in (halves, wide)
     ]

@@ -346,7 +346,9 @@ def _blocks(rows: int, columns: int, start: int):
 def _read_block(read: Callable, chunk: np.ndarray, columns: int) -> tuple:
     cos, sin = read(chunk)
     cos = _kept(np.asarray(cos))
-    sin = None if sin is None else _kept(np.asarray(sin), cos.dtype)
+    sin = None if sin is None else _kept(np.asarray(sin))
+    if sin is not None and sin.dtype != cos.dtype:  # float32 beside float64: both widened
+        cos, sin = _wide(cos), _wide(sin)
     if not (
         _rows_in_order(cos)
         and (sin is None or (_rows_in_order(sin) and sin.strides == cos.strides))
@@ -437,12 +439,10 @@ def _shifted(rotary, read, blocks, pairs, dtype, length, k: int, verdict: Verdic
     return verdict._replace(verdict=MISMATCH, findings=(found,), drift=None)
 
 
-def _kept(values: np.ndarray, dtype=None) -> np.ndarray:
+def _kept(values: np.ndarray) -> np.ndarray:
     """An engine's rows as the block pass reads them: float64, or float32 as they are (it
-    widens them itself, exactly); any other dtype widened to float64 here (``dtype``: the
-    cos rows', which sin's follow)."""
-    if dtype is None:
-        dtype = values.dtype if values.dtype in (np.float32, np.float64) else np.float64
+    widens them itself, exactly); any other dtype widened to float64 here."""
+    dtype = values.dtype if values.dtype in (np.float32, np.float64) else np.float64
     return values.astype(dtype, copy=False)
 
 
