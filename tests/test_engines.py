@@ -321,6 +321,105 @@ def test_exact_mode_fills_a_long_cache_block_by_block():
     )
 
 
+class Interrupted(Exception):
+    pass
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["own memory", "shared memory"])
+def test_exact_mode_leaves_a_cache_as_it_was_or_whole_whatever_signal_arrives(shared, monkeypatch):
+    """A timer's handler (every 50 us) raising at a time spread over fill_exact's, try by
+    try: after each, the cache is either vLLM's rows or sinpe's table, never part of each
+    (in its own memory with the kernel: written in place, nothing of the table's size
+    allocated; in shared memory, or on the NumPy backend: made apart, then one copy). That
+    the in-place fill cannot stop part-way is tests/test_threads.py's
+    test_a_whole_fill_ends_whole_and_then_the_signal_is_raised (fills longer than the
+    kernel's 20 ms between signal checks)."""
+    torch = pytest.importorskip("torch")
+    import signal
+    import time
+
+    from sinpe._tables import backends
+    from sinpe.vllm import audit_layer
+    from sinpe.vllm._audit import fill_exact
+
+    rows = 1 << 16 if backends.BACKEND == "cython" else 1 << 12
+    config = {"model_type": "llama", "head_dim": 64, "max_position_embeddings": rows}
+    spec = sinpe.rope_config(config | {"rope_theta": 10000.0})
+    inv_freq = 1.0 / 10000.0 ** (torch.arange(0, 64, 2, dtype=torch.float) / 64)
+    angles = torch.outer(torch.arange(rows, dtype=torch.float), inv_freq)
+    made = torch.cat((angles.cos(), angles.sin()), -1)
+    layer = RotaryEmbedding(made.clone().share_memory_() if shared else made.clone(), 64, 64)
+    (report,) = audit_layer(layer, spec, ["l"])
+    assert report.verdict == "drift"
+    want = torch.from_numpy(spec.rope_cache(rows, dtype="float32"))
+    if not shared and backends.BACKEND == "cython":  # no table apart
+        empty = np.empty
+
+        def small_only(shape, *args, **kwargs):
+            assert np.prod(shape) < rows * 64, shape
+            return empty(shape, *args, **kwargs)
+
+        monkeypatch.setattr(np, "empty", small_only)
+    state = {"at": None}
+
+    def handler(signum, frame):
+        if state["at"] is not None and time.perf_counter() >= state["at"]:
+            state["at"] = None  # one raise per try
+            raise Interrupted
+
+    seen = {"as made": 0, "whole": 0, "whole, then the signal": 0}
+    previous = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, 5e-5, 5e-5)
+    try:
+        start = time.perf_counter()
+        fill_exact(layer, spec, report)  # timed under the timer: its handler slows Python
+        span = 1.5 * (time.perf_counter() - start)  # the raise spread over 1.5 fills
+        for attempt in range(40):
+            layer.cos_sin_cache.copy_(made)
+            raised = False
+            try:
+                state["at"] = time.perf_counter() + span * attempt / 40
+                fill_exact(layer, spec, report)
+                state["at"] = None
+            except Interrupted:
+                raised = True
+            state["at"] = None
+            if torch.equal(layer.cos_sin_cache, made):
+                seen["as made"] += 1
+            else:
+                assert torch.equal(layer.cos_sin_cache, want), "part-written"
+                seen["whole, then the signal" if raised else "whole"] += 1
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert seen["as made"] and seen["whole"] + seen["whole, then the signal"], seen
+
+
+def test_a_whole_fill_is_refused_where_it_cannot_be_promised():
+    """``whole`` is refused, before anything is written, on the NumPy twin (Python runs
+    between its steps) and for a row too wide to plan whole (filled a block at a time)."""
+    from sinpe import _twin
+    from sinpe._rope import rotary as rot
+    from sinpe._tables import backends
+
+    spec = sinpe.rope_config({"model_type": "llama", "head_dim": 64, "rope_theta": 1e4})
+    one = spec._one()
+    out = np.full((8, 64), 7.0, np.float32)
+    with pytest.raises(ValueError, match="cannot fill whole"):
+        _twin.fill(None, out, None, None, None, None, 0, 0.0, 1, True)
+    if backends.BACKEND != "cython":
+        assert not rot.fills_whole(one, 8, "vllm")
+        with pytest.raises(ValueError, match="cannot be filled whole"):
+            rot.table_run(one, 8, 0, "vllm", np.dtype("float32"), None, "auto", "", (out,), True)
+        assert (out == 7.0).all()
+        return
+    assert rot.fills_whole(one, 8, "vllm")
+    rot.table_run(one, 8, 0, "vllm", np.dtype("float32"), None, "auto", "", (out,), True)
+    assert np.array_equal(out, spec.rope_cache(8, dtype="float32"))
+    wide = sinpe.rope_config({"model_type": "llama", "head_dim": 2 * 4097, "rope_theta": 1e4})
+    assert not rot.fills_whole(wide._one(), 8, "vllm")
+
+
 class DynamicNTKScalingRotaryEmbedding(_Layer):
     pass
 
@@ -574,6 +673,7 @@ def test_exact_writes_a_non_contiguous_cache_of_any_dtype_in_its_own_layout(dtyp
 def test_a_fill_that_fails_leaves_the_cache_whole_and_says_so(monkeypatch):
     torch = pytest.importorskip("torch")
     from sinpe._rope import rotary
+    from sinpe._tables import backends
     from sinpe.vllm._model import Context, audit
 
     class Model(torch.nn.Module):
@@ -583,11 +683,12 @@ def test_a_fill_that_fails_leaves_the_cache_whole_and_says_so(monkeypatch):
 
     made = []
 
-    def failing(rotary_, count, start, name, dtype, threads, isa, order, out):
-        # the filler fails after writing part of the host table (CPU caches are made on
-        # the host in one run, then copied once)
-        made.append(1)
-        out[0][: count // 3] = 7.0
+    def failing(rotary_, count, start, name, dtype, threads, isa, order, out, whole=False):
+        # a whole fill (in place) fails only before it writes (its refusals, no scratch);
+        # any other fails after writing part of its table (made apart, then copied once)
+        made.append(whole)
+        if not whole:
+            out[0][: count // 3] = 7.0
         raise RuntimeError("out of device memory")
 
     monkeypatch.setattr(rotary, "table_run", failing)
@@ -597,8 +698,13 @@ def test_a_fill_that_fails_leaves_the_cache_whole_and_says_so(monkeypatch):
     (report,) = audit(model, context, exact=True)
     assert report.verdict == "drift" and not report.replaced
     assert report.outcome == "left as vLLM made it (RuntimeError: out of device memory)"
-    assert made == [1] and model.rotary_emb.cos_sin_cache.equal(before)
+    assert made == [backends.BACKEND == "cython"]
+    assert model.rotary_emb.cos_sin_cache.equal(before)
     assert "[exact: left as vLLM made it" in report.line()
+    model.rotary_emb.cos_sin_cache.share_memory_()  # not its own memory: made apart
+    (report,) = audit(model, context, exact=True)
+    assert not report.replaced and made[-1] is False
+    assert model.rotary_emb.cos_sin_cache.equal(before)
 
 
 def _spec_config():

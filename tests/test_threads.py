@@ -462,6 +462,54 @@ assert np.array_equal(again, before)
     assert words[0] == "interrupted", result.stdout  # during the call (its delay: printed)
 
 
+@pytest.mark.skipif(os.name != "posix", reason="needs os.kill with SIGINT")
+@pytest.mark.parametrize("whole", [False, True], ids=["checked", "whole"])
+def test_a_whole_fill_ends_whole_and_then_the_signal_is_raised(whole):
+    """What vLLM's exact mode writes a CPU cache in place with (``table_run(whole=True)``):
+    SIGINT once the fill has started (one thread, a long run table) is raised only once the
+    fill has returned (in table_run's Python, or after it), every row written; the same
+    call checking signals (``whole=False``, every other table) is stopped part-way, rows
+    unwritten: what this test would see if ``whole`` were ignored."""
+    if "cython" not in backends.BACKENDS:
+        pytest.skip("compiled kernel not built")
+    result = run_script(
+        SIGNALS.format(rows=1 << 17, backend="cython")
+        + f"""
+from sinpe._rope import rotary as rot
+WIDTH, WHOLE = 256, {whole}
+ONE = sinpe.rope_config({{"model_type": "llama", "head_dim": WIDTH, "rope_theta": 1e4}})._one()
+
+def call(n, out):
+    rot.table_run(ONE, n, 0, "vllm", np.dtype("float32"), 1, "cython", "", (out,), WHOLE)
+
+def fresh(n):
+    return np.full((n, WIDTH), np.nan, dtype=np.float32)
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
+for n in attempts():
+    out, done, stage, ended = fresh(n), threading.Event(), "before", None
+    sender = signal_once_started(out, signal.SIGINT, done)
+    try:
+        stage = "call"
+        call(n, out)
+        ended = time.perf_counter()
+        stage = "after"
+        done.set()
+        sender.join()
+        for _ in range(100000):
+            pass
+    except KeyboardInterrupt:
+        done.set()
+        if sent and (ended is None or sent[0] < ended):  # sent while the fill ran
+            print(stage, "unfinished" if unfinished(out) else "whole", n)
+            break
+    print("ended first", n)
+"""
+    )
+    said = result.stdout.split("\n")[-2].split()[:2]  # raised in the call, or after it
+    assert said[1:] == ["whole"] if whole else said == ["call", "unfinished"], result.stdout
+
+
 @pytest.mark.skipif(os.name != "posix", reason="needs SIGUSR1")
 @pytest.mark.parametrize("backend", ["cython", "numpy"])
 def test_a_handler_that_returns_lets_the_call_go_on(backend):

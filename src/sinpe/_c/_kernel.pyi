@@ -65,6 +65,7 @@ def fill(
     start: int,
     origin: float,
     threads: int,
+    whole: bool = False,
 ) -> None: ...
 def round_half(values: npt.NDArray[np.float64], out: npt.NDArray[np.generic]) -> None: ...
 def correctly_rounded(

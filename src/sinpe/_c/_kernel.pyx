@@ -437,7 +437,7 @@ cdef class Plan:
 
 
 def fill(Plan plan, cnp.ndarray out0, object out1, object anchors, object values,
-         object codes, int64_t start, double origin, int threads):
+         object codes, int64_t start, double origin, int threads, bint whole=False):
     """Fill ``out0`` (and ``out1`` for a two-plane layout, else None), ``(n, plan.width)``
     of float64, float32, float16 or bfloat16, from ``anchors`` ``(n_a, 2, h)`` float64, or
     (``anchors`` None) the evaluator here, at the anchor positions ``values`` ``(plan.axes,
@@ -445,7 +445,10 @@ def fill(Plan plan, cnp.ndarray out0, object out1, object anchors, object values
     n)`` int64, or None for a run (row r's code is ``start + r``, its position ``origin +
     start + r``); see ``fill.h``. Codes come with ``values``, each row's anchor position
     (beside ``anchors`` too: a narrow value recomputed for correct rounding needs its
-    position). Rows are cut into chunks run on ``threads`` threads."""
+    position). Rows are cut into chunks run on ``threads`` threads. Signals are checked
+    between chunks (a handler that raises stops the fill, part of the table written), or
+    (``whole``) not at all: a started fill then ends written whole, and a signal's handler
+    runs after it returns; the only other failure, no scratch, comes before any write."""
     cdef fill_job job
     if SINPE_DEBUG:
         _check_fill_arguments(plan, out0, out1, anchors, values, codes, start, origin, threads)
@@ -463,7 +466,9 @@ def fill(Plan plan, cnp.ndarray out0, object out1, object anchors, object values
     job.codes = <const int64_t*>cnp.PyArray_DATA(codes) if codes is not None else NULL
     job.start = start
     cdef int status
-    cdef check_fn check = signal_check()
+    cdef check_fn check = NULL
+    if not whole:
+        check = signal_check()
     with nogil:
         status = fill_c(&job, threads, check)
     if status == -2:

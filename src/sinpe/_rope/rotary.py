@@ -21,6 +21,7 @@ from .._tables import cache
 from .._tables import checks as check
 from .._tables.backends import get as get_backend
 from .._tables.plan import Layout, Place, Segment, fill_at, fill_run, make_filler
+from .._tables.plan import fills_whole as _fills_whole
 from .._tables.tables import MAX_FREQUENCY
 from .rope_types import (
     DEFAULT,
@@ -504,9 +505,18 @@ def _planes(filler_, n: int, dtype, out):
     return tuple(check.output(o, shape, dtype, names) for o in out)
 
 
-def table_run(rotary: Rotary, seq_len, offset, name: str, dtype, threads, backend, what, out=None):
+def fills_whole(rotary: Rotary, length, name: str) -> bool:
+    """Whether ``table_run(..., whole=True)`` can fill this RoPE's table of the current
+    length ``length`` in format ``name`` (see ``plan.fills_whole``)."""
+    return _fills_whole(filler(get_backend("auto"), rotary, length, name))
+
+
+def table_run(
+    rotary: Rotary, seq_len, offset, name: str, dtype, threads, backend, what, out=None, whole=False
+):
     """The planes of a table of positions ``offset .. offset + seq_len - 1`` (into ``out``,
-    a tuple of arrays, when given)."""
+    a tuple of arrays, when given; ``whole``: ``out`` ends either as it was, when this
+    raises, or whole, however a signal arrives: ``fills_whole``)."""
     seq_len = check.integer("seq_len", seq_len, 0)
     offset = check.integer("offset", offset, 0)
     check.last_position(offset, seq_len)
@@ -520,7 +530,7 @@ def table_run(rotary: Rotary, seq_len, offset, name: str, dtype, threads, backen
     reserve(seq_len, rotary.h, name, dtype)
     filler_ = filler(backend, rotary, offset + seq_len, name)
     planes = _planes(filler_, seq_len, dtype, out)
-    fill_run(filler_, planes + (None,) * (2 - len(planes)), offset, seq_len, threads)
+    fill_run(filler_, planes + (None,) * (2 - len(planes)), offset, seq_len, threads, whole)
     return planes
 
 

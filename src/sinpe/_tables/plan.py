@@ -270,9 +270,20 @@ def _make_anchors_from_zero(filler: Filler, count: int) -> np.ndarray:
     return _freeze(exact_values(filler.backend, positions, filler.frequencies))  # type: ignore[arg-type]  # a filler with a grid has them
 
 
-def fill_run(filler: Filler, outs: tuple, offset: int, n_rows: int, threads) -> None:
+def fills_whole(filler: Filler) -> bool:
+    """Whether ``fill_run(..., whole=True)`` can write this filler's rows in one compiled call
+    that nothing but the process's end stops once it starts (not the NumPy twin's steps, not
+    a row too wide to plan whole, filled a block at a time)."""
+    return filler.grid is not None and filler.backend.NAME == "cython"
+
+
+def fill_run(filler: Filler, outs: tuple, offset: int, n_rows: int, threads, whole=False) -> None:
     """Rows of positions ``offset .. offset + n_rows - 1`` (``0 <= offset``, every position
-    below 2**53) into ``outs`` (one or two ``(n_rows, width)`` arrays)."""
+    below 2**53) into ``outs`` (one or two ``(n_rows, width)`` arrays); ``whole``: in one
+    compiled call that checks no signal (``fills_whole``; refused before anything is written
+    where it cannot), so that ``outs`` end either as they were or whole."""
+    if whole and not fills_whole(filler):
+        raise ValueError("this table cannot be filled whole: NumPy backend or a row too wide")
     if n_rows == 0:
         return
     start = offset & (GRID_SPAN - 1)
@@ -292,7 +303,11 @@ def fill_run(filler: Filler, outs: tuple, offset: int, n_rows: int, threads) -> 
         positions = np.arange(first, first + n_anchors * GRID_SPAN, GRID_SPAN, dtype=np.float64)
         anchors = exact_values(filler.backend, positions, filler.frequencies)  # type: ignore[arg-type]  # a filler with a grid has them
     fill = filler.backend.fill
-    fill(filler.plan, outs[0], outs[1], anchors, None, None, start, float(first), n_threads)
+    at = (filler.plan, outs[0], outs[1], anchors, None, None, start, float(first), n_threads)
+    if whole:  # the kernel's whole fill: no signal checked (the twin refuses, never asked)
+        fill(*at, True)
+    else:
+        fill(*at)
 
 
 def _anchor_values(positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

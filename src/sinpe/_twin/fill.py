@@ -69,12 +69,15 @@ def _correct(cos, sin, positions, w, factor, dtype_name) -> None:
         cos[r, lane], sin[r, lane], _ = correctly_rounded(p, f, factor, dtype_name)
 
 
-def fill(plan, out0, out1, anchors, values, codes, start, origin, threads) -> None:
+def fill(plan, out0, out1, anchors, values, codes, start, origin, threads, whole=False) -> None:
     """The twin of the kernel's ``fill``: ``out0`` (and ``out1``) from ``anchors`` (or, when
     None, the evaluator at the anchor positions ``values``, or for a run at ``origin + 1024
     n``) and the rows' ``codes`` (None: a run, row r's code is ``start + r``, its position
     ``origin + start + r``; codes come with ``values``, each row's anchor position).
-    ``threads`` is accepted for signature parity."""
+    ``threads`` is accepted for signature parity; ``whole`` is refused: the twin's steps are
+    Python, and a signal's handler may raise between any two of them."""
+    if whole:
+        raise ValueError("the NumPy twin cannot fill whole: a signal may stop it between steps")
     planes = (out0, out1)
     n_rows = out0.shape[0]
     grid = plan.grid

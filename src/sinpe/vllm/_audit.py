@@ -349,8 +349,13 @@ def _notes(layer, spec, which: str, engine: str = "vLLM", start: int = 0) -> tup
 def fill_exact(layer, spec, report: LayerReport) -> LayerReport:
     """The rows ``report`` judged filled with sinpe's exact table, each value rounded once
     to the cache's dtype, on the cache's device and in its layout; only after a match or a
-    drift. The new rows are made whole (on the device) before one copy into the cache, so a
-    failure leaves the cache as vLLM made it; the report's ``outcome`` says what happened."""
+    drift. A failure leaves the cache as vLLM made it, never part-written; the report's
+    ``outcome`` says what happened. On the CPU, in the process's own memory, the rows are
+    written in place by one compiled call that checks no signal (``table_run(whole=True)``):
+    it either raises before writing or ends whole, a signal's handler running after it
+    returns (only the process's end stops it, and the cache ends with the process). Elsewhere
+    (a device, shared memory, the NumPy backend) the new rows are made whole apart first,
+    then copied in one call."""
     if report.verdict not in (MATCH, DRIFT):
         return report
     import torch
@@ -361,11 +366,16 @@ def fill_exact(layer, spec, report: LayerReport) -> LayerReport:
     dtype = _numpy_dtype(target.dtype, torch)
     step = max(1, (1 << 20) // max(int(target.shape[1]), 1))
     start, length = report.start, report.start + report.rows  # the positions of the rows
-    if target.device.type == "cpu":  # made on the host in one run, then one copy of its bytes
-        host = np.empty(tuple(target.shape), dtype)
+    if target.device.type == "cpu":
         # positions start .. length - 1: the filler's run at the current length ``length``
-        rot.table_run(spec._one(), report.rows, start, "vllm", dtype, None, "auto", "", (host,))
-        np.copyto(_host_view(target, torch), _bits(host))
+        one, view = spec._one(), _host_view(target, torch)
+        if _own_memory(target, view) and rot.fills_whole(one, length, "vllm"):
+            out = (view.view(dtype),)  # bfloat16's int16 bits seen as bfloat16
+            rot.table_run(one, report.rows, start, "vllm", dtype, None, "auto", "", out, True)
+            return report._replace(outcome="replaced")
+        host = np.empty(tuple(target.shape), dtype)  # made apart, then one copy of its bytes
+        rot.table_run(one, report.rows, start, "vllm", dtype, None, "auto", "", (host,))
+        np.copyto(view, _bits(host))
         return report._replace(outcome="replaced")
     made = torch.empty(target.shape, dtype=target.dtype, device=target.device)
     for lo in range(0, report.rows, step):
@@ -374,6 +384,13 @@ def fill_exact(layer, spec, report: LayerReport) -> LayerReport:
         made[lo : lo + n].copy_(_tensor(block, target.dtype, torch))
     target.copy_(made)
     return report._replace(outcome="replaced")
+
+
+def _own_memory(tensor, view: np.ndarray) -> bool:
+    """Whether a CPU cache may be written in place: memory of this process only (not shared
+    with another, which could outlive a fill stopped by this process's end), one C-ordered
+    block, writable."""
+    return not tensor.is_shared() and view.flags.c_contiguous and view.flags.writeable
 
 
 def _host_view(tensor, torch) -> np.ndarray:
