@@ -599,6 +599,80 @@ sys.exit(sinpe.cli.main(sys.argv[2:]))
 """
 
 
+class _Refused:  # a report --fix must refuse: the verdict's fields it reads
+    def __init__(self, verdict):
+        self.verdict, self.reasons = verdict, ["a reason"]
+
+
+@pytest.mark.parametrize(
+    "made, said",
+    [
+        (_Refused("mismatch"), "not fixed: its RoPE is not the config's \\(a reason\\)"),
+        (_Refused("unchecked"), "not fixed: not every cache was judged \\(a reason\\)"),
+        (RuntimeError("the verdict failed"), "the verdict failed"),
+    ],
+    ids=["mismatch", "unchecked", "verdict failed"],
+)
+def test_fix_copies_the_weights_while_the_verdict_is_made_and_a_refusal_leaves_nothing(
+    tmp_path, monkeypatch, made, said
+):
+    """Without a report, --fix makes the verdict on a thread while the weights are copied
+    (the verdict here waits for the first copy to start: made one after the other, this
+    would wait out its 30 s guard and fail); a refusal, or a verdict that fails, found
+    after the copies, leaves nothing beside OUT and the source as it was."""
+    import threading
+
+    from sinpe._check import onnx_fix
+
+    path = _model(tmp_path)
+    before = _listing(path.parent)
+    started, copied = threading.Event(), []
+    copy = writing.NewFiles.copy
+
+    def copy_seen(self, source, name):
+        copied.append(name)
+        started.set()
+        return copy(self, source, name)
+
+    def verdict(path_, config=None):
+        assert started.wait(30), "the verdict was made before any copy started"
+        if isinstance(made, Exception):
+            raise made
+        return made
+
+    monkeypatch.setattr(writing.NewFiles, "copy", copy_seen)
+    monkeypatch.setattr(onnx_fix, "check_onnx", verdict)
+    (tmp_path / "put").mkdir()
+    with pytest.raises(type(made) if isinstance(made, Exception) else ValueError, match=said):
+        onnx_fix.fix(path, tmp_path / "put" / "out")
+    assert "model.onnx.data" in copied and os.listdir(tmp_path / "put") == []
+    _untouched(path, before)
+
+
+def test_fix_given_a_refused_report_starts_nothing_and_a_refusal_outranks_other_errors(
+    tmp_path, monkeypatch
+):
+    """A report given (as ``sinpe.onnx.fix(..., report=)``) that refuses: refused before any
+    file is read or copied. Made on the thread, a refusal is what is said even where another
+    error came first (OUT a folder that holds files), as when the verdict came first."""
+    from sinpe._check import onnx_fix
+
+    path = _model(tmp_path)
+    copied = []
+    monkeypatch.setattr(writing.NewFiles, "copy", lambda *args: copied.append(args))
+    monkeypatch.setattr(onnx_fix.onnx_file, "read", lambda *args: copied.append(args))
+    with pytest.raises(ValueError, match="not fixed: its RoPE is not the config's"):
+        onnx_fix.fix(path, tmp_path / "out", report=_Refused("mismatch"))
+    assert copied == [] and not (tmp_path / "out").exists()
+    monkeypatch.undo()
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "kept").write_text("theirs")
+    monkeypatch.setattr(onnx_fix, "check_onnx", lambda *args: _Refused("mismatch"))
+    with pytest.raises(ValueError, match="not fixed: its RoPE is not the config's"):
+        onnx_fix.fix(path, tmp_path / "full")
+    assert os.listdir(tmp_path / "full") == ["kept"]
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_mid_fix_leaves_nothing_and_the_retry_works(tmp_path, signum, code):

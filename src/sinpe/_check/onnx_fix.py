@@ -21,6 +21,7 @@ end, or none (an error or Ctrl-C leaves nothing, and the retry works).
 from __future__ import annotations
 
 import os
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -40,40 +41,109 @@ _SUFFIX = ".sinpe-rope.data"
 
 def fix(path, out, config=None, *, report=None) -> str:
     """Write the exact copy of the ONNX model at ``path`` to ``out`` (see the module); its
-    path. ``ValueError`` where the model's RoPE is not its config's, or a name is taken."""
+    path. ``ValueError`` where the model's RoPE is not its config's, or a name is taken.
+    ``report``: the model's ``check_onnx`` report, if the caller has it; else it is made
+    while the weights are copied (``check_and_fix``)."""
+    return check_and_fix(path, out, config, report=report)[1]
+
+
+def check_and_fix(path, out, config=None, *, report=None) -> tuple:
+    """``(check_onnx's report, the fixed copy's path)``. Without ``report`` the verdict is
+    made on a thread of its own while the model's other files (its weights) are copied
+    under temporary names: nothing is placed before the verdict allows it (a mismatch, an
+    unjudged cache, any failure: every file made is removed, and the verdict's refusal is
+    the error said, as when it came first)."""
     path, out = os.fspath(path), os.fspath(out)
-    report = report or check_onnx(path, config)
-    if report.verdict == MISMATCH:
-        raise ValueError(
-            f"{path}: not fixed: its RoPE is not the config's ({'; '.join(report.reasons)}); "
-            "--fix replaces a table that reads as the config, never a misreading"
-        )
-    if report.verdict == UNCHECKED:  # a cache not judged is never replaced blind
-        raise ValueError(
-            f"{path}: not fixed: not every cache was judged ({'; '.join(report.reasons)}); "
-            "--fix replaces only tables that read as the config"
-        )
-    model = onnx_file.read(path)
-    caches = find_caches(model)
-    if not caches:
-        raise ValueError(f"{path}: not fixed: its RoPE is computed in the graph, no cache holds it")
-    plan = _plan(path, out, model, caches)
-    data = _config(path, config)
-    spec = rope_config(load_config(data))
-    replaced: dict = {}
-    room = writing.new_folder(out) if plan.new_folder else writing.new_files(plan.folder)
-    with room as files:
-        if plan.data_name:
-            files.write(
-                plan.data_name,
-                lambda stream: _exact_caches(spec, data, caches, replaced, stream, plan.data_name),
+    with _Verdict(path, config, report) as verdict:
+        model = onnx_file.read(path)
+        caches = find_caches(model)
+        if not caches:
+            verdict.fixable()  # a mismatch says more than a graph without caches
+            raise ValueError(
+                f"{path}: not fixed: its RoPE is computed in the graph, no cache holds it"
             )
-        else:
-            _exact_caches(spec, data, caches, replaced, None, None)
-        files.write(plan.name, lambda stream: onnx_file.rewrite(path, stream, replaced))
-        for source, name in plan.brought:
-            files.copy(source, name)
-    return os.path.join(plan.folder, plan.name)
+        plan = _plan(path, out, model, caches)
+        data = _config(path, config)
+        spec = rope_config(load_config(data))
+        replaced: dict = {}
+        room = writing.new_folder(out) if plan.new_folder else writing.new_files(plan.folder)
+        with room as files:
+            for source, name in plan.brought:  # the weights, while the verdict is made
+                files.copy(source, name)
+            verdict.fixable()  # the room removes every file made if this refuses
+            if plan.data_name:
+                files.write(
+                    plan.data_name,
+                    lambda stream: _exact_caches(
+                        spec, data, caches, replaced, stream, plan.data_name
+                    ),
+                )
+            else:
+                _exact_caches(spec, data, caches, replaced, None, None)
+            files.write(plan.name, lambda stream: onnx_file.rewrite(path, stream, replaced))
+        return verdict.report, os.path.join(plan.folder, plan.name)
+
+
+class _Verdict:
+    """``check_onnx(path, config)`` made on a thread beside the caller's work (or the report
+    given); ``fixable()`` waits for it and refuses what ``--fix`` never writes. Leaving the
+    ``with`` block waits for the thread, whatever ended the block: an error raised in the
+    block gives way to the verdict's refusal, which says more."""
+
+    def __init__(self, path: str, config, report):
+        self.path, self.report = path, report
+        self._error: BaseException | None = None
+        self._thread = None
+        if report is None:
+            self._thread = threading.Thread(target=self._make, args=(config,), name="sinpe-verdict")
+            self._thread.start()
+
+    def _make(self, config) -> None:
+        try:
+            self.report = check_onnx(self.path, config)
+        except BaseException as exc:  # noqa: BLE001 (handed to the caller's thread)
+            self._error = exc
+
+    def __enter__(self):
+        if self._thread is None:  # the report given: refused before any work, as ever
+            self.fixable()
+        return self
+
+    def __exit__(self, kind, exc, traceback) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            self._thread.join()
+        if isinstance(exc, Exception):  # a signal (KeyboardInterrupt, SystemExit) stays one
+            refused = self._refusal()
+            if refused is not None:
+                raise refused from None
+
+    def fixable(self) -> None:
+        """The verdict, waited for; ``ValueError`` unless every cache matched or drifted."""
+        if self._thread is not None:
+            self._thread.join()
+        refused = self._refusal()
+        if refused is not None:
+            raise refused
+
+    def _refusal(self) -> BaseException | None:
+        if self._error is not None:
+            return self._error
+        report = self.report
+        if report is None:  # still being made: the block's own error stands
+            return None
+        if report.verdict == MISMATCH:
+            return ValueError(
+                f"{self.path}: not fixed: its RoPE is not the config's "
+                f"({'; '.join(report.reasons)}); --fix replaces a table that reads as the "
+                "config, never a misreading"
+            )
+        if report.verdict == UNCHECKED:  # a cache not judged is never replaced blind
+            return ValueError(
+                f"{self.path}: not fixed: not every cache was judged "
+                f"({'; '.join(report.reasons)}); --fix replaces only tables that read as the "
+                "config"
+            )
+        return None
 
 
 class _Plan(NamedTuple):

@@ -251,12 +251,13 @@ def _onnx_command(args, check):
         raise UsageError(f"{flags}: not for a .onnx model")
     given_config = [c for c in (args.config, args.config_flag) if c is not None]
     config = config_argument(args) if given_config else None
-    report = check(args.cache, config)
     fixed = None
-    if args.fix is not None:
-        from .._check.onnx_fix import fix as fix_onnx
+    if args.fix is not None:  # the verdict made while the weights are copied
+        from .._check.onnx_fix import check_and_fix
 
-        fixed = fix_onnx(args.cache, args.fix, config, report=report)
+        report, fixed = check_and_fix(args.cache, args.fix, config)
+    else:
+        report = check(args.cache, config)
     code = _exit_code(report.verdict)
     if args.json:
         return {**report.as_dict(), "fixed": fixed, "exit_code": code}
