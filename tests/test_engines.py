@@ -712,6 +712,47 @@ def _spec_config():
             "rope_theta": 10000.0}  # fmt: skip
 
 
+@pytest.mark.parametrize("applied", [False, True, None], ids=["unapplied", "applied", "none"])
+def test_a_llama_4_query_scale_the_attention_does_not_apply_is_said(applied):
+    """Ministral 3's config.json gives Llama 4's query scale in ``rope_parameters``; vLLM's
+    MistralAttention applies it only from ``config.llama_4_scaling`` (``do_llama_4_scaling``):
+    where every attention says it does not, each report says so (the held table is judged
+    as ever); where it does, or no module says, nothing is said."""
+    torch = pytest.importorskip("torch")
+    from sinpe.vllm._model import Context, audit
+
+    class Attention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            if applied is not None:
+                self.do_llama_4_scaling = applied
+
+    rope = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}
+    rope |= {"rope_theta": 10000.0, "llama_4_scaling_beta": 0.1}
+    text = {"model_type": "ministral3", "head_dim": 64, "max_position_embeddings": 4096}
+    config = {"model_type": "mistral3", "text_config": text | {"rope_parameters": rope}}
+    cache = sinpe.rope_config(config).rope_cache(4096, dtype=np.float32)
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rotary_emb = RotaryEmbeddingModule(torch.from_numpy(cache))
+            self.attn = Attention()
+
+    (report,) = audit(Model(), Context(config, "config.json", (), 4096))
+    said = [n for n in report.notes if "llama_4_scaling_beta" in n]
+    assert report.verdict == "match"
+    if applied is False:
+        assert said == [
+            "the config's llama_4_scaling_beta 0.1 is not applied: vLLM's attention takes "
+            "Llama 4's query scale from config.llama_4_scaling only (set from Mistral's "
+            "params.json), so past 1,024 tokens its queries go unscaled where transformers "
+            "scales them by 1 + beta ln(1 + floor(p / 1,024)) (the run line: a mismatch there)"
+        ]
+    else:
+        assert said == []
+
+
 def RotaryEmbeddingModule(cache):  # noqa: N802 (a stand-in class made as torch allows)
     torch = pytest.importorskip("torch")
 

@@ -171,6 +171,11 @@ NOTES = {
     "rounded_twice": "rounded twice: {engine} of {config} entries are not the exact "
     "value rounded once to {dtype} (a float32 table rounded again)",
     "softmax_not_checked": "the attention's softmax scale is not read from this engine",
+    "llama4_scale_unread": "the config's llama_4_scaling_beta {config} is not applied: "
+    "{engine}'s attention takes Llama 4's query scale from config.llama_4_scaling only (set "
+    "from Mistral's params.json), so past {length:,} tokens its queries go unscaled where "
+    "transformers scales them by 1 + beta ln(1 + floor(p / {length:,})) (the run line: a "
+    "mismatch there)",
 }
 _TEXTS = {"mismatch": "does not match this config", "misread": "does not read as the config"}
 

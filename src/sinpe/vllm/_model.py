@@ -104,6 +104,25 @@ def hf_config_differs(config: dict, hf_config, engine: str = "vLLM") -> str:
     return note("hf_config_differs", who=engine, engine=", ".join(changed)) if changed else ""
 
 
+def _unapplied(model, config: dict, engine: str) -> tuple:
+    """What the config's RoPE parameters ask of the attention that the model's attention
+    does not do, as notes: Llama 4's query scale (Ministral 3, Devstral Small 2), which vLLM's
+    ``MistralAttention`` applies only from ``config.llama_4_scaling`` (Mistral's params.json),
+    never from config.json's ``rope_parameters["llama_4_scaling_beta"]``."""
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    rope = text.get("rope_parameters") or text.get("rope_scaling") or {}
+    beta = rope.get("llama_4_scaling_beta") if isinstance(rope, dict) else None
+    if not beta:
+        return ()
+    applied = [m.do_llama_4_scaling for m in model.modules() if hasattr(m, "do_llama_4_scaling")]
+    if not applied or any(applied):
+        return ()
+    length = rope.get("original_max_position_embeddings") or text.get("max_position_embeddings")
+    if not isinstance(length, int) or isinstance(length, bool):
+        return ()
+    return (note("llama4_scale_unread", engine=engine, config=beta, length=length),)
+
+
 def _audit_all(model, context: Context, engine: str = "vLLM") -> list:
     """Every distinct rotary layer judged (nothing changed); ``engine`` whose model it is
     (SGLang's rotary classes are vLLM's: ``sinpe.sglang._engine``)."""
@@ -130,7 +149,8 @@ def _audit_all(model, context: Context, engine: str = "vLLM") -> list:
             why = finding("unreadable", engine=type(layer).__name__, config=exc)
             found = [_report(layer, names, "", 0, not_judged(why))]
         reports += [r._replace(notes=r.notes + context.notes) for r in found]
-    return reports
+    unapplied = _unapplied(model, context.config, engine)
+    return [r._replace(notes=r.notes + unapplied) for r in reports]
 
 
 def audit(model, context: Context, exact: bool = False, engine: str = "vLLM") -> list:
