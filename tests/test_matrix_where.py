@@ -101,7 +101,14 @@ def _defines(path: Path, name: str) -> bool:
 
 
 def _resolve(engine_root: Path, file: str) -> Path:
-    return SINPE / file if file.startswith("sinpe/") else engine_root / file
+    """A place's file: sinpe's own (``sinpe/...``), the transformers installed beside the
+    engine (``transformers/...``, which an engine's Transformers backend runs), or the
+    engine's."""
+    if file.startswith("sinpe/"):
+        return SINPE / file
+    if file.startswith("transformers/") and _site("transformers") is not None:
+        return _site("transformers") / file
+    return engine_root / file
 
 
 def test_every_place_names_a_file_and_a_function():

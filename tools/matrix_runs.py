@@ -12,8 +12,74 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# (engine key, words of its run line's reasons or notes[, the only family]) -> the place
+_PHI = ("phi-3.5-mini-instruct.autoconfig-dump", "phi-4-mini-instruct.markdown-block")
+_PHI_WHY = (
+    "for every sequence, the 32 tokens at p = 0 too, where transformers (and the exact twin "
+    "with it) switch per sequence at the original length and rotate a short one with the "
+    "short factors: the same distance at p = 0 in vLLM, llama.cpp and MLX-LM, and a drift "
+    "at the far p, where both use the long factors (the table line's note says the policy)"
+)
+
+# (engine key, words of its run line's reasons or notes[, the only families: a name or a
+# tuple of them]) -> the place. A file named ``transformers/...`` is the transformers
+# installed beside the engine (tests/test_matrix_where.py finds it there).
 WHERE_RUN: list = [
+    (
+        "vllm",
+        "not the config's model",
+        "`model_executor/models/mistral.py`, `MistralAttention.__init__`: Llama 4's "
+        "position-dependent query scale (`_get_llama_4_attn_scale`: 1 + beta ln(1 + "
+        "floor(p / 8,192)), 1.26 at p = 100,000) is applied only where `config.llama_4_scaling` "
+        "is set, which vLLM's reader of Mistral's own params.json "
+        "(`transformers_utils/configs/mistral.py`) does; a config.json holds it as "
+        '`rope_parameters["llama_4_scaling_beta"]` (transformers\' '
+        "`transformers/models/ministral3/modeling_ministral3.py`, "
+        "`Ministral3Attention.forward`, reads it there), which vLLM never reads: past the "
+        "original length its queries go unscaled. Shown: the same run with `llama_4_scaling` "
+        "filled from `rope_parameters` before vLLM builds its attention drifts as transformers "
+        "does (0.0035 at 100,000, 0.0086 at 393,184)",
+        "devstral-small-2-24b-instruct",
+    ),
+    (
+        "vllm",
+        "not the config's model",
+        "`model_executor/models/registry.py`, `_TRANSFORMERS_SUPPORTED_MODELS`: vLLM runs this "
+        "architecture with its Transformers backend, so with the rotary module of the "
+        "transformers installed beside it (vLLM 0.32.0 requires transformers < 5.20; 5.19.0 "
+        "in its leg): `transformers/models/hunyuan_v1_dense/modeling_hunyuan_v1_dense.py`, "
+        "`HunYuanDenseV1RotaryEmbedding.forward`, labelled `dynamic` with a fixed `alpha`, "
+        "is wrapped in `dynamic_rope_update` (`transformers/modeling_rope_utils.py`, "
+        "`dynamic_rope_update`), which past the original length (32,768) recomputes the "
+        "frequencies as dynamic NTK without `alpha`: the last frequency 1.15e-07 becomes "
+        "3.78e-05 at p = 100,000 (read in vLLM's process). transformers 5.24 (the "
+        "transformers column) gives a fixed alpha its own type, `ntk_alpha`, whose frequencies "
+        "stay: a defect of transformers 5.19 that vLLM's backend inherits",
+        "hunyuan-promptenhancer-7b",
+    ),
+    (
+        "vllm",
+        "not the config's model",
+        "`model_executor/layers/rotary_embedding/phi3_long_rope_scaled_rope.py`, "
+        "`Phi3LongRoPEScaledRotaryEmbedding.forward`: with `use_long_rope` (set in `__init__` "
+        "when `max_model_len` exceeds `original_max_position_embeddings`) it rotates with the "
+        "long factors' rows " + _PHI_WHY,
+        _PHI,
+    ),
+    (
+        "llama.cpp",
+        "not the config's model",
+        "`src/llama-model.cpp`, `llama_model::get_rope_factors`: the long factors "
+        "(`rope_long`) whenever the context per sequence (`n_ctx_seq`) is longer than the "
+        "original length (`n_ctx_orig_yarn`), " + _PHI_WHY,
+        _PHI,
+    ),
+    (
+        "mlx-lm",
+        "not the config's model",
+        "`mlx_lm/models/rope_utils.py`, `SuScaledRoPE.__init__`: the long factors only "
+        "(`self._freqs`; the short ones are taken and never used), " + _PHI_WHY,
+        _PHI,
+    ),
     (
         "vllm",
         "fused_moe/router/cpu_router.py",
@@ -52,7 +118,8 @@ _JUDGED = ("match", "drift")
 
 def _where(key: str, words: str, family: str) -> str:
     for engine, said, place, *only in WHERE_RUN:
-        if engine == key and said in words and family in (only or [family]):
+        families = (only[0],) if only and isinstance(only[0], str) else (only[0] if only else ())
+        if engine == key and said in words and (not families or family in families):
             return f" Where: {place}."
     return ""
 
