@@ -109,7 +109,8 @@ def _unapplied(model, config: dict, engine: str) -> tuple:
     does not do, as notes: Llama 4's query scale (Ministral 3, Devstral Small 2), which vLLM's
     ``MistralAttention`` applies only from ``config.llama_4_scaling`` (Mistral's params.json),
     never from config.json's ``rope_parameters["llama_4_scaling_beta"]``."""
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    inner = config.get("text_config")
+    text: dict = inner if isinstance(inner, dict) else config
     rope = text.get("rope_parameters") or text.get("rope_scaling") or {}
     beta = rope.get("llama_4_scaling_beta") if isinstance(rope, dict) else None
     if not beta:
