@@ -22,7 +22,7 @@ import sinpe
 from sinpe._check.probe import judge_module
 from sinpe._check.steps import EngineFailed, step
 from sinpe._engines import ABSENT, ENGINES, FAILED, _side, engines, probe
-from sinpe._engines._shrink import HEADS, MOE_ALIGNMENT, VOCAB, shrink
+from sinpe._engines._shrink import _KEYED_LAYERS, HEADS, MOE_ALIGNMENT, VOCAB, shrink
 from sinpe._verdict.layers import layer_spec
 from sinpe._verdict.verdict import finding, mismatch
 
@@ -55,7 +55,9 @@ def test_the_twin_keeps_every_rope_of_the_config(path):
     # more heads only where a mixture of experts' hidden size must be a multiple of 32
     assert heads <= HEADS or (heads <= MOE_ALIGNMENT and text["hidden_size"] % MOE_ALIGNMENT == 0)
     assert text.get("vocab_size", VOCAB) <= VOCAB
-    assert text.get("num_hidden_layers", 1) <= max(8, len(set(text.get("layer_types") or [])))
+    keyed = _KEYED_LAYERS.get(str(text.get("model_type")), ())  # all of them: an engine keys
+    layers = text.get("num_hidden_layers", 1)
+    assert layers in keyed or layers <= max(8, len(set(text.get("layer_types") or [])))
     assert data == json.loads(path.read_text())  # the config given is left as it was
 
 
@@ -116,6 +118,19 @@ def test_the_moe_twins_take_the_fewest_heads_that_align():
         "kimi-k2-instruct": (224, 2, 2),
         "laguna-xs.2-fp8": (96, 2, 1),
     }
+
+
+def test_a_layer_count_an_engine_keys_the_attention_on_is_kept():
+    """EXAONE 4.0 32B keeps its 64 layers (llama.cpp's exaone4 loader gives the sliding
+    layers, and the unrotated full ones, to 64 layers only), its layer types whole; a model
+    with another count keeps one period, as any other."""
+    data = json.loads((CONFIGS / "exaone-4.0-32b.json").read_text())
+    twin = shrink(data)
+    assert twin["num_hidden_layers"] == data["num_hidden_layers"] == 64
+    assert twin["layer_types"] == data["layer_types"] and twin["hidden_size"] < 1024
+    fewer = shrink(data | {"num_hidden_layers": 32, "layer_types": data["layer_types"][:32]})
+    assert fewer["num_hidden_layers"] == 4
+    assert fewer["layer_types"] == ["sliding_attention"] * 3 + ["full_attention"]
 
 
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.json")), ids=lambda p: p.stem)

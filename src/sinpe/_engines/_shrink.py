@@ -2,7 +2,9 @@
 gives it (head dims, rotary widths, rope parameters, layer types and patterns, lengths), the
 sizes that say nothing of the rotation shrunk, so that an engine builds the model in seconds:
 two attention heads (one key-value head where the model groups them), at most four experts,
-small MLPs and vocabularies, and only as many layers as it takes to hold one of each kind.
+small MLPs and vocabularies, and only as many layers as it takes to hold one of each kind
+(all of them where an engine keys the model's attention on their count: EXAONE 4.0 32B's 64
+in llama.cpp).
 An MLP of four times the hidden size stays four times the twin's (a converter may write it so).
 
 The ratio ``hidden_size / num_attention_heads`` is kept (an engine that takes the head dim from
@@ -63,6 +65,11 @@ _PERIODS = (
     "decoder_sparse_step",
 )
 _TOKEN_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
+# layer counts an engine keys a model's attention on, kept where the config has one: llama.cpp
+# gives EXAONE 4 its sliding layers (and leaves its full layers unrotated) only for 64 layers
+# (src/models/exaone4.cpp, llama_model_exaone4::load_arch_hparams: the 32B); with fewer it
+# rotates every layer, which the published model does not
+_KEYED_LAYERS = {"exaone4": (64,)}
 
 
 def shrink(config: dict) -> dict:
@@ -160,7 +167,10 @@ def _shrink_experts(config: dict) -> None:
 
 def _layers_kept(config: dict, layers: int) -> int:
     """As many layers as hold one of each kind: the first of each layer type, a whole period
-    of every pattern, and at least two (a dense layer and a sparse one)."""
+    of every pattern, and at least two (a dense layer and a sparse one); all of them where
+    an engine keys the model's attention on their count (``_KEYED_LAYERS``)."""
+    if layers in _KEYED_LAYERS.get(str(config.get("model_type")), ()):
+        return layers
     needed = 2
     for key in _PERIODS:
         if isinstance(config.get(key), int) and config[key] > 0:
