@@ -108,6 +108,30 @@ def test_sharpen_scales_query_and_key_through_a_norm_either_way():
             )
 
 
+def test_a_twin_keeping_an_engines_layer_count_runs_as_one_period(tmp_path):
+    """EXAONE 4's twin keeps 64 layers (llama.cpp keys its sliding layers on that count):
+    its run model makes layers 4 .. 63 the identity (output projections zero), so the run
+    sees one period, three sliding layers and a full one, as any other twin: the hidden
+    state leaves layer 4 as it came in, and every later one too."""
+    import transformers
+
+    from sinpe._engines._run import save_run_model
+    from sinpe._engines._shrink import shrink
+    from sinpe._files.reading import read_json
+
+    data = shrink(read_json(CONFIGS + "exaone-4.0-32b.json"))
+    assert data["num_hidden_layers"] == 64
+    (tmp_path / "twin").mkdir()
+    (tmp_path / "twin" / "config.json").write_text(json.dumps(data))
+    out = save_run_model(tmp_path / "twin", tmp_path / "run")
+    model = _run.load(transformers, out, None, torch.float32)
+    with torch.no_grad():
+        hidden = model(torch.arange(3, 35)[None], output_hidden_states=True).hidden_states
+    assert len(hidden) == 65
+    assert not torch.equal(hidden[3], hidden[4])  # layer 3 (full) works
+    assert all(torch.equal(hidden[4], later) for later in hidden[5:-1])  # then the identity
+
+
 def test_the_run_model_names_its_tensors_as_the_published_checkpoint(tmp_path):
     """transformers 5 saves Gemma 3's SigLIP tower as ``vision_tower.embeddings.*``; the
     published checkpoint (and keras-hub's converter) has ``vision_tower.vision_model.*``:

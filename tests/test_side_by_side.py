@@ -22,7 +22,14 @@ import sinpe
 from sinpe._check.probe import judge_module
 from sinpe._check.steps import EngineFailed, step
 from sinpe._engines import ABSENT, ENGINES, FAILED, _side, engines, probe
-from sinpe._engines._shrink import _KEYED_LAYERS, HEADS, MOE_ALIGNMENT, VOCAB, shrink
+from sinpe._engines._shrink import (
+    _KEYED_LAYERS,
+    HEADS,
+    MOE_ALIGNMENT,
+    VOCAB,
+    active_layers,
+    shrink,
+)
 from sinpe._verdict.layers import layer_spec
 from sinpe._verdict.verdict import finding, mismatch
 
@@ -131,6 +138,9 @@ def test_a_layer_count_an_engine_keys_the_attention_on_is_kept():
     fewer = shrink(data | {"num_hidden_layers": 32, "layer_types": data["layer_types"][:32]})
     assert fewer["num_hidden_layers"] == 4
     assert fewer["layer_types"] == ["sliding_attention"] * 3 + ["full_attention"]
+    # the run model makes all but one period inert (tests/test_run_lines.py)
+    assert active_layers(twin) == 4 and active_layers(fewer) is None
+    assert active_layers(shrink(json.loads(LLAMA.read_text()))) is None
 
 
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.json")), ids=lambda p: p.stem)

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .._check.run import MODEL, SHARP, K, encode, forward, load, n_axes, offsets, tokens
+from ._shrink import active_layers
 
 __all__ = ["float64_throughout", "main", "reference", "save_run_model", "sharpen"]
 
@@ -92,6 +93,32 @@ def sharpen(model, factor: float = SHARP) -> int:
     return done
 
 
+_OUTPUTS = ("o_proj", "down_proj")  # a decoder layer's two writes to the residual stream
+
+
+def inert(model, active: int) -> int:
+    """Every decoder layer from ``active`` on made the identity: its attention's and its
+    MLP's output projections zero, so it adds nothing to the residual stream (a norm after
+    them, EXAONE 4's, gives zero for zero). Returns how many layers; ``ValueError`` where a
+    layer has neither projection."""
+    import torch
+
+    layers = [m for name, m in model.named_modules() if name.endswith("layers") and len(m)]
+    if not layers:
+        raise ValueError("no decoder layers found to make inert")
+    done = 0
+    for layer in list(layers[0])[active:]:
+        outputs = [m for name, m in layer.named_modules() if name.rsplit(".", 1)[-1] in _OUTPUTS]
+        if len(outputs) < 2:
+            raise ValueError(f"{type(layer).__name__}: no output projections to make it inert")
+        with torch.no_grad():
+            for module in outputs:
+                for parameter in module.parameters():
+                    parameter.zero_()
+        done += 1
+    return done
+
+
 def _float32(config: dict) -> dict:
     """``config`` saying float32 where it names a dtype (its text config's too): the weights
     are float32, and an engine that honours a published ``torch_dtype: bfloat16`` would load
@@ -124,9 +151,12 @@ def save_run_model(twin, out) -> Path:
     config = transformers.AutoConfig.from_pretrained(out)
     model = load(transformers, out, config, torch.float32, attn_implementation=None)
     sharpen(model)
+    given = reading.read_json(Path(twin, "config.json"), what="the twin's config")
+    active = active_layers(given)
+    if active is not None:
+        inert(model, active)
     model.save_pretrained(out)
     _published_names(model, Path(out, "model.safetensors"))
-    given = reading.read_json(Path(twin, "config.json"), what="the twin's config")
     text = json.dumps(_float32(given), indent=2).encode()
     Path(out, "config.json").unlink()  # transformers' own, just written in our folder
     writing.write_new(Path(out, "config.json"), lambda stream: stream.write(text))

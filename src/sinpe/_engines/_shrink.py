@@ -165,6 +165,20 @@ def _shrink_experts(config: dict) -> None:
             config[key] = 1
 
 
+def active_layers(config: dict) -> int | None:
+    """Where the twin keeps all of a model's layers for an engine that keys on their count
+    (``_KEYED_LAYERS``), how many a twin would otherwise keep: the run model makes the
+    layers past them inert (``_run.save_run_model``), so that the run sees one of each kind
+    as in any other twin, with no more float32 noise than theirs. Else None."""
+    inner = config.get("text_config")
+    text: dict = inner if isinstance(inner, dict) else config
+    layers = text.get("num_hidden_layers")
+    keyed = _KEYED_LAYERS.get(str(text.get("model_type")), ())
+    if not isinstance(layers, int) or layers not in keyed:
+        return None
+    return _layers_kept({**text, "model_type": None}, layers)
+
+
 def _layers_kept(config: dict, layers: int) -> int:
     """As many layers as hold one of each kind: the first of each layer type, a whole period
     of every pattern, and at least two (a dense layer and a sparse one); all of them where
