@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 import types
 from importlib.metadata import entry_points
 
@@ -1240,3 +1241,30 @@ def test_a_vision_layer_is_named_and_a_permuted_rotation_is_noted():
         "vLLM rotates pairs and permutes the query and key weights at load, so the model's "
         "halves rotation is kept",
     )
+
+
+def test_the_vllm_run_raises_its_kv_cache_space_to_what_the_run_model_takes(tmp_path, monkeypatch):
+    """EXAONE 4's twin keeps its 64 layers (48 sliding, window 4,096): its float32 KV cache
+    at 131,104 tokens is 2.19 GiB, so the run asks vLLM for 3 GiB (a quarter to spare) where
+    1 is set, and says so; a twin that fits leaves the setting as it is, and a larger one
+    given is never lowered."""
+    from sinpe._engines._shrink import shrink
+    from sinpe._rope.config import load_config
+    from sinpe.vllm._engine import _kv_need, _kv_space
+
+    twin = shrink(load_config(ROOT / "tests" / "data" / "configs" / "exaone-4.0-32b.json"))
+    (tmp_path / "config.json").write_text(json.dumps(twin))
+    full, sliding = 16 * 131104, 48 * 4096  # rows: the full layers' and the sliding ones'
+    assert _kv_need(twin, 131104) == 2 * 1 * 128 * 4 * (full + sliding)
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
+    assert _kv_space(tmp_path, 131104) == (
+        "VLLM_CPU_KVCACHE_SPACE raised from 1 to 3 GiB for the run: the run model's KV cache "
+        "at 131,104 tokens",
+    )
+    assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == "3"
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "8")
+    assert _kv_space(tmp_path, 131104) == () and os.environ["VLLM_CPU_KVCACHE_SPACE"] == "8"
+    (tmp_path / "config.json").write_text(json.dumps(shrink(load_config(
+        ROOT / "tests" / "data" / "configs" / "llama-3.1-8b.json"))))  # fmt: skip
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
+    assert _kv_space(tmp_path, 131104) == () and os.environ["VLLM_CPU_KVCACHE_SPACE"] == "1"

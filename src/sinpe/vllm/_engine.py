@@ -110,6 +110,7 @@ def run(model, original: dict, offsets):
 
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    raised = _kv_space(model, max(offsets) + _run.K)
     os.environ["SINPE_VLLM"] = "off"  # vLLM's own tables, never sinpe's
     os.environ["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = "1"  # the far p, past the config's length
     import vllm
@@ -145,9 +146,51 @@ def run(model, original: dict, offsets):
     notes = (
         "vLLM takes no positions from a request: the positions its runner passes moved by p "
         f"(a hook; the farthest run, {far:,}, in {seconds.get(far, 0.0):.1f} s)",
+        *raised,
         *skipped,
     )
     return _run.RunResult(logprobs, None, notes, how)
+
+
+def _kv_need(config: dict, length: int) -> int:
+    """Bytes of float32 KV cache a model needs for one sequence of ``length`` tokens: each
+    full layer ``length`` rows, each sliding layer its window's (about what vLLM's CPU
+    worker asks for: its hybrid allocator gives a sliding layer its window)."""
+    inner = config.get("text_config")
+    text: dict = inner if isinstance(inner, dict) else config
+    heads = int(text.get("num_attention_heads") or 1)
+    kv = int(text.get("num_key_value_heads") or heads)
+    head = int(text.get("head_dim") or (text.get("hidden_size") or 0) // heads)
+    given = text.get("layer_types")
+    kinds: list = given if isinstance(given, list) else []
+    window = text.get("sliding_window")
+    window = window if isinstance(window, int) and window > 0 else length
+    rows = 0
+    for i in range(int(text.get("num_hidden_layers") or 0)):
+        sliding = i < len(kinds) and "sliding" in str(kinds[i])
+        rows += min(window, length) if sliding else length
+    return 2 * kv * head * 4 * rows
+
+
+def _kv_space(model, length: int) -> tuple:
+    """``VLLM_CPU_KVCACHE_SPACE`` (GiB) raised, for this run only, to what the run model's
+    KV cache takes at ``length`` tokens, with a quarter to spare, where it is less (a twin
+    that keeps a model's many layers: EXAONE 4's 64); a note saying so, or none."""
+    from .._files import reading
+
+    config = reading.read_json(os.path.join(str(model), "config.json"), what="the run model")
+    need = -(-_kv_need(config, length) * 5 // 4 // (1 << 30))  # GiB, rounded up
+    try:
+        have = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"))
+    except ValueError:
+        return ()
+    if need <= have:
+        return ()
+    os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(need)
+    return (
+        f"VLLM_CPU_KVCACHE_SPACE raised from {have:g} to {need} GiB for the run: the run "
+        f"model's KV cache at {length:,} tokens",
+    )
 
 
 def _run_llm(vllm, model, length: int, state: dict):
