@@ -508,6 +508,9 @@ def test_dynamic_ntk_frozen_at_export_is_what_the_runtime_computes(exported):
 # tests/defects.py, is a defect of what the IR computes)
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
+# not Gemma 4 (its per_layer_inputs: the refusal test at the end of this file, and the
+# runtime table): its float64 reference made in this leg's transformers 5.5.4 is 7e-4 from
+# the IR at p = 0, 9e-5 when made in transformers 5.24's (the runtime table's)
 RUN_FAMILIES = {"llama-3.1": "llama-3.1-8b.json", "qwen3-yarn": "qwen3-8b.yarn-4x.json"}
 QWEN3 = "transformers.models.qwen3.modeling_qwen3"
 DEFECTS = {  # transformers' modeling code, which the export traces (tests/defects.py)
@@ -561,3 +564,19 @@ def test_a_defect_in_the_traced_code_turns_the_run_line_only(tmp_path, defect):
     assert line.verdict in ("match", "drift"), line.text
     assert line.run is not None and line.run.verdict == "mismatch", line.run
     assert line.run.reasons, line.run
+
+
+def test_an_input_the_export_made_no_ir_for_is_said():
+    """Gemma 4's language model takes ``per_layer_inputs``, which optimum-intel's pipeline
+    makes with the export's per-layer embeddings IR: where the export wrote none, the run
+    says which input and which file, and asks nothing of the runtime."""
+    import numpy as np
+
+    from sinpe._check.steps import EngineFailed
+    from sinpe._engines.openvino import _from_ids
+
+    ids = np.zeros((1, 4), np.int64)
+    assert _from_ids(None, Path("."), {"input_ids", "position_ids"}, ids, {}) == {}
+    with pytest.raises(EngineFailed, match="takes per_layer_inputs, and the export wrote no "
+                       "openvino_text_embeddings_per_layer_model.xml"):  # fmt: skip
+        _from_ids(None, Path("/nowhere"), {"per_layer_inputs"}, ids, {})

@@ -93,12 +93,34 @@ def _language_model(out: Path, xml: Path):
     return xml, (embeddings if xml.name == "openvino_language_model.xml" else None)
 
 
+# a language model's input made from the token ids by another IR of the export, as
+# optimum-intel's own pipeline makes it (modeling_visual_language.py, Gemma 4's
+# _OVGemma4ForCausalLM.get_multimodal_embeddings: per_layer_inputs from
+# text_embeddings_per_layer, the per-layer embeddings of Gemma 3n and Gemma 4)
+_FROM_IDS = {"per_layer_inputs": "openvino_text_embeddings_per_layer_model.xml"}
+
+
+def _from_ids(core, out: Path, names: set, ids: np.ndarray, hints: dict) -> dict:
+    """The inputs in ``_FROM_IDS`` the language model takes, each made by its IR from
+    ``ids``; an IR the export did not write is said."""
+    made = {}
+    for name, file in _FROM_IDS.items():
+        if name not in names:
+            continue
+        if not (out / file).is_file():
+            raise EngineFailed(f"the language model takes {name}, and the export wrote no {file}")
+        with step(f"the OpenVINO runtime making {name} ({file})"):
+            made[name] = np.asarray(core.compile_model(str(out / file), "CPU", hints)([ids])[0])
+    return made
+
+
 def run(model, original: dict, offsets):
     """OpenVINO's run line: optimum-intel's export (fp32) of the run model
     (``_engines/_run.py``), the IR compiled by the OpenVINO runtime for the CPU (float32
     inference and KV cache) and run on the run's tokens at ``position_ids`` ``p .. p + K -
     1`` for each ``p``, its state reset before each; a vision-language export's tokens
-    embedded by its own text embeddings IR. The IR gives no hidden states."""
+    embedded by its own text embeddings IR (and Gemma 4's per-layer inputs by its per-layer
+    embeddings IR, as optimum-intel's pipeline makes them). The IR gives no hidden states."""
     import openvino  # type: ignore[import-not-found]
 
     from .._check import run as _run
@@ -120,6 +142,7 @@ def run(model, original: dict, offsets):
         raise EngineFailed(f"{xml.name}: its logits have no static vocabulary size")
     ids = np.asarray([_run.tokens(vocab.get_length())], np.int64)
     tokens = {"input_ids": ids} if embed is None else {"inputs_embeds": embed([ids])[0]}
+    tokens.update(_from_ids(core, out, names, ids, hints))
     request = compiled.create_infer_request()
     axes = _run.n_axes(rope_config(original))
     logprobs = {}
