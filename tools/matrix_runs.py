@@ -25,6 +25,41 @@ _PHI_WHY = (
 # installed beside the engine (tests/test_matrix_where.py finds it there).
 WHERE_RUN: list = [
     (
+        "keras-hub",
+        "not the config's model",
+        "`keras_hub/src/utils/transformers/convert_llama3.py`, `convert_backbone_config`: it "
+        "passes no `layer_norm_epsilon`, so every RMSNorm of the backbone uses "
+        "`LlamaBackbone`'s default 1e-6 where the config's `rms_norm_eps` is 1e-5: the first "
+        "decoder layer departs at p = 0 already (a reading of the config, not of the RoPE)",
+        "llama-3.1-8b",
+    ),
+    (
+        "keras-hub",
+        "not the config's model",
+        "`keras_hub/src/utils/transformers/convert_qwen.py`, `convert_backbone_config`: "
+        "`rope_scaling` is never read (the table line's finding), so YaRN's attention factor "
+        "(1 + 0.1 ln 4 = 1.139 on cos and sin, 1.30 on every query-key product) is missing at "
+        "p = 0 already, and its frequencies at the far p",
+        "qwen2.5-7b-instruct.yarn-4x",
+    ),
+    (
+        "keras-hub",
+        "not the config's model",
+        "`keras_hub/src/utils/transformers/convert_qwen3.py`, `convert_backbone_config`: "
+        "`rope_scaling` is never read (the table line's finding), so YaRN's attention factor "
+        "(1 + 0.1 ln 4 = 1.139 on cos and sin, 1.30 on every query-key product) is missing at "
+        "p = 0 already, and its frequencies at the far p",
+        "qwen3-8b.yarn-4x",
+    ),
+    (
+        "keras-hub",
+        "not the config's model",
+        "`keras_hub/src/utils/transformers/convert_mistral.py`, `convert_weights`: every "
+        "weight is rounded to float16 on the way in (`hf_tensor.astype(np.float16)`), an "
+        "error beyond float32's at every p, the rotation's or not",
+        "mistral-7b-instruct-v0.3.markdown-block",
+    ),
+    (
         "vllm",
         "not the config's model",
         "`model_executor/models/mistral.py`, `MistralAttention.__init__`: Llama 4's "
