@@ -23,7 +23,47 @@ _PHI_WHY = (
 # (engine key, words of its run line's reasons or notes[, the only families: a name or a
 # tuple of them]) -> the place. A file named ``transformers/...`` is the transformers
 # installed beside the engine (tests/test_matrix_where.py finds it there).
+_BETAS = (
+    "the table line's finding: llama.cpp reads no YaRN `beta_fast` or `beta_slow` for this "
+    "architecture ({file}, {loader}), so its ramp is the default 32 and 1's, and the "
+    "frequencies in it are not the config's; a RoPE's error is in every relative position, "
+    "so the distance is flat in p, p = 0 included. Shown: the same run with the config's "
+    "betas given to llama.cpp at run time (the context's `yarn_beta_fast` and "
+    "`yarn_beta_slow`, `src/llama-context.cpp`, `llama_context::llama_context`) drifts as "
+    "transformers does ({shown})"
+)
+
 WHERE_RUN: list = [
+    (
+        "llama.cpp",
+        "not the config's model",
+        _BETAS.format(
+            file="`src/models/deepseek2.cpp`",
+            loader="`llama_model_deepseek2::load_arch_hparams`",
+            shown="0.0 at p = 0, 0.00098 at 131,040",
+        ),
+        "kimi-k2-instruct",
+    ),
+    (
+        "llama.cpp",
+        "not the config's model",
+        _BETAS.format(
+            file="`src/models/laguna.cpp`",
+            loader="`llama_model_laguna::load_arch_hparams`",
+            shown="0.0 at p = 0, 0.036 at 262,112",
+        ),
+        "laguna-xs.2-fp8",
+    ),
+    (
+        "llama.cpp",
+        "not the config's model",
+        "the table line's finding: `ggml/src/ggml.c`, `ggml_rope_yarn_corr_dims` always "
+        "floors and ceils the YaRN ramp's ends, where the config says `truncate: false`; a "
+        "RoPE's error is in every relative position, so p = 0 shows it. Shown: judged against "
+        "the config with `truncate: true` (what llama.cpp does), the same llama.cpp run drifts "
+        "(2e-05 at p = 0, 0.036 at 131,040) and the table line is a match",
+        "gpt-oss-20b",
+    ),
     (
         "keras-hub",
         "not the config's model",
