@@ -713,20 +713,27 @@ def _spec_config():
             "rope_theta": 10000.0}  # fmt: skip
 
 
-@pytest.mark.parametrize("applied", [False, True, None], ids=["unapplied", "applied", "none"])
+@pytest.mark.parametrize(
+    "applied", [False, True, None, 16384, 1024], ids=["unapplied", "applied", "none",
+    "sglang's 16,384", "sglang's right length"]
+)  # fmt: skip
 def test_a_llama_4_query_scale_the_attention_does_not_apply_is_said(applied):
     """Ministral 3's config.json gives Llama 4's query scale in ``rope_parameters``; vLLM's
     MistralAttention applies it only from ``config.llama_4_scaling`` (``do_llama_4_scaling``):
     where every attention says it does not, each report says so (the held table is judged
-    as ever); where it does, or no module says, nothing is said."""
+    as ever); SGLang's Ministral3Attention applies it over its ``max_position_embeddings``,
+    the config's top-level original length or 16,384: where that is not the config's
+    original length, said; where it does right, or no module says, nothing is said."""
     torch = pytest.importorskip("torch")
     from sinpe.vllm._model import Context, audit
 
     class Attention(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            if applied is not None:
+            if isinstance(applied, bool):  # vLLM's MistralAttention
                 self.do_llama_4_scaling = applied
+            elif isinstance(applied, int):  # SGLang's Ministral3Attention
+                self.llama_4_scaling_beta, self.max_position_embeddings = 0.1, applied
 
     rope = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}
     rope |= {"rope_theta": 10000.0, "llama_4_scaling_beta": 0.1}
@@ -741,9 +748,16 @@ def test_a_llama_4_query_scale_the_attention_does_not_apply_is_said(applied):
             self.attn = Attention()
 
     (report,) = audit(Model(), Context(config, "config.json", (), 4096))
-    said = [n for n in report.notes if "llama_4_scaling_beta" in n]
+    said = [n for n in report.notes if "queries" in n]
     assert report.verdict == "match"
-    if applied is False:
+    if applied == 16384:
+        assert said == [
+            "vLLM's attention scales its queries by 1 + beta ln(1 + floor(p / 16,384)) where "
+            "transformers divides by the config's original length 1,024 (rope_parameters' "
+            "original_max_position_embeddings): from p = 1,024 on, its queries are scaled "
+            "otherwise"
+        ]
+    elif applied is False:
         assert said == [
             "the config's llama_4_scaling_beta 0.1 is not applied: vLLM's attention takes "
             "Llama 4's query scale from config.llama_4_scaling only (set from Mistral's "

@@ -176,6 +176,10 @@ NOTES = {
     "from Mistral's params.json), so past {length:,} tokens its queries go unscaled where "
     "transformers scales them by 1 + beta ln(1 + floor(p / {length:,})) (the run line: a "
     "mismatch there)",
+    "llama4_scale_length": "{engine}'s attention scales its queries by 1 + beta ln(1 + "
+    "floor(p / {found})) where transformers divides by the config's original length "
+    "{length:,} (rope_parameters' original_max_position_embeddings): from p = {length:,} on, "
+    "its queries are scaled otherwise",
 }
 _TEXTS = {"mismatch": "does not match this config", "misread": "does not read as the config"}
 

@@ -108,20 +108,30 @@ def _unapplied(model, config: dict, engine: str) -> tuple:
     """What the config's RoPE parameters ask of the attention that the model's attention
     does not do, as notes: Llama 4's query scale (Ministral 3, Devstral Small 2), which vLLM's
     ``MistralAttention`` applies only from ``config.llama_4_scaling`` (Mistral's params.json),
-    never from config.json's ``rope_parameters["llama_4_scaling_beta"]``."""
+    never from config.json's ``rope_parameters["llama_4_scaling_beta"]``, and SGLang's
+    ``Ministral3Attention`` applies over another length than the config's original one."""
     inner = config.get("text_config")
     text: dict = inner if isinstance(inner, dict) else config
     rope = text.get("rope_parameters") or text.get("rope_scaling") or {}
     beta = rope.get("llama_4_scaling_beta") if isinstance(rope, dict) else None
     if not beta:
         return ()
-    applied = [m.do_llama_4_scaling for m in model.modules() if hasattr(m, "do_llama_4_scaling")]
-    if not applied or any(applied):
-        return ()
     length = rope.get("original_max_position_embeddings") or text.get("max_position_embeddings")
     if not isinstance(length, int) or isinstance(length, bool):
         return ()
-    return (note("llama4_scale_unread", engine=engine, config=beta, length=length),)
+    modules = list(model.modules())
+    # vLLM's MistralAttention: do_llama_4_scaling
+    applied = [m.do_llama_4_scaling for m in modules if hasattr(m, "do_llama_4_scaling")]
+    if applied and not any(applied):
+        return (note("llama4_scale_unread", engine=engine, config=beta, length=length),)
+    # SGLang's Ministral3Attention: llama_4_scaling_beta, over its max_position_embeddings
+    # (set from the config's top-level original_max_position_embeddings, else 16,384)
+    scaled = [m for m in modules if getattr(m, "llama_4_scaling_beta", None) is not None]
+    found = sorted({int(getattr(m, "max_position_embeddings", 0) or 0) for m in scaled})
+    if found and found != [length]:
+        said = " or ".join(f"{n:,}" for n in found)
+        return (note("llama4_scale_length", engine=engine, found=said, length=length),)
+    return ()
 
 
 def _audit_all(model, context: Context, engine: str = "vLLM") -> list:
