@@ -766,6 +766,14 @@ def test_a_llama_4_query_scale_the_attention_does_not_apply_is_said(applied):
         ]
     else:
         assert said == []
+    if applied == 16384:  # a module whose length is not a number: said, the audit goes on
+        model = Model()
+        model.attn.max_position_embeddings = object()
+        (report,) = audit(model, Context(config, "config.json", (), 4096))
+        assert report.verdict == "match" and any(
+            n.startswith("the attention's position-dependent query scale could not be read")
+            for n in report.notes
+        )
 
 
 def RotaryEmbeddingModule(cache):  # noqa: N802 (a stand-in class made as torch allows)

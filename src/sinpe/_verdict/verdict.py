@@ -176,6 +176,8 @@ NOTES = {
     "from Mistral's params.json), so past {length:,} tokens its queries go unscaled where "
     "transformers scales them by 1 + beta ln(1 + floor(p / {length:,})) (the run line: a "
     "mismatch there)",
+    "unread_attention": "the attention's position-dependent query scale could not be read "
+    "({engine})",
     "llama4_scale_length": "{engine}'s attention scales its queries by 1 + beta ln(1 + "
     "floor(p / {found})) where transformers divides by the config's original length "
     "{length:,} (rope_parameters' original_max_position_embeddings): from p = {length:,} on, "

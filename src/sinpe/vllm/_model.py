@@ -160,7 +160,10 @@ def _audit_all(model, context: Context, engine: str = "vLLM") -> list:
             why = finding("unreadable", engine=type(layer).__name__, config=exc)
             found = [_report(layer, names, "", 0, not_judged(why))]
         reports += [r._replace(notes=r.notes + context.notes) for r in found]
-    unapplied = _unapplied(model, context.config, engine)
+    try:
+        unapplied = _unapplied(model, context.config, engine)
+    except Exception as exc:  # noqa: BLE001 (an odd module never stops the audit: said)
+        unapplied = (note("unread_attention", engine=f"{type(exc).__name__}: {exc}"),)
     return [r._replace(notes=r.notes + unapplied) for r in reports]
 
 
