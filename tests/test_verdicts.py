@@ -25,7 +25,7 @@ from sinpe._files.caches import Stored
 from sinpe._verdict import judge as core
 
 SRC = Path(sinpe.__file__).parent
-CORE = {SRC / "_verdict" / name for name in ("verdict.py", "judge.py", "layers.py")}
+CORE = {SRC / "_verdict" / name for name in ("verdict.py", "words.py", "judge.py", "layers.py")}
 ADAPTERS = [
     SRC / "_check" / "compare.py",
     SRC / "_check" / "gguf.py",
