@@ -103,7 +103,11 @@ def inert(model, active: int) -> int:
     layer has neither projection."""
     import torch
 
-    layers = [m for name, m in model.named_modules() if name.endswith("layers") and len(m)]
+    layers = [
+        m
+        for name, m in model.named_modules()
+        if name.endswith("layers") and len(m) and "vision" not in name and "visual" not in name
+    ]  # the language model's (a vision tower's are not decoder layers: as sharpen skips them)
     if not layers:
         raise ValueError("no decoder layers found to make inert")
     done = 0
