@@ -353,14 +353,16 @@ def test_exact_mode_leaves_a_cache_as_it_was_or_whole_whatever_signal_arrives(sh
     (report,) = audit_layer(layer, spec, ["l"])
     assert report.verdict == "drift"
     want = torch.from_numpy(spec.rope_cache(rows, dtype="float32"))
-    if not shared and backends.BACKEND == "cython":  # no table apart
-        empty = np.empty
+    in_place = not shared and backends.BACKEND == "cython"
+    empty, apart = np.empty, []
 
-        def small_only(shape, *args, **kwargs):
-            assert np.prod(shape) < rows * 64, shape
-            return empty(shape, *args, **kwargs)
+    def spy(shape, *args, **kwargs):  # in place: no table apart; else: one per fill
+        if np.prod(shape) >= rows * 64:
+            assert not in_place, shape
+            apart.append(shape)
+        return empty(shape, *args, **kwargs)
 
-        monkeypatch.setattr(np, "empty", small_only)
+    monkeypatch.setattr(np, "empty", spy)
     state = {"at": None}
 
     def handler(signum, frame):
@@ -394,6 +396,7 @@ def test_exact_mode_leaves_a_cache_as_it_was_or_whole_whatever_signal_arrives(sh
         signal.setitimer(signal.ITIMER_REAL, 0, 0)
         signal.signal(signal.SIGALRM, previous)
     assert seen["as made"] and seen["whole"] + seen["whole, then the signal"], seen
+    assert bool(apart) != in_place  # shared memory, the NumPy backend: made apart
 
 
 def test_a_whole_fill_is_refused_where_it_cannot_be_promised():
