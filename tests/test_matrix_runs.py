@@ -69,6 +69,40 @@ def test_the_runtime_table_gives_each_cell_and_footnotes_each_disagreement():
     )
 
 
+def test_a_run_footnote_takes_the_tables_place_where_none_of_its_own_fits():
+    """A run line that failed as a table line did (the same builder or converter refusal)
+    gets that table entry's place; a run entry of its own comes first; an engine or a family
+    the table entry does not name gets none."""
+    failed = _run("failed", (), ["its builder raised NotImplementedError: not supported"])
+    run = {
+        "engines": ["onnxruntime-genai", "vllm"],
+        "rows": [
+            {
+                "config": "tests/data/configs/qwen2.json",
+                "family": "qwen2",
+                "lines": [
+                    _line("onnxruntime-genai", "failed", failed),
+                    _line("vllm", "failed", failed),
+                ],
+            }
+        ],
+    }
+    table = [
+        ("onnxruntime-genai", "not supported", "`builder.py`, `create_model`: other", "llama"),
+        ("onnxruntime-genai", "not supported", "`builder.py`, `create_model`: its dispatch"),
+    ]
+    text = "\n".join(_module().section(run, table))
+    assert "r1. onnxruntime-genai on `qwen2.json`: failed: its builder raised " in text
+    assert "Where: `builder.py`, `create_model`: its dispatch." in text
+    assert text.count("Where:") == 1  # vLLM's line: no place of its own, none of the table's
+    assert "Where:" not in "\n".join(_module().section(run))
+    # a run entry of its own (WHERE_RUN) comes before the table's
+    routed = _run("failed", (), ["raised AssertionError at fused_moe/router/cpu_router.py"])
+    run["engines"], run["rows"][0]["lines"] = ["vllm"], [_line("vllm", "drift", routed)]
+    text = "\n".join(_module().section(run, [("vllm", "cpu_router.py", "`x.py`, `f`: table")]))
+    assert "Where: `model_executor/layers/fused_moe/router/cpu_router.py`" in text
+
+
 def test_the_runtime_table_says_how_long_its_runs_took():
     text = "\n".join(_module().section({**RUN, "run_seconds": 6375.0}))
     assert "Run for all 1 families in 6375 s." in text

@@ -397,7 +397,7 @@ def runs_section(run: dict) -> list:
         return []
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.section(run)
+    return module.section(run, WHERE)
 
 
 def ports_section() -> list:

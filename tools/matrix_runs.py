@@ -191,8 +191,12 @@ WHERE_RUN: list = [
 _JUDGED = ("match", "drift")
 
 
-def _where(key: str, words: str, family: str) -> str:
-    for engine, said, place, *only in WHERE_RUN:
+def _where(key: str, words: str, family: str, table_where=()) -> str:
+    """The place of a run line's footnote: the first ``WHERE_RUN`` entry whose engine, words
+    and families fit; else the table's (``tools/matrix.py``'s ``WHERE``) where the run line
+    says what a table line of that engine said (the same error raised building or loading the
+    run model: a builder's dispatch, a converter's refusal, an exporter's version cap)."""
+    for engine, said, place, *only in [*WHERE_RUN, *table_where]:
         families = (only[0],) if only and isinstance(only[0], str) else (only[0] if only else ())
         if engine == key and said in words and (not families or family in families):
             return f" Where: {place}."
@@ -221,8 +225,10 @@ def _cell(line: dict) -> tuple:
     return verdict + shown, text
 
 
-def section(run: dict) -> list:
-    """The runtime table's lines (empty where the run has no run lines)."""
+def section(run: dict, table_where=()) -> list:
+    """The runtime table's lines (empty where the run has no run lines); ``table_where``: the
+    table's places (``tools/matrix.py``'s ``WHERE``), a footnote's place where no
+    ``WHERE_RUN`` entry names one."""
     if not any(line.get("run") for row in run["rows"] for line in row["lines"]):
         return []
     names, versions, rows, notes = {}, {}, [], []
@@ -238,7 +244,7 @@ def section(run: dict) -> list:
                 words = note
                 notes.append(
                     f"{line['name']} on `{Path(row['config']).name}`: {note}."
-                    + _where(line["engine"], words, row["family"])
+                    + _where(line["engine"], words, row["family"], table_where)
                 )
                 text += f" [r{len(notes)}]"
             cells.append(text)
