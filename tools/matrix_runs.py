@@ -167,23 +167,16 @@ WHERE_RUN: list = [
     ),
     (
         "mlx-lm",
-        "Received 6 parameters not in model",
-        "`mlx_lm/models/gpt_oss.py`, `Model.sanitize`: it takes the experts as the published "
-        "checkpoints hold them (`gate_up_proj`, fused, or MXFP4's `gate_up_proj_blocks` and "
-        "`_scales`, beside `down_proj`); the run model's experts, which transformers 5.24 "
-        "saves as `mlp.experts.gate_proj`, `up_proj` and `down_proj` tensors without "
-        "`.weight`, are neither, and the loader refuses them: sinpe's run model, not a "
-        "reading of the RoPE (not yet written in the published layout)",
-        "gpt-oss-20b",
-    ),
-    (
-        "keras-hub",
-        "gate_up_proj_blocks",
-        "`keras_hub/src/utils/transformers/convert_gpt_oss.py`, `convert_weights`: it reads "
-        "the experts only as the published MXFP4 checkpoint holds them "
-        "(`gate_up_proj_blocks` and `_scales`, dequantized there); the run model's experts, "
-        "unquantized as transformers 5.24 saves them, are not: sinpe's run model, not a "
-        "reading of the RoPE (not yet written in MXFP4)",
+        "not the config's model",
+        "the table line's finding: `mlx_lm/models/rope_utils.py`, `YarnRoPE.__init__` always "
+        "floors and ceils the YaRN ramp's ends, where the config says `truncate: false`; a "
+        "RoPE's error is in every relative position, so p = 0 shows it. Shown: judged against "
+        "the config with `truncate: true` (what MLX-LM does), the same MLX-LM run drifts "
+        "(5.3e-05 at p = 0, 0.034 at 131,040). The run model's experts are given as the "
+        "published checkpoint holds them, in MXFP4 (`sinpe/_engines/_published.py`, "
+        "`published_layout`): `mlx_lm/models/gpt_oss.py`, `Model.sanitize` turns unquantized "
+        "`gate_up_proj` and `down_proj` tensors, as transformers saves them, into names its "
+        "model has no parameter for",
         "gpt-oss-20b",
     ),
 ]

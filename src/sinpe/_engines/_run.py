@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .._check.run import MODEL, SHARP, K, encode, forward, load, n_axes, offsets, tokens
+from ._published import on_grid
 from ._shrink import active_layers
 
 __all__ = ["float64_throughout", "main", "reference", "save_run_model", "sharpen"]
@@ -159,6 +160,7 @@ def save_run_model(twin, out) -> Path:
     active = active_layers(given)
     if active is not None:
         inert(model, active)
+    on_grid(model, given)  # gpt-oss's experts: values its published MXFP4 holds
     model.save_pretrained(out)
     _published_names(model, Path(out, "model.safetensors"))
     text = json.dumps(_float32(given), indent=2).encode()

@@ -125,7 +125,8 @@ def _reader(layer, width: int):
 
 
 def run(model, original: dict, offsets):
-    """keras-hub's run line: the run model (``_engines/_run.py`` makes it) loaded by
+    """keras-hub's run line: the run model (``_engines/_run.py`` makes it; in its published
+    checkpoint's layout where that is not transformers', ``_published.py``) loaded by
     ``keras_hub.models.CausalLM.from_preset`` (no preprocessor: its tokenizers need TensorFlow
     Text) and run by ``call_with_cache`` at cache index ``p`` for each ``p``; each decoder
     layer's output kept."""
@@ -134,7 +135,10 @@ def run(model, original: dict, offsets):
     from keras import ops
 
     from .._check import run as _run
+    from ._published import published_layout
 
+    with step("the run model in its published layout"):
+        model = published_layout(model, "keras-hub")
     with step("keras_hub.models.CausalLM.from_preset (the run model, its converter)"):
         causal_lm = keras_hub.models.CausalLM.from_preset(str(Path(model)), preprocessor=None)
     ids = np.asarray([_run.tokens(int(causal_lm.backbone.token_embedding.input_dim))], "int32")
