@@ -179,6 +179,31 @@ WHERE_RUN: list = [
         "model has no parameter for",
         "gpt-oss-20b",
     ),
+    (
+        "onnxruntime-genai",
+        "not the config's model",
+        "`builders/base.py`, `Model.__init__`: the LayerNorm epsilon is read from "
+        "`rms_norm_eps` only (`epsilon = config.rms_norm_eps if hasattr(config, "
+        '"rms_norm_eps") else 1e-06`); Phi-2 names it `layer_norm_eps` (1e-5), so every '
+        "LayerNorm of the graph uses 1e-6 and the first layer departs at p = 0 already (a "
+        "reading of the config, not of the RoPE). Shown: the same built model with its "
+        "LayerNorms' epsilon set to 1e-5 is 7.4e-07 from the exact twin at p = 0 and 5.3e-06 "
+        "at 2,016",
+        "phi-2",
+    ),
+    (
+        "onnxruntime-genai",
+        "not the config's model",
+        "the table line's finding: `builders/base.py`, `Model.make_inv_freq_rescaled_with_ntk` "
+        "neither floors nor ceils the YaRN ramp's ends (`truncate` never read), an error in "
+        "every relative position, p = 0 included; and Llama 4's query scale "
+        "(`rope_parameters`' `llama_4_scaling_beta`, 1.26 at p = 100,000) is read nowhere in "
+        "the builder, whose attention scale is the constant `1 / np.sqrt(self.head_size)` "
+        "(`builders/base.py`, `Model.__init__`). Shown: with `truncate: false` the same run is "
+        "1.9e-06 at p = 0 and 0.34 at 100,000; with `llama_4_scaling_beta: 0` too it drifts "
+        "(0.002 at 100,000, 0.0039 at 393,184)",
+        "devstral-small-2-24b-instruct",
+    ),
 ]
 
 _JUDGED = ("match", "drift")

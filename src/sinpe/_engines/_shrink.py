@@ -80,11 +80,71 @@ def shrink(config: dict) -> dict:
     for key in ("text_config", "vision_config", "audio_config", "thinker_config"):
         if isinstance(twin.get(key), dict):
             _shrink_text(twin[key], vocabulary=key == "text_config")
+            if key != "text_config":
+                _tower_apart(twin[key])
     if isinstance(twin.get("text_config"), dict) and "vocab_size" not in twin:
         # said at the top too: MLX-LM's Gemma 3 (mlx_lm/models/gemma3.py, ModelArgs) sets
         # the text model's vocabulary from the top level's, 262,208 where none is given
         twin["vocab_size"] = VOCAB
     return twin
+
+
+# ONNX Runtime GenAI's builder takes every nn.Linear whose out_features is the vocabulary size
+# for the LM head (onnxruntime_genai/models/builders/base.py, Model.has_lm_head, asked of every
+# module in Model.make_model, a vision tower's included): the twin keeps its other widths off
+# its vocabulary, as the published models' are (Phi-4-mini: a fused qkv of 5,120 beside
+# 200,064 ids; Pixtral's MLP: 4,096 beside 131,072), where a shrunk one would be VOCAB.
+# Model types whose attention and MLP are fused projections in transformers:
+_FUSED = ("phi3",)
+
+
+def _widths(config: dict) -> set:
+    """The output widths, as far as the config gives them, of the projections a text model
+    has beside its LM head that a shrunk config may make ``VOCAB`` wide: its hidden size (the
+    attention's and the MLP's outputs), and where the model fuses them (``_FUSED``: Phi-3's
+    and Phi-4-mini's ``qkv_proj`` and ``gate_up_proj``) the fused query-key-value and
+    gate-up widths (separate q/k/v projections are each narrower than the twin's 512)."""
+    heads, hidden = config.get("num_attention_heads"), config.get("hidden_size")
+    if not all(isinstance(v, int) and v > 0 for v in (heads, hidden)):
+        return set()
+    out = {hidden}
+    if config.get("model_type") in _FUSED:
+        dim = config.get("head_dim")
+        dim = dim if isinstance(dim, int) else hidden // heads
+        kv = config.get("num_key_value_heads")
+        kv = kv if isinstance(kv, int) else heads
+        out.add((heads + 2 * kv) * dim)
+        if isinstance(config.get("intermediate_size"), int):
+            out.add(2 * config["intermediate_size"])
+    return out
+
+
+def _text_apart(config: dict, heads: int | None, fourfold: bool) -> None:
+    """The twin's query heads one more (as ``_shrink_heads`` keeps them: the hidden size with
+    them, where it follows the heads, and a fourfold MLP with it) until no projection is
+    ``VOCAB`` wide, and never more than the config's ``heads``."""
+    kept, hidden = config.get("num_attention_heads"), config.get("hidden_size")
+    if not (isinstance(heads, int) and isinstance(kept, int) and isinstance(hidden, int)):
+        return
+    ratio = hidden // kept if "head_dim" not in config and hidden % kept == 0 else None
+    grouped = config.get("num_key_value_heads") != kept
+    while VOCAB in _widths(config) and kept < heads:
+        kept += 1
+        config["num_attention_heads"] = kept
+        if ratio is not None:
+            config["hidden_size"] = kept * ratio
+            if fourfold:
+                config["intermediate_size"] = 4 * config["hidden_size"]
+        if not grouped and "num_key_value_heads" in config:
+            config["num_key_value_heads"] = kept
+
+
+def _tower_apart(tower: dict) -> None:
+    """A tower's (vision, audio) MLP off the twin's vocabulary: half the width where its
+    fourfold MLP (a 128-wide twin's) is ``VOCAB`` wide."""
+    for key in _INTERMEDIATE:
+        if tower.get(key) == VOCAB:
+            tower[key] = VOCAB // 2
 
 
 def _shrink_text(config: dict, vocabulary: bool) -> None:
@@ -95,6 +155,7 @@ def _shrink_text(config: dict, vocabulary: bool) -> None:
     config.pop("quantization_config", None)
     alignment = MOE_ALIGNMENT if _has_experts(config) else 1
     fourfold = _fourfold(config)
+    heads = config.get("num_attention_heads")
     _shrink_layers(config)
     _shrink_heads(config, alignment)
     for key, small in _SMALL.items():
@@ -106,6 +167,8 @@ def _shrink_text(config: dict, vocabulary: bool) -> None:
         if isinstance(config.get(key), int) and config[key] > 0:
             config[key] = _round_up(config[key], alignment)
     _shrink_experts(config)
+    if vocabulary and alignment == 1:  # one head more may break an MoE's alignment
+        _text_apart(config, heads, fourfold)
     if vocabulary or isinstance(config.get("vocab_size"), int):
         config["vocab_size"] = VOCAB
         for key in _TOKEN_IDS:

@@ -12,6 +12,7 @@ cos/sin cache (the config's length) is not run, and the line says so."""
 
 from __future__ import annotations
 
+import re
 import runpy
 from pathlib import Path
 
@@ -57,11 +58,12 @@ def _positions_input(source: Path, target: Path) -> tuple:
     ``position_ids`` input, as built; else (the CPU build rotates inside GroupQueryAttention,
     which then counts positions from the past it is given) a ``position_ids`` input added and
     fed to each GroupQueryAttention node's ``position_ids`` (its tenth input, which the kernel
-    reads as the first position of a prompt). Returns how the positions are given, and the
-    rows of its shortest cos cache (the positions it can rotate), where it holds one,
-    whether a cache is chosen at run time (LongRoPE's short and long caches, switched by the
-    total length), and its GroupQueryAttention nodes' largest ``local_window_size`` (a
-    sliding window; 0 for none)."""
+    reads as the first position of a prompt). Where the cos/sin caches are chosen at run time
+    by the total length (LongRoPE's short and long caches), that length is made an input
+    (``_length_input``). Returns how the positions are given, and the rows of its shortest
+    cos cache (the positions it can rotate; a chosen one's: the long caches'), where it holds
+    one, whether a cache is chosen at run time, and its GroupQueryAttention nodes' largest
+    ``local_window_size`` (a sliding window; 0 for none)."""
     import onnx  # type: ignore[import-not-found]
 
     model = onnx.load(str(source))
@@ -69,11 +71,11 @@ def _positions_input(source: Path, target: Path) -> tuple:
     names = [value.name for value in graph.input]
     attention = [n for n in graph.node if n.op_type == "GroupQueryAttention"]
     rotating = [n for n in attention if any(a.name == "do_rotary" and a.i for a in n.attribute)]
-    producers = {out: n.op_type for n in graph.node for out in n.output}
-    switched = any(len(n.input) > 7 and producers.get(n.input[7]) == "If" for n in rotating)
+    long_rows = _length_input(onnx, graph, rotating)
+    switched = long_rows is not None
     rows = min(
         (int(t.dims[0]) for t in graph.initializer if t.name.startswith("cos_cache") and t.dims),
-        default=None,
+        default=long_rows,
     )
     window = max(  # -1 (the attribute's default) where a layer has no sliding window
         (a.i for n in attention for a in n.attribute if a.name == "local_window_size" and a.i > 0),
@@ -109,6 +111,51 @@ def _positions_input(source: Path, target: Path) -> tuple:
     )
 
 
+# the total length the builder's graph chooses its cos/sin caches by, given by sinpe
+TOTAL_LENGTH = "sinpe_total_length"
+
+
+def _length_input(onnx, graph, rotating: list) -> int | None:
+    """Where the GroupQueryAttention nodes' cos/sin caches come from an ``If`` (the builder's
+    LongRoPE: ``onnxruntime_genai/models/builders/base.py``,
+    ``Model.make_rotary_embedding_multi_cache``: ``Greater(the attention mask's width, the
+    original length)``, the long caches (the config's length in rows) then, the short ones
+    (the original length in rows) else), the ``Greater``'s first input made the graph input
+    ``TOTAL_LENGTH``, which ``_feed`` gives as ``p + K``: the total length of a sequence at
+    those positions, as GenAI's runtime gives it (its attention mask spans the past), where
+    sinpe's empty past would give ``K`` and the short caches, whose rows end at the original
+    length (onnxruntime then refuses p = 100,000). Returns the long caches' rows, else None
+    (no caches chosen at run time)."""
+    producers = {out: node for node in graph.node for out in node.output}
+    chosen = {
+        producers[n.input[7]].name: producers[n.input[7]]
+        for n in rotating
+        if len(n.input) > 7 and getattr(producers.get(n.input[7]), "op_type", "") == "If"
+    }
+    rows = []
+    for node in chosen.values():
+        greater = producers.get(node.input[0])
+        if greater is None or greater.op_type != "Greater":
+            raise EngineFailed(
+                "its cos/sin caches are chosen in the graph by a condition sinpe does not read"
+            )
+        greater.input[0] = TOTAL_LENGTH
+        long = next(a.g for a in node.attribute if a.name == "then_branch")
+        rows += [
+            int(a.t.dims[0])
+            for n in long.node
+            if n.op_type == "Constant" and n.output[0].startswith("cos")
+            for a in n.attribute
+            if a.name == "value" and a.t.dims
+        ]
+    if not chosen:
+        return None
+    graph.input.append(onnx.helper.make_tensor_value_info(TOTAL_LENGTH, onnx.TensorProto.INT64, []))
+    if not rows:
+        raise EngineFailed("its long cos/sin caches have no rows sinpe can read")
+    return min(rows)
+
+
 def _head_size(out: Path) -> int:
     """The head size the builder wrote in its ``genai_config.json`` (the past's last axis)."""
     config = reading.read_json(out / "genai_config.json", what="the builder's genai_config.json")
@@ -130,12 +177,36 @@ def _session(onnxruntime, path: Path):
 MASKED_PAST = 1 << 16
 
 
+# a linear-attention layer's states (Qwen3.5's, Qwen3-Next's GatedDeltaNet; LFM2's short
+# convolutions): the builder's names (onnxruntime_genai/models/builders/base.py,
+# Model.__init__, "past.conv" and "past.recurrent")
+_STATE = re.compile(r"past\.\d+\.(conv|recurrent)")
+_DTYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16}
+
+
+def _zero_state(name: str, port) -> np.ndarray:
+    """A linear-attention layer's state at the start of a sequence: zeros, as GenAI's runtime
+    gives a new sequence's (its ``RecurrentState``, which zeroes the ``past_conv_names`` and
+    ``past_recurrent_names`` buffers, ``RecurrentState::ZeroStates``), of the port's shape
+    with a batch of 1: ``(batch, conv channels, kernel - 1)`` for the convolution's last
+    inputs, ``(batch, value heads, key head dim, value head dim)`` for the recurrent state.
+    ``EngineFailed`` where another axis is not fixed (a state window, ``--extra_options
+    state_window``, which sinpe's build does not ask for) or the dtype is not a float."""
+    dims = list(port.shape)
+    if not dims or any(not isinstance(d, int) for d in dims[1:]) or port.type not in _DTYPES:
+        raise EngineFailed(
+            f"the built model's {name} is {port.type} {dims}: not a state sinpe gives"
+        )
+    return np.zeros([1] + dims[1:], _DTYPES[port.type])
+
+
 def _feed(inputs: dict, ids: np.ndarray, p: int, axes: int, head_size: int, window: int) -> dict:
     """The graph's inputs for the run's tokens at positions ``p .. p + K - 1`` on an empty
     past, or (a sliding window of ``window`` positions: onnxruntime's GroupQueryAttention
     wants a KV cache of at least that capacity, as GenAI's preallocated one has) on
     ``window`` slots of past that the attention mask leaves out; ``EngineFailed`` where it
-    takes an input sinpe does not give."""
+    takes an input sinpe does not give. A linear-attention layer's convolution and recurrent
+    states are zeros (``_zero_state``: a new sequence's, as GenAI starts one)."""
     k = ids.shape[1]
     if window > MASKED_PAST:
         raise EngineFailed(
@@ -152,6 +223,10 @@ def _feed(inputs: dict, ids: np.ndarray, p: int, axes: int, head_size: int, wind
         if name.startswith("past_key_values"):
             # (batch, kv heads, past length, head size): empty, or masked slots
             feed[name] = np.zeros([1, port.shape[1], window, head_size], np.float32)
+        elif name == TOTAL_LENGTH:  # the cos/sin caches of a sequence p + K tokens long
+            feed[name] = np.asarray(p + k, np.int64)
+        elif _STATE.fullmatch(name):
+            feed[name] = _zero_state(name, port)
     missing = set(inputs) - set(feed)
     if missing:
         raise EngineFailed(f"the built model takes inputs sinpe does not give: {sorted(missing)}")
@@ -185,8 +260,9 @@ def run(model, original: dict, offsets):
     logprobs, notes = {}, []
     if switched:
         notes.append(
-            "its cos/sin caches are chosen in the graph by the total length, which is K here "
-            "(an empty past): at every p the caches of a short sequence"
+            "its cos/sin caches are chosen in the graph by the total length (the attention "
+            "mask's width in GenAI's runtime), given as p + K, a sequence's up to those "
+            "positions: the short caches at p = 0, the long ones past the original length"
         )
     for p in offsets:
         if rows is not None and p + _run.K > rows:
