@@ -1293,3 +1293,57 @@ def test_the_vllm_run_raises_its_kv_cache_space_to_what_the_run_model_takes(tmp_
         ROOT / "tests" / "data" / "configs" / "llama-3.1-8b.json"))))  # fmt: skip
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
     assert _kv_space(tmp_path, 131104) == () and os.environ["VLLM_CPU_KVCACHE_SPACE"] == "1"
+
+
+def test_the_vllm_run_asks_for_one_sequence_and_the_cpu_mla_backend(tmp_path):
+    """The run's ``vllm.LLM`` runs one sequence (``max_num_seqs=1``: the model runner's
+    per-request buffers are ``max_num_seqs`` x ``max_model_len``, 12.5 GiB for Llama 4
+    Scout's 10,485,760 at the CPU's default 256) and, without a GPU, vLLM's reference CPU MLA
+    backend, as the table line's reading does (on a CPU with AMX, the AMX one refuses the
+    float32 run model: "expect weight to be bfloat16, ..."). The twin of an MLA model keeps
+    its ``kv_lora_rank`` (vLLM's CPU MLA takes a latent width of 576 only)."""
+    torch = pytest.importorskip("torch")
+    from sinpe._engines._shrink import shrink
+    from sinpe._rope.config import load_config
+    from sinpe.vllm._engine import _run_llm
+
+    given = {}
+
+    class LLM:
+        def __init__(self, **kwargs):
+            given.update(kwargs)
+
+        def apply_model(self, function):
+            return []
+
+    class FakeVllm:
+        pass
+
+    FakeVllm.LLM = LLM
+    _run_llm(FakeVllm, tmp_path, 163840, {"p": 0, "rows": []})
+    assert given["max_num_seqs"] == 1 and given["max_model_len"] == 163840
+    assert given["attention_backend"] == (None if torch.cuda.is_available() else "CPU_MLA")
+    for name in ("deepseek-v3.json", "kimi-k2-instruct.json"):
+        twin = shrink(load_config(ROOT / "tests" / "data" / "configs" / name))
+        assert twin["kv_lora_rank"] + twin["qk_rope_head_dim"] == 576
+
+
+def test_the_vllm_run_gives_a_chunked_layer_its_chunk(tmp_path, monkeypatch):
+    """Llama 4 Scout's twin (two layers, both chunked: its config.json leaves the layer types
+    to the config class, from ``no_rope_layers``) takes 2 x 8,192 rows of KV cache at its
+    10,485,760 tokens, not 2 x 10,485,760 (20 GiB, the run killed): vLLM gives a chunked
+    layer its chunk (``ChunkedLocalAttentionSpec``), so 1 GiB is left as it is."""
+    from sinpe._engines._shrink import shrink
+    from sinpe._rope.config import load_config
+    from sinpe.vllm._engine import _kv_need, _kv_space, _layer_kinds
+
+    config = ROOT / "tests" / "data" / "configs" / "llama-4-scout-17b-16e-instruct.trimmed.json"
+    twin = shrink(load_config(config))
+    length = 10485760
+    assert _kv_need(twin, length) == 2 * 1 * 128 * 4 * 2 * length  # the JSON alone: full
+    assert _kv_need(twin, length, ["chunked_attention"] * 2) == 2 * 1 * 128 * 4 * 2 * 8192
+    pytest.importorskip("transformers")
+    (tmp_path / "config.json").write_text(json.dumps(twin))
+    assert _layer_kinds(tmp_path) == ["chunked_attention"] * 2
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
+    assert _kv_space(tmp_path, length) == () and os.environ["VLLM_CPU_KVCACHE_SPACE"] == "1"

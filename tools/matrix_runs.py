@@ -204,6 +204,22 @@ WHERE_RUN: list = [
         "(0.002 at 100,000, 0.0039 at 393,184)",
         "devstral-small-2-24b-instruct",
     ),
+    (
+        "vllm",
+        "CPU GDN attention requires BF16",
+        "`model_executor/layers/mamba/ops/cpu/gdn_attention.py`, `cpu_gdn_attention_core`: on "
+        "the CPU, the Gated DeltaNet (linear-attention) layers run only in bfloat16 (`assert "
+        "mixed_qkv.dtype == torch.bfloat16`, reached from "
+        "`model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py`, "
+        "`QwenGatedDeltaNetAttention.forward_cpu`, at the first batch), and the run is "
+        "float32; the published model is bfloat16, so it passes there. A limit of vLLM's CPU "
+        "path, not a reading of the RoPE (its full-attention layers' table is the table "
+        "line's). Not judged in bfloat16: run so (with the twin's linear head dims at the "
+        "published 128, which `chunk_gated_delta_rule_cpu` needs), vLLM is 0.16 (Qwen3.5) and "
+        "0.068 (Qwen3-Next) from the float64 twin at every p, p = 0 included, as transformers "
+        "in bfloat16 with exact tables is (0.16, 0.67): bfloat16's rounding, four decades "
+        "past float32's bound (5e-05) and above the drift a RoPE's float32 angles make",
+    ),
 ]
 
 _JUDGED = ("match", "drift")

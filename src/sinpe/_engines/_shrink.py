@@ -39,7 +39,10 @@ _SMALL = {
     "shared_expert_intermediate_size": 32,
     "ffn_hidden_size": 64,
     "q_lora_rank": 64,
-    "kv_lora_rank": 32,
+    # kv_lora_rank is kept: vLLM's MLA backends take only the published latent width
+    # (kv_lora_rank + qk_rope_head_dim = 576, v1/attention/backends/mla/cpu_mla.py,
+    # CPUMLABackend.get_supported_head_sizes): a twin's 32 + 64 = 96 raises "Head dimension
+    # 96 is not supported by MLA" at its first batch
     "linear_num_key_heads": 2,
     "linear_num_value_heads": 2,
     "linear_key_head_dim": 32,
@@ -105,7 +108,7 @@ def _widths(config: dict) -> set:
     and Phi-4-mini's ``qkv_proj`` and ``gate_up_proj``) the fused query-key-value and
     gate-up widths (separate q/k/v projections are each narrower than the twin's 512)."""
     heads, hidden = config.get("num_attention_heads"), config.get("hidden_size")
-    if not all(isinstance(v, int) and v > 0 for v in (heads, hidden)):
+    if not (isinstance(heads, int) and isinstance(hidden, int) and heads > 0 and hidden > 0):
         return set()
     out = {hidden}
     if config.get("model_type") in _FUSED:

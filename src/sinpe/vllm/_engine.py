@@ -152,24 +152,42 @@ def run(model, original: dict, offsets):
     return _run.RunResult(logprobs, None, notes, how)
 
 
-def _kv_need(config: dict, length: int) -> int:
+def _kv_need(config: dict, length: int, kinds=None) -> int:
     """Bytes of float32 KV cache a model needs for one sequence of ``length`` tokens: each
-    full layer ``length`` rows, each sliding layer its window's (about what vLLM's CPU
-    worker asks for: its hybrid allocator gives a sliding layer its window)."""
+    full layer ``length`` rows, each sliding layer its window's and each chunked one its
+    chunk's (about what vLLM's CPU worker asks for: its hybrid allocator gives a sliding
+    layer its window, v1/kv_cache_interface.py's ``ChunkedLocalAttentionSpec`` a chunked
+    layer its chunk). ``kinds``: the layer types where the config's JSON leaves them to the
+    config class (Llama 4's ``chunked_attention``, from ``no_rope_layers``)."""
     inner = config.get("text_config")
     text: dict = inner if isinstance(inner, dict) else config
     heads = int(text.get("num_attention_heads") or 1)
     kv = int(text.get("num_key_value_heads") or heads)
     head = int(text.get("head_dim") or (text.get("hidden_size") or 0) // heads)
-    given = text.get("layer_types")
-    kinds: list = given if isinstance(given, list) else []
+    given = text.get("layer_types") or kinds
+    kinds = list(given) if isinstance(given, (list, tuple)) else []
     window = text.get("sliding_window")
     window = window if isinstance(window, int) and window > 0 else length
+    chunk = text.get("attention_chunk_size")
+    chunk = chunk if isinstance(chunk, int) and chunk > 0 else length
     rows = 0
     for i in range(int(text.get("num_hidden_layers") or 0)):
-        sliding = i < len(kinds) and "sliding" in str(kinds[i])
-        rows += min(window, length) if sliding else length
+        kind = str(kinds[i]) if i < len(kinds) else ""
+        rows += min(window if "sliding" in kind else chunk if "chunked" in kind else length, length)
     return 2 * kv * head * 4 * rows
+
+
+def _layer_kinds(model) -> list | None:
+    """The run model's layer types as transformers' config class gives them (vLLM builds the
+    model from that config), where it has them; ``None`` where it cannot be read."""
+    try:
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(str(model))
+        kinds = getattr(config.get_text_config(), "layer_types", None)
+    except Exception:  # a config transformers cannot read here: the JSON's own, if any
+        return None
+    return list(kinds) if isinstance(kinds, (list, tuple)) else None
 
 
 def _kv_space(model, length: int) -> tuple:
@@ -179,7 +197,7 @@ def _kv_space(model, length: int) -> tuple:
     from .._files import reading
 
     config = reading.read_json(os.path.join(str(model), "config.json"), what="the run model")
-    need = -(-_kv_need(config, length) * 5 // 4 // (1 << 30))  # GiB, rounded up
+    need = -(-_kv_need(config, length, _layer_kinds(model)) * 5 // 4 // (1 << 30))  # GiB, up
     try:
         have = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"))
     except ValueError:
@@ -213,12 +231,21 @@ def _run_llm(vllm, model, length: int, state: dict):
 
     with step("vllm.LLM (the run model, float32)"):
         llm = vllm.LLM(
+            # as in _engine_config: on a CPU with AMX, vLLM's AMX MLA backend takes bfloat16
+            # weights only (v1/attention/backends/mla/amx_mla.py,
+            # AMXMLAImpl.process_weights_after_loading); its reference CPU one, float32
+            attention_backend=None if torch.cuda.is_available() else "CPU_MLA",
             model=str(model),
             skip_tokenizer_init=True,
             dtype="float32",
             enforce_eager=True,
             seed=0,
             max_model_len=length,
+            # one sequence at a time: the model runner's per-request buffers are
+            # max_num_seqs x max_model_len (v1/worker/gpu_input_batch.py, InputBatch.__init__:
+            # token_ids_cpu_tensor, is_token_ids_tensor), 256 x 10,485,760 x 5 bytes (12.5 GiB)
+            # for Llama 4 Scout with the CPU's default 256
+            max_num_seqs=1,
             enable_prefix_caching=False,
             # a vision-language model's language model alone (its multimodal processor,
             # which wants a tokenizer and a processor config, is never built): the run is
