@@ -1,4 +1,4 @@
-"""The run model in its published layout (``sinpe/_engines/_published.py``, ``_mxfp4.py``):
+"""The run model in its published layout (``sinpe/_check/published.py``, ``mxfp4.py``):
 MXFP4 against a decoder written from the format's definition (OCP Microscaling: an E8M0
 scale, E2M1 values by sign, exponent and mantissa bits, the lower nibble first, as
 keras-hub's ``convert_gpt_oss.dequantize_mxfp4`` decodes gpt-oss's checkpoints), the nearest
@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from sinpe._engines import _mxfp4
+from sinpe._check import mxfp4 as _mxfp4
 
 
 def _decoded(blocks, scales):
@@ -119,7 +119,7 @@ def _run_model(folder, model_type="gpt_oss", on_grid=True):
 def test_gpt_oss_run_model_written_as_its_published_checkpoint(tmp_path):
     load_file = pytest.importorskip("safetensors.numpy").load_file
 
-    from sinpe._engines._published import PUBLISHED_MXFP4, published_layout
+    from sinpe._check.published import PUBLISHED_MXFP4, published_layout
 
     tensors = _run_model(tmp_path / "run-model")
     out = published_layout(tmp_path / "run-model", "mlx-lm")
@@ -153,7 +153,7 @@ def test_gpt_oss_run_model_written_as_its_published_checkpoint(tmp_path):
 
 
 def test_another_model_is_its_own_published_layout_and_off_grid_experts_are_refused(tmp_path):
-    from sinpe._engines._published import published_layout
+    from sinpe._check.published import published_layout
 
     _run_model(tmp_path / "llama", model_type="llama")
     assert published_layout(tmp_path / "llama", "keras-hub") == tmp_path / "llama"
@@ -165,7 +165,7 @@ def test_another_model_is_its_own_published_layout_and_off_grid_experts_are_refu
 
 def test_on_grid_puts_gpt_oss_experts_on_mxfp4_values_along_their_inputs():
     torch = pytest.importorskip("torch")
-    from sinpe._engines._published import on_grid
+    from sinpe._check.published import on_grid
 
     class Experts(torch.nn.Module):
         def __init__(self):
@@ -218,7 +218,7 @@ def test_mlx_lm_reads_gpt_oss_run_model_in_its_published_layout_as_the_same_numb
     dequantized experts are the run model's, value for value."""
     mx = pytest.importorskip("mlx.core")
     utils = pytest.importorskip("mlx_lm.utils")
-    from sinpe._engines._published import published_layout
+    from sinpe._check.published import published_layout
 
     model, held = gpt_oss_run_model
     with pytest.raises(ValueError, match="parameters not in model"):
@@ -242,7 +242,7 @@ def test_keras_hub_reads_gpt_oss_run_model_in_its_published_layout_as_the_same_n
     monkeypatch.setenv("KERAS_BACKEND", "torch")
     keras_hub = pytest.importorskip("keras_hub")
 
-    from sinpe._engines._published import published_layout
+    from sinpe._check.published import published_layout
 
     model, held = gpt_oss_run_model
     with pytest.raises(Exception, match="gate_up_proj_blocks"):

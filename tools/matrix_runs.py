@@ -173,7 +173,7 @@ WHERE_RUN: list = [
         "RoPE's error is in every relative position, so p = 0 shows it. Shown: judged against "
         "the config with `truncate: true` (what MLX-LM does), the same MLX-LM run drifts "
         "(5.3e-05 at p = 0, 0.034 at 131,040). The run model's experts are given as the "
-        "published checkpoint holds them, in MXFP4 (`sinpe/_engines/_published.py`, "
+        "published checkpoint holds them, in MXFP4 (`sinpe/_check/published.py`, "
         "`published_layout`): `mlx_lm/models/gpt_oss.py`, `Model.sanitize` turns unquantized "
         "`gate_up_proj` and `down_proj` tensors, as transformers saves them, into names its "
         "model has no parameter for",

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._check.published import on_grid
 from .._check.run import MODEL, SHARP, K, encode, forward, load, n_axes, offsets, tokens
-from ._published import on_grid
 from ._shrink import active_layers
 
 __all__ = ["float64_throughout", "main", "reference", "save_run_model", "sharpen"]

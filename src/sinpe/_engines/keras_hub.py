@@ -126,7 +126,7 @@ def _reader(layer, width: int):
 
 def run(model, original: dict, offsets):
     """keras-hub's run line: the run model (``_engines/_run.py`` makes it; in its published
-    checkpoint's layout where that is not transformers', ``_published.py``) loaded by
+    checkpoint's layout where that is not transformers', ``_check/published.py``) loaded by
     ``keras_hub.models.CausalLM.from_preset`` (no preprocessor: its tokenizers need TensorFlow
     Text) and run by ``call_with_cache`` at cache index ``p`` for each ``p``; each decoder
     layer's output kept."""
@@ -135,7 +135,7 @@ def run(model, original: dict, offsets):
     from keras import ops
 
     from .._check import run as _run
-    from ._published import published_layout
+    from .._check.published import published_layout
 
     with step("the run model in its published layout"):
         model = published_layout(model, "keras-hub")

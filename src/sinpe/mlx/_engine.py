@@ -43,14 +43,14 @@ def read(folder, original: dict, length: int):
 def run(model, original: dict, offsets):
     """MLX-LM's run line: the run model (``_engines/_run.py`` makes it, beside the twin's
     config.json as the config gives it; in its published checkpoint's layout where that is
-    not transformers', ``_engines/_published.py``: gpt-oss's MXFP4 experts) loaded by
+    not transformers', ``_check/published.py``: gpt-oss's MXFP4 experts) loaded by
     ``mlx_lm.utils.load_model`` (float32, as saved), its forward on the run's tokens with a
     cache at offset ``p`` for each ``p``."""
     import mlx.core as mx
     from mlx_lm import utils
 
     from .._check import run as _run
-    from .._engines._published import published_layout
+    from .._check.published import published_layout
 
     with step("the run model in its published layout"):
         model = published_layout(model, "mlx-lm")

@@ -8,11 +8,11 @@ mxfp4`` in config.json). keras-hub's converter reads only that
 (``convert_gpt_oss.py``, ``convert_weights``), and MLX-LM's ``gpt_oss.Model.sanitize`` turns
 an unquantized ``gate_up_proj`` into names its model has no parameter for. So:
 
-- ``on_grid``: the run model's experts are made of values MXFP4 holds (``_mxfp4.to_grid``),
+- ``on_grid``: the run model's experts are made of values MXFP4 holds (``mxfp4.to_grid``),
   before it is saved: every engine, and the reference, runs the same numbers whatever the
   layout it reads them in;
 - ``published_layout``: a copy of the run model, beside it, with the experts packed as the
-  published checkpoint packs them (the same numbers, ``_mxfp4.pack`` refuses any other) and
+  published checkpoint packs them (the same numbers, ``mxfp4.pack`` refuses any other) and
   the published config's ``quantization_config``; for any other model, the run model
   itself."""
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _mxfp4
+from . import mxfp4 as _mxfp4
 
 __all__ = ["PUBLISHED_MXFP4", "on_grid", "published_layout"]
 
