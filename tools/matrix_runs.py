@@ -220,6 +220,37 @@ WHERE_RUN: list = [
         "in bfloat16 with exact tables is (0.16, 0.67): bfloat16's rounding, four decades "
         "past float32's bound (5e-05) and above the drift a RoPE's float32 angles make",
     ),
+    (
+        "mlx-lm",
+        "not the config's model",
+        "`mlx_lm/models/gemma3_text.py`, `ModelArgs`: only the legacy `rope_theta`, "
+        "`rope_local_base_freq` and `rope_scaling` keys, not the `rope_parameters` "
+        "transformers 5 writes, so the full layers rotate without the linear factor 8 "
+        "(`Attention.__init__`, `initialize_rope(..., scaling_config=args.rope_scaling)`, "
+        "None; the bases are the class defaults, which happen to be the config's). A "
+        "scaling's error is in every relative position, so the distance is flat in p, p = 0 "
+        "included (0.929). Shown: the same config in the legacy keys runs 0.245 from the exact "
+        "twin at p = 0, and the rest is no RoPE: `Gemma3Model.__call__` scales the embeddings "
+        "by the square root of the width rounded to bfloat16 (`mx.array(self.args.hidden_size"
+        "**0.5, mx.bfloat16)`), where transformers rounds it to the weights' dtype (float32 "
+        "here); with both, the run matches at p = 0 (0.0032) and drifts at the far p (0.31 at "
+        "131,040)",
+        "gemma-3-4b-it.transformers-5",
+    ),
+    (
+        "llama.cpp",
+        "not the config's model",
+        "`src/models/qwen2vl.cpp`, `llama_model_qwen2vl::load_arch_hparams`: it reads only the "
+        "M-RoPE sections, never the RMS norm's epsilon (`LLM_KV_ATTENTION_LAYERNORM_RMS_EPS`, "
+        "which `src/models/qwen2.cpp`, `llama_model_qwen2::load_arch_hparams` reads; the "
+        "`// fall through` left after it is the old switch's, into Qwen2's case), so every RMS "
+        "norm runs with epsilon 0 (its log: `f_norm_rms_eps = 0.0e+00`; the file holds "
+        "1e-06): the embeddings match, the first norm's output departs (1.4e-3 relative), the "
+        "same at every p, no RoPE's. Shown: against the exact twin with `rms_norm_eps` 0 the "
+        "same run matches at p = 0 (1.0e-06) and drifts at the far p (0.0043 at 127,968), as "
+        "transformers does",
+        "qwen2.5-vl-7b-instruct",
+    ),
 ]
 
 _JUDGED = ("match", "drift")
