@@ -1347,3 +1347,35 @@ def test_the_vllm_run_gives_a_chunked_layer_its_chunk(tmp_path, monkeypatch):
     assert _layer_kinds(tmp_path) == ["chunked_attention"] * 2
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
     assert _kv_space(tmp_path, length) == () and os.environ["VLLM_CPU_KVCACHE_SPACE"] == "1"
+
+
+def test_no_twin_projection_is_as_wide_as_its_vocabulary():
+    """ONNX Runtime GenAI's builder takes any Linear whose width is the vocabulary for the LM
+    head (``Model.has_lm_head``, asked of every module, a vision tower's too): no twin of the
+    corpus has a hidden size, a fused qkv or gate-up width (Phi-3's kind) or a tower's MLP
+    width equal to its vocabulary, as no published model does; the twins that had one (Phi-4
+    mini's fused qkv, Devstral's and Gemma 4's vision MLP) are the ones kept apart."""
+    from sinpe._engines._shrink import VOCAB, _widths, shrink
+    from sinpe._rope.config import load_config
+
+    kept_apart = set()
+    for path in sorted((ROOT / "tests" / "data" / "configs").glob("*.json")):
+        try:
+            config = load_config(path)
+        except ValueError:  # a file the corpus keeps as refused
+            continue
+        twin = shrink(config)
+        text = twin.get("text_config") if isinstance(twin.get("text_config"), dict) else twin
+        assert VOCAB not in _widths(text), path.name
+        for key in ("vision_config", "audio_config"):
+            tower = twin.get(key)
+            if isinstance(tower, dict):
+                assert VOCAB not in {tower.get("intermediate_size")}, (path.name, key)
+        heads = (config.get("text_config") or config).get("num_attention_heads")
+        if text.get("num_attention_heads") not in (None, heads) and text["num_attention_heads"] > 2:
+            kept_apart.add(path.stem)
+    assert "phi-4-mini-instruct.markdown-block" in kept_apart
+    phi4 = shrink(
+        load_config(ROOT / "tests" / "data" / "configs" / "phi-4-mini-instruct.markdown-block.json")
+    )
+    assert VOCAB in _widths({**phi4, "num_attention_heads": 2, "hidden_size": 256})  # as it was

@@ -472,3 +472,107 @@ def test_phi_2_runs_with_another_layernorm_epsilon_and_its_partial_width_in_the_
     line = _run_line(config, python)
     assert line.verdict not in ("match", "drift"), line.text
     assert line.run.verdict == "mismatch" and line.run.distances[0][1] > 10 * near[0], line.run
+
+
+def _longrope_graph(onnx, condition="Greater"):
+    """The builder's LongRoPE choice as it writes it (``make_rotary_embedding_multi_cache``):
+    an ``If`` on ``Greater(the mask's width, the original length)`` feeding a
+    GroupQueryAttention's cos cache (its eighth input), long caches of 8 rows then, short
+    ones of 4 else."""
+    helper, tensor = onnx.helper, onnx.TensorProto
+
+    def branch(rows, name):
+        cos = helper.make_node(
+            "Constant", [], [f"cos_cache_{name}"],
+            value=helper.make_tensor(f"c_{name}", tensor.FLOAT, [rows, 2], [0.0] * (2 * rows)),
+        )  # fmt: skip
+        out = helper.make_tensor_value_info(f"cos_cache_{name}", tensor.FLOAT, [rows, 2])
+        return helper.make_graph([cos], name, [], [out])
+
+    nodes = [
+        helper.make_node(condition, ["mask_width", "original"], ["longer"]),
+        helper.make_node(
+            "If",
+            ["longer"],
+            ["cos_cache"],
+            then_branch=branch(8, "long"),
+            else_branch=branch(4, "short"),
+        ),  # fmt: skip
+        helper.make_node(
+            "GroupQueryAttention",
+            [f"in{i}" for i in range(7)] + ["cos_cache"],
+            ["out"],
+            domain="com.microsoft",
+            do_rotary=1,
+        ),  # fmt: skip
+    ]
+    return helper.make_graph(nodes, "longrope", [], [])
+
+
+def test_longropes_cache_choice_is_given_the_sequences_total_length():
+    """sinpe's run gives the builder's LongRoPE choice the total length p + K as an input of
+    its own (an empty past's mask is K wide: the short caches at every p, and onnxruntime
+    refuses p = 100,000 past their rows); the long caches' rows are what the run can reach. A
+    choice made by another condition is refused, not guessed at."""
+    import onnx
+
+    from sinpe._check.steps import EngineFailed
+    from sinpe._engines.ort_genai import TOTAL_LENGTH, _feed, _length_input
+
+    graph = _longrope_graph(onnx)
+    attention = [n for n in graph.node if n.op_type == "GroupQueryAttention"]
+    assert _length_input(onnx, graph, attention) == 8
+    (greater,) = [n for n in graph.node if n.op_type == "Greater"]
+    assert list(greater.input) == [TOTAL_LENGTH, "original"]
+    assert [i.name for i in graph.input] == [TOTAL_LENGTH]
+    assert _length_input(onnx, onnx.helper.make_graph([], "none", [], []), []) is None
+
+    class Port:
+        shape, type = [], "tensor(int64)"
+
+    fed = _feed({TOTAL_LENGTH: Port()}, np.zeros((1, 32), np.int64), 100_000, 1, 64, 0)
+    assert fed[TOTAL_LENGTH].dtype == np.int64 and int(fed[TOTAL_LENGTH]) == 100_032
+    odd = _longrope_graph(onnx, condition="Less")
+    with pytest.raises(EngineFailed, match="condition sinpe does not read"):
+        _length_input(onnx, odd, [n for n in odd.node if n.op_type == "GroupQueryAttention"])
+
+
+def test_a_linear_attention_layers_states_start_at_zero():
+    """A GatedDeltaNet layer's convolution and recurrent states (the builder's ``past.N.conv``
+    and ``past.N.recurrent``) are fed as a new sequence's, zeros of the port's shape with a
+    batch of 1 and its dtype; a state with another free axis or a type that is not a float
+    is refused, naming it."""
+    from sinpe._check.steps import EngineFailed
+    from sinpe._engines.ort_genai import _feed, _zero_state
+
+    class Port:
+        def __init__(self, shape, type="tensor(float)"):
+            self.shape, self.type = shape, type
+
+    conv = _zero_state("past.0.conv", Port(["batch_size", 192, 3]))
+    assert conv.shape == (1, 192, 3) and conv.dtype == np.float32 and not conv.any()
+    half = _zero_state("past.0.recurrent", Port(["batch_size", 2, 32, 32], "tensor(float16)"))
+    assert half.shape == (1, 2, 32, 32) and half.dtype == np.float16
+    with pytest.raises(EngineFailed, match=r"past\.1\.conv"):
+        _zero_state("past.1.conv", Port(["batch_size", "window", 3]))
+    with pytest.raises(EngineFailed, match="tensor\\(int64\\)"):
+        _zero_state("past.1.conv", Port(["batch_size", 4, 3], "tensor(int64)"))
+    fed = _feed(
+        {"past.2.recurrent": Port(["batch_size", 2, 8, 8])}, np.zeros((1, 4), np.int64), 0, 1, 8, 0
+    )
+    assert fed["past.2.recurrent"].shape == (1, 2, 8, 8)
+    with pytest.raises(EngineFailed, match="sinpe does not give"):
+        _feed({"past.2.state": Port([1])}, np.zeros((1, 4), np.int64), 0, 1, 8, 0)
+
+
+def test_longropes_run_reaches_the_long_caches_at_far_positions():
+    """Phi-3.5's LongRoPE (short caches to 4,096, long ones to 131,072, chosen in the graph by
+    the total length): the run reaches p = 100,000 and the trained length on the long caches,
+    as GenAI's runtime would (its attention mask spans the past), and says how they were
+    chosen."""
+    from defects import assert_a_far_run
+
+    config = _config("phi-3.5-mini-instruct.autoconfig-dump.json")
+    line = _run_line(config)
+    assert_a_far_run(line, config["max_position_embeddings"])
+    assert any("given as p + K" in note for note in line.run.notes), line.run.notes

@@ -106,7 +106,9 @@ def _widths(config: dict) -> set:
     has beside its LM head that a shrunk config may make ``VOCAB`` wide: its hidden size (the
     attention's and the MLP's outputs), and where the model fuses them (``_FUSED``: Phi-3's
     and Phi-4-mini's ``qkv_proj`` and ``gate_up_proj``) the fused query-key-value and
-    gate-up widths (separate q/k/v projections are each narrower than the twin's 512)."""
+    gate-up widths. Separate q/k/v projections are not counted: Gemma 3's twin has a query
+    projection 512 wide (2 heads of 256), which this builder never reaches (it stops on
+    Gemma 3's per-layer-type `rope_parameters` first)."""
     heads, hidden = config.get("num_attention_heads"), config.get("hidden_size")
     if not (isinstance(heads, int) and isinstance(hidden, int) and heads > 0 and hidden > 0):
         return set()
