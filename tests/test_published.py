@@ -150,6 +150,11 @@ def test_gpt_oss_run_model_written_as_its_published_checkpoint(tmp_path):
     assert np.array_equal(held["model.norm.weight"], tensors["model.norm.weight"])
     with pytest.raises(ValueError, match="exists|taken|already"):
         published_layout(tmp_path / "run-model", "mlx-lm")  # never over a folder that is there
+    (tmp_path / "elsewhere.json").write_text("{}")
+    (tmp_path / "run-model" / "vocab.json").symlink_to(tmp_path / "elsewhere.json")
+    with pytest.raises(ValueError, match="a link in the run model's folder"):
+        published_layout(tmp_path / "run-model", "keras-hub")
+    assert not (tmp_path / "run-model-published-keras-hub").exists()  # nothing half-written
 
 
 def test_another_model_is_its_own_published_layout_and_off_grid_experts_are_refused(tmp_path):

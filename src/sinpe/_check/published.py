@@ -99,6 +99,8 @@ def published_layout(model, engine: str) -> Path:
         files.write("config.json", lambda stream: stream.write(text))
         files.write("model.safetensors", lambda stream: stream.write(weights))
         for source in sorted(model.iterdir()):  # its tokenizer: regular files (copy refuses others)
+            if source.is_symlink():  # never followed, even in sinpe's own folder
+                raise ValueError(f"{source}: a link in the run model's folder, not copied")
             if source.name not in ("config.json", "model.safetensors"):
                 files.copy(source, source.name)
     return out
