@@ -30,9 +30,9 @@ def _blocks(values: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(values, np.float64).reshape(*values.shape[:-1], -1, BLOCK)
 
 
-def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each block's exponent (``2^e``: the least that puts its largest magnitude within 6)
-    and each value's E2M1 code, the nearest magnitude (ties to the smaller)."""
+def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each block's exponent (``2^e``: the least that puts its largest magnitude within 6),
+    each value's E2M1 code, the nearest magnitude (ties to the smaller), and the blocks."""
     blocks = _blocks(values)
     if not np.isfinite(blocks).all():
         raise ValueError("MXFP4 rows: every value finite")
@@ -47,13 +47,13 @@ def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     scaled = np.abs(blocks) / np.ldexp(1.0, exponent)[..., None]
     magnitude = np.argmin(np.abs(scaled[..., None] - E2M1), axis=-1)
     sign = (blocks < 0) & (magnitude > 0)
-    return exponent, (magnitude | sign << 3).astype(np.uint8)
+    return exponent, (magnitude | sign << 3).astype(np.uint8), blocks
 
 
 def to_grid(values: np.ndarray) -> np.ndarray:
     """``values`` (rows along the last axis, a multiple of 32 long) replaced by the nearest
     values MXFP4 holds, as float32: ``unpack(*pack(to_grid(v))) == to_grid(v)``."""
-    exponent, codes = _codes(values)
+    exponent, codes, _ = _codes(values)
     return _decode(exponent, codes).reshape(np.shape(values)).astype(np.float32)
 
 
@@ -66,8 +66,8 @@ def pack(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(blocks, scales)`` of values MXFP4 holds exactly (``to_grid``'s): ``blocks`` uint8
     ``[..., K / 32, 16]``, two codes a byte (element 2j in the lower nibble), ``scales`` uint8
     ``[..., K / 32]``. A value MXFP4 does not hold is refused, not rounded."""
-    exponent, codes = _codes(values)
-    if not np.array_equal(_decode(exponent, codes), _blocks(values)):
+    exponent, codes, blocks = _codes(values)
+    if not np.array_equal(_decode(exponent, codes), blocks):
         raise ValueError("MXFP4: values it does not hold (make them with to_grid first)")
     packed = codes[..., 0::2] | codes[..., 1::2] << 4
     return packed.astype(np.uint8), (exponent + _BIAS).astype(np.uint8)
